@@ -1,0 +1,26 @@
+//! sdsfs: the Signal Dataset (SDS) layout 0.1 as a Rust library, a read-only FUSE mount and a
+//! companion writer.
+//!
+//! The crate is layered; each layer uses only the ones listed before it:
+//!
+//! | layer | job |
+//! |---|---|
+//! | [`format`] | strict JSON, the record codec (SafeTensors payloads), metadata rows, control documents, limits |
+//! | [`arrayrecord`] | a native ArrayRecord/Riegeli reader and writer, byte-compatible with the reference |
+//! | [`storage`] | objects behind a trait: local directories now, object stores later |
+//! | [`dataset`] | opening a published dataset, mapping ordinals to shards, reading records and rows, publication |
+//! | [`fs`] | the mounted tree (FUSE-free core) and the thin FUSE adapter |
+//! | [`cli`] | the `sdsfs` and `sds` command lines |
+//!
+//! Every layer has one error enum; the FUSE boundary maps them to errno values.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod arrayrecord;
+pub mod cli;
+pub mod dataset;
+pub mod format;
+pub mod fs;
+pub mod storage;
+
+/// The reader release whose reading rules this crate implements (profile section 8).
+pub const READER_VERSION: &str = "0.2";
