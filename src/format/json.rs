@@ -1,1 +1,1061 @@
-//! Strict JSON reader and deterministic writer (under construction).
+//! The strict JSON reader and the deterministic JSON writer of profile section 1.
+//!
+//! Why a hand-written parser rather than `serde_json`: the profile needs things a general parser
+//! does not give together: duplicate keys refused at every depth, integers kept apart from floats
+//! (`3.0` is not an integer, `true` is not an integer), 64-bit integers that never degrade to
+//! floats, non-finite numbers refused, and depth / node / byte limits enforced *before* memory in
+//! proportion to the input is committed. The parser is a small recursive-descent reader over
+//! bytes whose recursion is bounded by the depth limit.
+//!
+//! The writer reproduces Python's `json.dumps(doc, sort_keys=True, ensure_ascii=False, ...)`:
+//! keys in code-point order (a `BTreeMap<String, _>` orders UTF-8 bytes, which is the same
+//! order), only the escapes Python emits, and floats as `repr(float)` writes them.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub use super::limits::JsonLimits;
+
+/// A JSON object: keys in code-point order, which is also the deterministic output order.
+pub type Object = BTreeMap<String, Value>;
+
+/// A parsed JSON value. Integers and floats stay distinct: `1` is `Int(1)`, `1.0` is `Float(1.0)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    /// Any integer in `[i64::MIN, u64::MAX]`; others are refused on read.
+    Int(i128),
+    /// A finite float; non-finite values are refused on read and on write.
+    Float(f64),
+    String(String),
+    Array(Vec<Value>),
+    Object(Object),
+}
+
+/// Why a document was refused, with the byte offset where the problem was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at byte {offset}")]
+pub struct JsonError {
+    pub kind: JsonErrorKind,
+    pub offset: usize,
+}
+
+/// The JSON rule a document broke.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonErrorKind {
+    #[error("document of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+    #[error("JSON nesting deeper than the limit of {limit}")]
+    TooDeep { limit: usize },
+    #[error("more than the limit of {limit} JSON values")]
+    TooManyNodes { limit: usize },
+    #[error("document is not valid UTF-8")]
+    NotUtf8,
+    #[error("top-level value is not an object")]
+    NotAnObject,
+    #[error("duplicate key {0:?}")]
+    DuplicateKey(String),
+    #[error("non-finite number {0} is not allowed")]
+    NonFinite(String),
+    #[error("integer {0} is outside the 64-bit range")]
+    IntegerOutOfRange(String),
+    #[error("invalid string escape")]
+    BadEscape,
+    #[error("unpaired UTF-16 surrogate in \\u escape")]
+    LoneSurrogate,
+    #[error("control character in string")]
+    ControlCharacter,
+    #[error("invalid number")]
+    BadNumber,
+    #[error("unexpected end of input")]
+    UnexpectedEnd,
+    #[error("unexpected character {0:?}")]
+    Unexpected(char),
+    #[error("trailing characters after the document")]
+    TrailingCharacters,
+}
+
+/// Parses a document whose top-level value must be an object.
+pub fn parse_object(input: &[u8], limits: &JsonLimits) -> Result<Object, JsonError> {
+    match parse_value(input, limits)? {
+        Value::Object(object) => Ok(object),
+        _ => Err(JsonError {
+            kind: JsonErrorKind::NotAnObject,
+            offset: 0,
+        }),
+    }
+}
+
+/// Parses one JSON value of any kind under `limits` (the depth of a top-level container is 1).
+pub fn parse_value(input: &[u8], limits: &JsonLimits) -> Result<Value, JsonError> {
+    if input.len() > limits.max_bytes {
+        return Err(JsonError {
+            kind: JsonErrorKind::TooLarge {
+                size: input.len(),
+                limit: limits.max_bytes,
+            },
+            offset: 0,
+        });
+    }
+    if let Err(e) = std::str::from_utf8(input) {
+        return Err(JsonError {
+            kind: JsonErrorKind::NotUtf8,
+            offset: e.valid_up_to(),
+        });
+    }
+    let mut parser = Parser {
+        input,
+        pos: 0,
+        nodes: 0,
+        limits,
+    };
+    parser.skip_whitespace();
+    let value = parser.value(0)?;
+    parser.skip_whitespace();
+    if parser.pos != input.len() {
+        return Err(parser.error(JsonErrorKind::TrailingCharacters));
+    }
+    Ok(value)
+}
+
+struct Parser<'a> {
+    input: &'a [u8],
+    pos: usize,
+    nodes: usize,
+    limits: &'a JsonLimits,
+}
+
+impl Parser<'_> {
+    fn error(&self, kind: JsonErrorKind) -> JsonError {
+        JsonError {
+            kind,
+            offset: self.pos,
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.input.get(self.pos).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn unexpected(&self) -> JsonError {
+        match self.rest_str().chars().next() {
+            Some(c) => self.error(JsonErrorKind::Unexpected(c)),
+            None => self.error(JsonErrorKind::UnexpectedEnd),
+        }
+    }
+
+    fn rest_str(&self) -> &str {
+        // The whole input was checked to be UTF-8 and `pos` only ever stops on char boundaries.
+        std::str::from_utf8(self.input.get(self.pos..).unwrap_or_default()).unwrap_or_default()
+    }
+
+    fn expect_byte(&mut self, byte: u8) -> Result<(), JsonError> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    fn count_node(&mut self) -> Result<(), JsonError> {
+        self.nodes += 1;
+        if self.nodes > self.limits.max_nodes {
+            return Err(self.error(JsonErrorKind::TooManyNodes {
+                limit: self.limits.max_nodes,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Parses a value whose enclosing container depth is `depth`.
+    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
+        self.count_node()?;
+        match self.peek() {
+            None => Err(self.error(JsonErrorKind::UnexpectedEnd)),
+            Some(b'{') => self.object(depth + 1).map(Value::Object),
+            Some(b'[') => self.array(depth + 1).map(Value::Array),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b't') => self.keyword("true", Value::Bool(true)),
+            Some(b'f') => self.keyword("false", Value::Bool(false)),
+            Some(b'n') => self.keyword("null", Value::Null),
+            Some(b'N') => self.non_finite("NaN"),
+            Some(b'I') => self.non_finite("Infinity"),
+            Some(b'-') if self.rest_str().starts_with("-Infinity") => self.non_finite("-Infinity"),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.unexpected()),
+        }
+    }
+
+    fn keyword(&mut self, word: &str, value: Value) -> Result<Value, JsonError> {
+        if self.rest_str().starts_with(word) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    fn non_finite(&mut self, word: &str) -> Result<Value, JsonError> {
+        if self.rest_str().starts_with(word) {
+            Err(self.error(JsonErrorKind::NonFinite(word.to_string())))
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    fn enter(&self, depth: usize) -> Result<(), JsonError> {
+        if depth > self.limits.max_depth {
+            return Err(self.error(JsonErrorKind::TooDeep {
+                limit: self.limits.max_depth,
+            }));
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Object, JsonError> {
+        self.enter(depth)?;
+        self.pos += 1; // '{'
+        let mut object = Object::new();
+        self.skip_whitespace();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(object);
+        }
+        loop {
+            self.skip_whitespace();
+            if self.peek() != Some(b'"') {
+                return Err(self.unexpected());
+            }
+            let key_offset = self.pos;
+            let key = self.string()?;
+            self.skip_whitespace();
+            self.expect_byte(b':')?;
+            self.skip_whitespace();
+            let value = self.value(depth)?;
+            if object.contains_key(&key) {
+                return Err(JsonError {
+                    kind: JsonErrorKind::DuplicateKey(key),
+                    offset: key_offset,
+                });
+            }
+            object.insert(key, value);
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(object);
+                }
+                _ => return Err(self.unexpected()),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Vec<Value>, JsonError> {
+        self.enter(depth)?;
+        self.pos += 1; // '['
+        let mut items = Vec::new();
+        self.skip_whitespace();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(items);
+        }
+        loop {
+            self.skip_whitespace();
+            items.push(self.value(depth)?);
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(items);
+                }
+                _ => return Err(self.unexpected()),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.pos += 1; // opening quote
+        let mut out = String::new();
+        loop {
+            let start = self.pos;
+            while let Some(b) = self.peek() {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.pos += 1;
+            }
+            out.push_str(self.slice_str(start, self.pos));
+            match self.peek() {
+                None => return Err(self.error(JsonErrorKind::UnexpectedEnd)),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => out.push(self.escape()?),
+                Some(_) => return Err(self.error(JsonErrorKind::ControlCharacter)),
+            }
+        }
+    }
+
+    fn slice_str(&self, start: usize, end: usize) -> &str {
+        // Runs end before an ASCII byte or at the end of a UTF-8-checked input: char boundaries.
+        std::str::from_utf8(self.input.get(start..end).unwrap_or_default()).unwrap_or_default()
+    }
+
+    fn escape(&mut self) -> Result<char, JsonError> {
+        self.pos += 1; // backslash
+        let c = match self.peek() {
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                self.pos += 1;
+                return self.unicode_escape();
+            }
+            None => return Err(self.error(JsonErrorKind::UnexpectedEnd)),
+            Some(_) => return Err(self.error(JsonErrorKind::BadEscape)),
+        };
+        self.pos += 1;
+        Ok(c)
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let digits = self
+            .input
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| self.error(JsonErrorKind::BadEscape))?;
+        let text = std::str::from_utf8(digits).map_err(|_| self.error(JsonErrorKind::BadEscape))?;
+        if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(self.error(JsonErrorKind::BadEscape));
+        }
+        let value =
+            u32::from_str_radix(text, 16).map_err(|_| self.error(JsonErrorKind::BadEscape))?;
+        self.pos += 4;
+        Ok(value)
+    }
+
+    fn unicode_escape(&mut self) -> Result<char, JsonError> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if !self.rest_str().starts_with("\\u") {
+                    return Err(self.error(JsonErrorKind::LoneSurrogate));
+                }
+                self.pos += 2;
+                let second = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return Err(self.error(JsonErrorKind::LoneSurrogate));
+                }
+                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(self.error(JsonErrorKind::LoneSurrogate)),
+            other => other,
+        };
+        char::from_u32(code).ok_or_else(|| self.error(JsonErrorKind::BadEscape))
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Result<Value, JsonError> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        let int_start = self.pos;
+        let int_digits = self.digits();
+        if int_digits == 0 || (int_digits > 1 && self.input.get(int_start) == Some(&b'0')) {
+            return Err(self.error(JsonErrorKind::BadNumber));
+        }
+        let mut is_float = false;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return Err(self.error(JsonErrorKind::BadNumber));
+            }
+            is_float = true;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.error(JsonErrorKind::BadNumber));
+            }
+            is_float = true;
+        }
+        let text = self.slice_str(start, self.pos);
+        if is_float {
+            return parse_float(text).map_err(|kind| JsonError {
+                kind,
+                offset: start,
+            });
+        }
+        parse_int(text).map_err(|kind| JsonError {
+            kind,
+            offset: start,
+        })
+    }
+}
+
+fn parse_float(text: &str) -> Result<Value, JsonErrorKind> {
+    let value: f64 = text.parse().map_err(|_| JsonErrorKind::BadNumber)?;
+    if !value.is_finite() {
+        return Err(JsonErrorKind::NonFinite(text.to_string()));
+    }
+    Ok(Value::Float(value))
+}
+
+fn parse_int(text: &str) -> Result<Value, JsonErrorKind> {
+    // 40 characters bound the work on absurd inputs; anything that long is out of range anyway.
+    let out_of_range = || JsonErrorKind::IntegerOutOfRange(truncate_for_message(text));
+    if text.len() > 40 {
+        return Err(out_of_range());
+    }
+    let value: i128 = text.parse().map_err(|_| out_of_range())?;
+    if value < i128::from(i64::MIN) || value > i128::from(u64::MAX) {
+        return Err(out_of_range());
+    }
+    Ok(Value::Int(value))
+}
+
+fn truncate_for_message(text: &str) -> String {
+    if text.len() <= 48 {
+        text.to_string()
+    } else {
+        format!("{}... ({} digits)", &text[..40], text.len())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
+/// Compact deterministic JSON (record descriptors, metadata rows): `,` and `:`, no whitespace,
+/// no trailing newline.
+pub fn to_compact(value: &Value) -> String {
+    let mut out = String::new();
+    write_compact(value, &mut out);
+    out
+}
+
+/// Pretty deterministic JSON (control documents): two-space indent, `,` and `: `, one final LF.
+pub fn to_pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write_pretty(value, 0, &mut out);
+    out.push('\n');
+    out
+}
+
+/// Compact form of an object (convenience for documents built as [`Object`]s).
+pub fn object_to_compact(object: &Object) -> String {
+    let mut out = String::new();
+    write_compact_object(object, &mut out);
+    out
+}
+
+/// Pretty form of an object, with the final LF.
+pub fn object_to_pretty(object: &Object) -> String {
+    let mut out = String::new();
+    write_pretty_object(object, 0, &mut out);
+    out.push('\n');
+    out
+}
+
+fn write_compact(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(object) => write_compact_object(object, out),
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+fn write_compact_object(object: &Object, out: &mut String) {
+    out.push('{');
+    for (i, (key, item)) in object.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(key, out);
+        out.push(':');
+        write_compact(item, out);
+    }
+    out.push('}');
+}
+
+fn write_pretty(value: &Value, indent: usize, out: &mut String) {
+    match value {
+        Value::Array(items) if items.is_empty() => out.push_str("[]"),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline_indent(indent + 1, out);
+                write_pretty(item, indent + 1, out);
+            }
+            newline_indent(indent, out);
+            out.push(']');
+        }
+        Value::Object(object) => write_pretty_object(object, indent, out),
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+fn write_pretty_object(object: &Object, indent: usize, out: &mut String) {
+    if object.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (key, item)) in object.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline_indent(indent + 1, out);
+        write_string(key, out);
+        out.push_str(": ");
+        write_pretty(item, indent + 1, out);
+    }
+    newline_indent(indent, out);
+    out.push('}');
+}
+
+fn newline_indent(level: usize, out: &mut String) {
+    out.push('\n');
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+fn write_scalar(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Float(f) => out.push_str(&python_float_repr(*f)),
+        Value::String(s) => write_string(s, out),
+        Value::Array(_) | Value::Object(_) => write_compact(value, out),
+    }
+}
+
+/// Writes a JSON string the way Python does with `ensure_ascii=False`: only `"`, `\` and the
+/// characters below U+0020 are escaped.
+pub fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Formats a float exactly as Python's `repr(float)`: the shortest digits that round-trip,
+/// positional when the decimal exponent is in [-4, 16), otherwise scientific with a sign and
+/// at least two exponent digits; integral values keep `.0`.
+///
+/// Non-finite values cannot be written as JSON; they are rendered as Python would (`nan`,
+/// `inf`), and callers refuse them before writing (the value constructors in this crate never
+/// produce them from parsed input).
+pub fn python_float_repr(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".to_string();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits as `d[.ddd]e<exp>`.
+    let sci = format!("{value:e}");
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if negative { "-" } else { "" };
+    if (-4..16).contains(&exponent) {
+        format!("{sign}{}", positional(&digits, exponent))
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let fraction = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{sign}{first}{fraction}e{exp_sign}{:02}",
+            exponent.unsigned_abs()
+        )
+    }
+}
+
+/// Places the decimal point in `digits` (value = d.ddd × 10^exponent), keeping at least one
+/// digit after the point.
+fn positional(digits: &str, exponent: i32) -> String {
+    if exponent < 0 {
+        let zeros = "0".repeat((-exponent - 1) as usize);
+        return format!("0.{zeros}{digits}");
+    }
+    let point = exponent as usize + 1;
+    if digits.len() <= point {
+        let zeros = "0".repeat(point - digits.len());
+        format!("{digits}{zeros}.0")
+    } else {
+        format!("{}.{}", &digits[..point], &digits[point..])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed access
+// ---------------------------------------------------------------------------------------------
+
+/// Why a key of a parsed object could not be read as the type a document needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    #[error("missing required key {0:?}")]
+    Missing(String),
+    #[error("key {key:?} must be {expected}")]
+    WrongType { key: String, expected: &'static str },
+    #[error("unknown key {0:?}")]
+    Unknown(String),
+}
+
+impl Value {
+    /// The JSON type's name, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&Object> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// A JSON integer in `u64` range. Booleans, floats (even `3.0`) and strings are not integers.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Int(i) => u64::try_from(*i).ok(),
+            _ => None,
+        }
+    }
+
+    /// A JSON integer in `i64` range.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => i64::try_from(*i).ok(),
+            _ => None,
+        }
+    }
+
+    /// A JSON number as `f64` (integers convert; used for coordinate starts and steps).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// True when every float inside is finite (values built in memory may hold NaN).
+    pub fn is_finite(&self) -> bool {
+        match self {
+            Value::Float(f) => f.is_finite(),
+            Value::Array(items) => items.iter().all(Value::is_finite),
+            Value::Object(object) => object.values().all(Value::is_finite),
+            _ => true,
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::String(s.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::String(s)
+    }
+}
+
+impl From<u64> for Value {
+    fn from(i: u64) -> Self {
+        Value::Int(i128::from(i))
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Self {
+        Value::Int(i128::from(i))
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(f: f64) -> Self {
+        Value::Float(f)
+    }
+}
+
+impl From<Object> for Value {
+    fn from(o: Object) -> Self {
+        Value::Object(o)
+    }
+}
+
+impl From<Vec<Value>> for Value {
+    fn from(a: Vec<Value>) -> Self {
+        Value::Array(a)
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// Typed, rule-enforcing reads of an object's keys.
+pub trait ObjectExt {
+    fn required(&self, key: &str) -> Result<&Value, AccessError>;
+    /// A required nonnegative JSON integer (booleans, floats and strings refused).
+    fn req_u64(&self, key: &str) -> Result<u64, AccessError>;
+    fn req_str(&self, key: &str) -> Result<&str, AccessError>;
+    fn req_object(&self, key: &str) -> Result<&Object, AccessError>;
+    fn req_array(&self, key: &str) -> Result<&[Value], AccessError>;
+    /// An optional key that may also be `null`: absent or null gives `None`.
+    fn opt_str(&self, key: &str) -> Result<Option<&str>, AccessError>;
+    fn opt_u64(&self, key: &str) -> Result<Option<u64>, AccessError>;
+    fn opt_object(&self, key: &str) -> Result<Option<&Object>, AccessError>;
+    /// Refuses any key outside `allowed` (exact-key documents).
+    fn only_keys(&self, allowed: &[&str]) -> Result<(), AccessError>;
+}
+
+fn wrong(key: &str, expected: &'static str) -> AccessError {
+    AccessError::WrongType {
+        key: key.to_string(),
+        expected,
+    }
+}
+
+impl ObjectExt for Object {
+    fn required(&self, key: &str) -> Result<&Value, AccessError> {
+        self.get(key)
+            .ok_or_else(|| AccessError::Missing(key.to_string()))
+    }
+
+    fn req_u64(&self, key: &str) -> Result<u64, AccessError> {
+        self.required(key)?
+            .as_u64()
+            .ok_or_else(|| wrong(key, "a nonnegative integer"))
+    }
+
+    fn req_str(&self, key: &str) -> Result<&str, AccessError> {
+        self.required(key)?
+            .as_str()
+            .ok_or_else(|| wrong(key, "a string"))
+    }
+
+    fn req_object(&self, key: &str) -> Result<&Object, AccessError> {
+        self.required(key)?
+            .as_object()
+            .ok_or_else(|| wrong(key, "an object"))
+    }
+
+    fn req_array(&self, key: &str) -> Result<&[Value], AccessError> {
+        self.required(key)?
+            .as_array()
+            .ok_or_else(|| wrong(key, "an array"))
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<&str>, AccessError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(Some)
+                .ok_or_else(|| wrong(key, "a string or null")),
+        }
+    }
+
+    fn opt_u64(&self, key: &str) -> Result<Option<u64>, AccessError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| wrong(key, "a nonnegative integer or null")),
+        }
+    }
+
+    fn opt_object(&self, key: &str) -> Result<Option<&Object>, AccessError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_object()
+                .map(Some)
+                .ok_or_else(|| wrong(key, "an object or null")),
+        }
+    }
+
+    fn only_keys(&self, allowed: &[&str]) -> Result<(), AccessError> {
+        match self.keys().find(|k| !allowed.contains(&k.as_str())) {
+            Some(unknown) => Err(AccessError::Unknown(unknown.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Value, JsonErrorKind> {
+        parse_value(text.as_bytes(), &JsonLimits::CONTROL).map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn float_repr_matches_python() {
+        let cases = [
+            (0.25, "0.25"),
+            (20000.0, "20000.0"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1e-5, "1e-05"),
+            (1e-6, "1e-06"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1.2345678901234568e17, "1.2345678901234568e+17"),
+            (5e-324, "5e-324"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (0.0001, "0.0001"),
+            (123456789.125, "123456789.125"),
+            (1.5e300, "1.5e+300"),
+            (-2.5e-7, "-2.5e-07"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (9999999999999998.0, "9999999999999998.0"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(python_float_repr(value), expected, "{value:e}");
+        }
+    }
+
+    #[test]
+    fn ints_and_floats_stay_distinct() {
+        assert_eq!(parse("3").unwrap(), Value::Int(3));
+        assert_eq!(parse("3.0").unwrap(), Value::Float(3.0));
+        assert_eq!(parse("-0").unwrap(), Value::Int(0));
+        assert_eq!(parse("1E2").unwrap(), Value::Float(100.0));
+        assert_eq!(
+            parse("18446744073709551615").unwrap(),
+            Value::Int(u64::MAX as i128)
+        );
+        assert_eq!(
+            parse("-9223372036854775808").unwrap(),
+            Value::Int(i64::MIN as i128)
+        );
+        assert!(matches!(
+            parse("18446744073709551616"),
+            Err(JsonErrorKind::IntegerOutOfRange(_))
+        ));
+        assert!(matches!(
+            parse("-9223372036854775809"),
+            Err(JsonErrorKind::IntegerOutOfRange(_))
+        ));
+        assert_eq!(to_compact(&parse("[1,1.0,-0.0]").unwrap()), "[1,1.0,-0.0]");
+    }
+
+    #[test]
+    fn refuses_each_json_rule() {
+        assert!(
+            matches!(parse(r#"{"a":1,"a":2}"#), Err(JsonErrorKind::DuplicateKey(k)) if k == "a")
+        );
+        assert!(matches!(
+            parse(r#"{"x":{"b":1,"b":1}}"#),
+            Err(JsonErrorKind::DuplicateKey(_))
+        ));
+        for bad in ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"] {
+            assert!(
+                matches!(parse(&format!("[{bad}]")), Err(JsonErrorKind::NonFinite(_))),
+                "{bad}"
+            );
+        }
+        for bad in ["01", "1.", ".5", "+1", "1e", "-", "0x10", "1.e5"] {
+            assert!(parse(&format!("[{bad}]")).is_err(), "{bad}");
+        }
+        assert_eq!(parse("[1] x"), Err(JsonErrorKind::TrailingCharacters));
+        assert_eq!(parse("\"a\u{1}\""), Err(JsonErrorKind::ControlCharacter));
+        assert_eq!(parse(r#""\ud800""#), Err(JsonErrorKind::LoneSurrogate));
+        assert_eq!(parse(r#""\udc00""#), Err(JsonErrorKind::LoneSurrogate));
+        assert_eq!(parse(r#""\x""#), Err(JsonErrorKind::BadEscape));
+        assert!(matches!(parse("[1,]"), Err(JsonErrorKind::Unexpected(']'))));
+        assert!(matches!(
+            parse("{\"a\" 1}"),
+            Err(JsonErrorKind::Unexpected('1'))
+        ));
+        assert_eq!(parse("[1"), Err(JsonErrorKind::UnexpectedEnd));
+        assert_eq!(
+            parse_value(b"\"\xff\"", &JsonLimits::CONTROL)
+                .unwrap_err()
+                .kind,
+            JsonErrorKind::NotUtf8
+        );
+        assert_eq!(
+            parse_object(b"[]", &JsonLimits::CONTROL).unwrap_err().kind,
+            JsonErrorKind::NotAnObject
+        );
+    }
+
+    #[test]
+    fn escapes_decode() {
+        assert_eq!(
+            parse(r#""\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\""#).unwrap(),
+            Value::String("é😀/\u{8}\u{c}\n\r\t\"\\".into())
+        );
+    }
+
+    #[test]
+    fn limits_apply_before_allocation() {
+        let limits = JsonLimits {
+            max_bytes: 100,
+            max_depth: 3,
+            max_nodes: 5,
+        };
+        let deep = "[[[[1]]]]";
+        assert_eq!(
+            parse_value(deep.as_bytes(), &limits).unwrap_err().kind,
+            JsonErrorKind::TooDeep { limit: 3 }
+        );
+        assert!(parse_value(b"[[[1]]]", &limits).is_ok());
+        assert_eq!(
+            parse_value(b"[1,2,3,4,5]", &limits).unwrap_err().kind,
+            JsonErrorKind::TooManyNodes { limit: 5 }
+        );
+        assert!(parse_value(b"[1,2,3,4]", &limits).is_ok());
+        let big = vec![b' '; 101];
+        assert!(matches!(
+            parse_value(&big, &limits).unwrap_err().kind,
+            JsonErrorKind::TooLarge { .. }
+        ));
+        // 10,000-deep nesting is refused quickly, without recursion past the limit.
+        let nested = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert!(matches!(
+            parse(&nested),
+            Err(JsonErrorKind::TooDeep { limit: 128 })
+        ));
+    }
+
+    #[test]
+    fn writes_python_layouts() {
+        let doc = parse(r#"{"b":[1,{"z":[],"y":{}}],"a":"é\u0001\u007f\u2028","c":null}"#).unwrap();
+        assert_eq!(
+            to_compact(&doc),
+            "{\"a\":\"é\\u0001\u{7f}\u{2028}\",\"b\":[1,{\"y\":{},\"z\":[]}],\"c\":null}"
+        );
+        assert_eq!(
+            to_pretty(&doc),
+            "{\n  \"a\": \"é\\u0001\u{7f}\u{2028}\",\n  \"b\": [\n    1,\n    {\n      \"y\": {},\n      \"z\": []\n    }\n  ],\n  \"c\": null\n}\n"
+        );
+        assert_eq!(to_pretty(&Value::Object(Object::new())), "{}\n");
+    }
+
+    #[test]
+    fn typed_access_is_strict() {
+        let Value::Object(o) =
+            parse(r#"{"n":3,"f":3.0,"b":true,"s":"3","neg":-1,"z":null}"#).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(o.req_u64("n"), Ok(3));
+        for key in ["f", "b", "s", "neg", "z"] {
+            assert!(
+                matches!(o.req_u64(key), Err(AccessError::WrongType { .. })),
+                "{key}"
+            );
+        }
+        assert_eq!(
+            o.req_u64("missing"),
+            Err(AccessError::Missing("missing".into()))
+        );
+        assert_eq!(o.opt_str("z"), Ok(None));
+        assert_eq!(o.opt_str("s"), Ok(Some("3")));
+        assert!(o.only_keys(&["n", "f", "b", "s", "neg"]).is_err());
+    }
+}
