@@ -1,1 +1,4 @@
-//! (under construction)
+//! The mounted tree. `names` and `views` are FUSE-free and unit-tested on their own.
+
+pub mod names;
+pub mod views;
