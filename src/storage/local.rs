@@ -49,8 +49,9 @@ use crate::format::path::RelPath;
 /// that comparing two multi-gigabyte shards costs two such buffers of memory.
 const CHUNK: usize = 1 << 20;
 
-/// Extra bytes asked for past the known size when reading a whole object, to notice growth.
-const PROBE: u64 = 64 << 10;
+/// Bytes asked for past the known size when reading a whole object, to notice growth. Small,
+/// because it is zero-filled on every whole read and normally comes back empty.
+const PROBE: u64 = 4 << 10;
 
 /// Attempts at finding an unused temporary name before giving up.
 const TEMP_NAME_ATTEMPTS: usize = 16;
@@ -287,12 +288,12 @@ impl ObjectStore for LocalStore {
 
     fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
         let object = self.describe(path);
-        let dir = match self.parent_dir(path, Walk::Existing) {
-            Ok((dir, leaf)) => (dir, leaf),
+        let (dir, leaf) = match self.parent_dir(path, Walk::Existing) {
+            Ok(found) => found,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e),
         };
-        let Some(opened) = open_regular(dir.0.fd(), &dir.1, &object)? else {
+        let Some(opened) = open_regular(dir.fd(), &leaf, &object)? else {
             return Ok(None);
         };
         let version = version_of(&opened.meta, &object)?;
@@ -531,12 +532,15 @@ impl Content<'_> {
         offset: u64,
         len: usize,
         scratch: &'s mut Vec<u8>,
+        object: &str,
     ) -> Result<&'s [u8], StorageError> {
         match self {
             Content::Memory(data) => usize::try_from(offset)
                 .ok()
                 .and_then(|start| data.get(start..start.checked_add(len)?))
-                .ok_or_else(|| StorageError::invalid("<memory>", "chunk outside the data")),
+                .ok_or_else(|| {
+                    StorageError::invalid(object, "chunk outside the data being written")
+                }),
             Content::Local { file, shown, .. } => {
                 scratch.resize(len, 0);
                 file.read_exact_at(scratch, offset)
@@ -557,7 +561,7 @@ impl Content<'_> {
     fn write_to(&self, out: &mut File, object: &str) -> Result<(), StorageError> {
         let mut scratch = Vec::new();
         for (offset, len) in self.chunks() {
-            let chunk = self.chunk(offset, len, &mut scratch)?;
+            let chunk = self.chunk(offset, len, &mut scratch, object)?;
             out.write_all(chunk)
                 .map_err(|e| StorageError::io(object, e))?;
         }
@@ -576,7 +580,7 @@ impl Content<'_> {
                 .file
                 .read_exact_at(&mut theirs, offset)
                 .map_err(|e| StorageError::io(object, e))?;
-            if self.chunk(offset, len, &mut ours)? != theirs.as_slice() {
+            if self.chunk(offset, len, &mut ours, object)? != theirs.as_slice() {
                 return Ok(false);
             }
         }
