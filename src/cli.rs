@@ -1,1 +1,3 @@
-//! (under construction)
+//! The `sdsfs` and `sds` command lines. The binaries in `src/bin/` only call into this module.
+
+pub mod size;

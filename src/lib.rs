@@ -5,7 +5,7 @@
 //!
 //! | layer | job |
 //! |---|---|
-//! | [`format`] | strict JSON, the record codec (SafeTensors payloads), metadata rows, control documents, limits |
+//! | [`format`](mod@format) | strict JSON, the record codec (SafeTensors payloads), metadata rows, control documents, limits |
 //! | [`arrayrecord`] | a native ArrayRecord/Riegeli reader and writer, byte-compatible with the reference |
 //! | [`storage`] | objects behind a trait: local directories now, object stores later |
 //! | [`dataset`] | opening a published dataset, mapping ordinals to shards, reading records and rows, publication |
