@@ -749,13 +749,16 @@ fn page_shard_entries_must_tile_the_page() {
     p.validate_against(&r, "S", 0).unwrap();
 }
 
+/// An edit of a manifest reference, for table-driven cases.
+type RefEdit<'a> = &'a dyn Fn(&mut ManifestRef);
+
 #[test]
 fn page_must_repeat_its_reference() {
     let (snapshot, pages) = two_pages();
     let page = &pages[1];
     let reference = &snapshot.manifests[1];
     page.validate_against(reference, "S", 1).unwrap();
-    let cases: [(&dyn Fn(&mut ManifestRef), &str); 4] = [
+    let cases: [(RefEdit, &str); 4] = [
         (
             &|r| r.first_ordinal = 161,
             "first_ordinal is 160 but the snapshot's manifest reference says 161",

@@ -296,3 +296,51 @@ pub(crate) fn check_portable(key: &str, value: &str) -> RuleResult<()> {
 pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Object {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiling(ranges: &[(u64, u64)], start: u64, end: u64) -> Result<(), String> {
+        check_tiling(ranges.iter().copied(), start, end, "items").map_err(|r| r.0)
+    }
+
+    #[test]
+    fn tiling_accepts_exact_covers_only() {
+        assert_eq!(tiling(&[], 5, 5), Ok(()));
+        assert_eq!(tiling(&[(5, 0)], 5, 5), Ok(()));
+        assert_eq!(tiling(&[(0, 2), (2, 0), (2, 3)], 0, 5), Ok(()));
+        assert_eq!(
+            tiling(&[(0, 2), (3, 2)], 0, 5),
+            Err("items do not tile [0, 5): entry 1 starts at 3, expected 2".into())
+        );
+        assert_eq!(
+            tiling(&[(0, 6)], 0, 5),
+            Err("items do not tile [0, 5): entry 0 ends past the range (0 + 6 records)".into())
+        );
+        assert_eq!(
+            tiling(&[(0, 4)], 0, 5),
+            Err("items do not tile [0, 5): the last entry ends at 4".into())
+        );
+        assert!(tiling(&[(u64::MAX, 1)], u64::MAX, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn sums_refuse_overflow() {
+        assert_eq!(checked_sum([1, 2, 3], "x"), Ok(6));
+        assert!(checked_sum([u64::MAX, 1], "x").is_err());
+    }
+
+    #[test]
+    fn errors_keep_their_document_when_relabelled() {
+        let err = Rule::new("broken")
+            .at("shards[1]")
+            .in_document("manifest page");
+        assert_eq!(err.to_string(), "manifest page: shards[1]: broken");
+        let err = err.with_document("manifests/ab/S-00000001.json");
+        assert_eq!(
+            err.to_string(),
+            "manifests/ab/S-00000001.json: shards[1]: broken"
+        );
+    }
+}
