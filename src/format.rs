@@ -5,6 +5,7 @@
 //! - [`limits`]: the configurable limits of section 9.
 //! - [`dtype`]: the dtype table of section 2.
 
+pub mod documents;
 pub mod dtype;
 pub mod json;
 pub mod limits;

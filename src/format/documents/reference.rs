@@ -1,0 +1,83 @@
+//! Object references (section 4): `{"path", "stored_bytes"}` plus an optional `generation`.
+//!
+//! The same shape appears under two key policies: inside roots, snapshots and manifests unknown
+//! keys are ignored; inside annotation revisions and set roots the keys are exact. The policy is
+//! a parameter rather than two types because the value is the same thing either way.
+//!
+//! `generation: null` is read as "no generation": the key is optional, and a `null` written by
+//! some other writer carries no generation to honour. Writers never emit the key for `None`.
+
+use super::{as_object, RuleResult};
+use crate::format::json::{Object, ObjectExt, Value};
+use crate::format::path::RelPath;
+
+/// Whether a parser tolerates keys it does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keys {
+    /// Roots, snapshots, manifests: compatible additions are ignored.
+    IgnoreUnknown,
+    /// Annotation documents: every key must be one the document defines.
+    Exact,
+}
+
+impl Keys {
+    pub(crate) fn check(self, object: &Object, allowed: &[&str]) -> RuleResult<()> {
+        match self {
+            Keys::IgnoreUnknown => Ok(()),
+            Keys::Exact => Ok(object.only_keys(allowed)?),
+        }
+    }
+}
+
+/// A reference to an object below the dataset root.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reference {
+    /// Dataset-root-relative path of the object.
+    pub path: RelPath,
+    /// The object's size in bytes, compared with storage when the object is first opened.
+    pub stored_bytes: u64,
+    /// The object generation a reader must read (section 7); new writes never set it.
+    pub generation: Option<u64>,
+}
+
+impl Reference {
+    /// A reference as writers create it: no generation.
+    pub fn new(path: RelPath, stored_bytes: u64) -> Reference {
+        Reference {
+            path,
+            stored_bytes,
+            generation: None,
+        }
+    }
+
+    pub(crate) fn from_value(value: &Value, keys: Keys) -> RuleResult<Reference> {
+        let object = as_object(value, "a reference")?;
+        keys.check(object, &["path", "stored_bytes", "generation"])?;
+        Ok(Reference {
+            path: read_path(object, "path")?,
+            stored_bytes: object.req_u64("stored_bytes")?,
+            generation: object.opt_u64("generation")?,
+        })
+    }
+
+    pub(crate) fn to_value(&self) -> Value {
+        let mut object = Object::new();
+        object.insert("path".into(), self.path.as_str().into());
+        object.insert("stored_bytes".into(), self.stored_bytes.into());
+        if let Some(generation) = self.generation {
+            object.insert("generation".into(), generation.into());
+        }
+        Value::Object(object)
+    }
+}
+
+/// A required key holding a valid dataset-relative path.
+pub(crate) fn read_path(object: &Object, key: &str) -> RuleResult<RelPath> {
+    let text = object.req_str(key)?;
+    RelPath::new(text).map_err(|e| super::Rule::new(format!("{key}: {e}")))
+}
+
+/// Reads the reference at `key` of `object`, locating errors as `key: ...`.
+pub(crate) fn read_reference(object: &Object, key: &str, keys: Keys) -> RuleResult<Reference> {
+    Reference::from_value(object.required(key)?, keys).map_err(|r| r.at(key))
+}

@@ -1,0 +1,257 @@
+//! Writers' output, byte for byte: the hand-written one-record dataset and annotation documents
+//! are reproduced exactly by the builders, parse back to equal values, and every document
+//! round-trips (build → to_json → parse → equal).
+
+#[path = "documents_support/mod.rs"]
+mod support;
+
+use sdsfs::format::documents::*;
+use sdsfs::format::json::{Object, Value};
+use support::*;
+
+fn one_record_page() -> ManifestPage {
+    let entry = ShardEntry::new(
+        0,
+        Reference::new(ids::data_shard_path(DATA_SHA).unwrap(), 300),
+        Reference::new(ids::metadata_shard_path(META_SHA).unwrap(), 120),
+        1,
+    )
+    .unwrap();
+    ManifestPage::from_shards("snap-1", 0, 0, vec![entry]).unwrap()
+}
+
+#[test]
+fn builders_write_the_hand_written_one_record_dataset() {
+    let page = one_record_page();
+    assert_eq!(page.to_json(), MANIFEST);
+    let page_path = ids::manifest_path(&page.page_id).unwrap();
+    assert_eq!(page_path.as_str(), PAGE_PATH);
+
+    let page_ref = Reference::new(page_path, MANIFEST.len() as u64);
+    assert_eq!(page_ref.stored_bytes, 640);
+    let snapshot = Snapshot::from_manifests(
+        "ds",
+        "snap-1",
+        metadata(),
+        vec![ManifestRef::for_page(&page, page_ref)],
+    )
+    .unwrap();
+    assert_eq!(snapshot.to_json(), SNAPSHOT);
+
+    let snapshot_ref = Reference::new(ids::snapshot_path("snap-1").unwrap(), SNAPSHOT.len() as u64);
+    let root = DatasetRoot::new("ds", "snap-1", snapshot_ref, metadata());
+    assert_eq!(root.to_json(), ROOT);
+}
+
+#[test]
+fn hand_written_documents_parse_and_validate() {
+    let root = DatasetRoot::parse(ROOT.as_bytes(), &LIMITS).unwrap();
+    let snapshot = Snapshot::parse(SNAPSHOT.as_bytes(), &LIMITS).unwrap();
+    let page = ManifestPage::parse(MANIFEST.as_bytes(), &LIMITS).unwrap();
+    root.validate().unwrap();
+    root.validate_snapshot(&snapshot).unwrap();
+    snapshot.validate().unwrap();
+    page.validate_against(&snapshot.manifests[0], "snap-1", 0)
+        .unwrap();
+
+    assert_eq!(
+        root.snapshot.path.as_str(),
+        "snapshots/snap-1/snapshot.json"
+    );
+    assert_eq!(root.snapshot.stored_bytes, 555);
+    assert_eq!(root.snapshot.generation, None);
+    assert_eq!(root.min_reader_version, None);
+    assert_eq!(root.metadata, metadata());
+    assert_eq!(snapshot.metadata.get("rate"), Some(&Value::Float(0.25)));
+    assert_eq!(page, one_record_page());
+    assert_eq!(page.shards[0].physical_index(0), Some(0));
+    assert_eq!(page.shards[0].physical_index(1), None);
+}
+
+#[test]
+fn hand_written_annotation_documents_are_reproduced() {
+    let object_path = ids::annotation_object_path("labels", PUB, OBJ_SHA).unwrap();
+    let pointer = WorkerPointer {
+        first_ordinal: 0,
+        generation: None,
+        logical_shard_id: ids::logical_shard_id(0),
+        name: "labels".into(),
+        publication_id: ids::default_publication_id("labels", "snap-1"),
+        record_ids: vec!["r0".into(), "r1".into()],
+        source_snapshot_id: "snap-1".into(),
+        statuses: vec![AnnotationStatus::Success, AnnotationStatus::Failed],
+        stored_bytes: 99,
+        terminal_statuses: vec![AnnotationStatus::Success, AnnotationStatus::Skipped],
+        uri: object_path.clone(),
+    };
+    assert_eq!(pointer.to_json(), WORKER_POINTER);
+    pointer.validate().unwrap();
+
+    let set_root = SetRoot {
+        metadata: Object::new(),
+        name: "labels".into(),
+        publication_id: PUB.into(),
+        record_count: 1,
+        shards: vec![SetShard {
+            first_ordinal: 0,
+            object: Reference::new(object_path, 99),
+            record_count: 1,
+        }],
+        source_snapshot_id: "snap-1".into(),
+    };
+    assert_eq!(set_root.to_json(), SET_ROOT);
+
+    let mut revision = Revision::default();
+    revision.sets.insert(
+        "labels".into(),
+        Reference::new(
+            ids::set_root_path("labels", PUB).unwrap(),
+            SET_ROOT.len() as u64,
+        ),
+    );
+    assert_eq!(revision.to_json(), REVISION);
+    assert_eq!(ids::sha256_hex(REVISION.as_bytes()), REVISION_SHA);
+
+    let catalog = CatalogPointer::new(ids::revision_path(REVISION_SHA).unwrap());
+    assert_eq!(catalog.to_json(), CATALOG);
+}
+
+#[test]
+fn hand_written_annotation_documents_parse_to_the_built_values() {
+    let pointer = WorkerPointer::parse(WORKER_POINTER.as_bytes(), &LIMITS).unwrap();
+    assert_eq!(pointer.to_json(), WORKER_POINTER);
+    assert_eq!(pointer.generation, None);
+    assert_eq!(pointer.terminal_statuses[1], AnnotationStatus::Skipped);
+    let set_root = SetRoot::parse(SET_ROOT.as_bytes(), &LIMITS).unwrap();
+    set_root.validate().unwrap();
+    let snapshot = Snapshot::parse(SNAPSHOT.as_bytes(), &LIMITS).unwrap();
+    set_root.validate_against_snapshot(&snapshot).unwrap();
+    let revision = Revision::parse(REVISION.as_bytes(), &LIMITS).unwrap();
+    revision.validate().unwrap();
+    assert_eq!(revision.sets["labels"].stored_bytes, 451);
+    let catalog = CatalogPointer::parse(CATALOG.as_bytes(), &LIMITS).unwrap();
+    assert_eq!(
+        catalog.revision.path,
+        ids::revision_path(REVISION_SHA).unwrap()
+    );
+}
+
+#[test]
+fn optional_keys_round_trip_and_are_omitted_when_absent() {
+    let (snapshot, pages) = two_pages();
+    let mut page = pages[0].clone();
+    page.shards[1].record_indices = Some((0..40).rev().collect());
+    page.shards[0].data.generation = Some(1_700_000_000_123_456_789);
+    let text = page.to_json();
+    assert!(text.contains("\"record_indices\": [\n        39,"));
+    assert!(text.contains("\"generation\": 1700000000123456789"));
+    let parsed = ManifestPage::parse(text.as_bytes(), &LIMITS).unwrap();
+    assert_eq!(parsed, page);
+    parsed
+        .validate_against(&snapshot.manifests[0], "S", 0)
+        .unwrap();
+    assert_eq!(parsed.shards[1].physical_index(0), Some(39));
+
+    assert!(!pages[1].to_json().contains("record_indices"));
+    assert!(!pages[1].to_json().contains("generation"));
+
+    let root = DatasetRoot::new(
+        "D",
+        "S",
+        reference("snapshots/S/snapshot.json", 10),
+        Object::new(),
+    )
+    .with_min_reader_version("0.2");
+    let text = root.to_json();
+    assert!(text.contains("  \"min_reader_version\": \"0.2\",\n"));
+    assert_eq!(DatasetRoot::parse(text.as_bytes(), &LIMITS).unwrap(), root);
+}
+
+#[test]
+fn every_document_round_trips() {
+    let (snapshot, pages) = two_pages();
+    let text = snapshot.to_json();
+    assert_eq!(Snapshot::parse(text.as_bytes(), &LIMITS).unwrap(), snapshot);
+    for (i, page) in pages.iter().enumerate() {
+        let parsed = ManifestPage::parse(page.to_json().as_bytes(), &LIMITS).unwrap();
+        assert_eq!(&parsed, page);
+        parsed
+            .validate_against(&snapshot.manifests[i], "S", i as u64)
+            .unwrap();
+    }
+
+    let set = three_shard_set();
+    assert_eq!(
+        SetRoot::parse(set.to_json().as_bytes(), &LIMITS).unwrap(),
+        set
+    );
+
+    let mut pointer = WorkerPointer::parse(WORKER_POINTER.as_bytes(), &LIMITS).unwrap();
+    pointer.generation = Some(42);
+    let text = pointer.to_json();
+    assert!(text.contains("\"generation\": 42,"));
+    assert_eq!(
+        WorkerPointer::parse(text.as_bytes(), &LIMITS).unwrap(),
+        pointer
+    );
+
+    let mut catalog = CatalogPointer::parse(CATALOG.as_bytes(), &LIMITS).unwrap();
+    catalog.revision.generation = Some(7);
+    let text = catalog.to_json();
+    assert_eq!(
+        CatalogPointer::parse(text.as_bytes(), &LIMITS).unwrap(),
+        catalog
+    );
+
+    let empty = Revision::default();
+    assert_eq!(empty.to_json(), "{\n  \"sets\": {}\n}\n");
+    assert_eq!(
+        Revision::parse(empty.to_json().as_bytes(), &LIMITS).unwrap(),
+        empty
+    );
+}
+
+#[test]
+fn empty_dataset_has_no_manifests() {
+    let snapshot = Snapshot::from_manifests("D", "S", Object::new(), vec![]).unwrap();
+    assert_eq!(
+        (
+            snapshot.record_count,
+            snapshot.shard_count,
+            snapshot.stored_bytes
+        ),
+        (0, 0, 0)
+    );
+    assert!(snapshot.to_json().contains("\"manifests\": [],"));
+    let parsed = Snapshot::parse(snapshot.to_json().as_bytes(), &LIMITS).unwrap();
+    parsed.validate().unwrap();
+    assert_eq!(parsed.manifest_for(0), None);
+}
+
+#[test]
+fn lookups_find_the_covering_page_and_shard() {
+    let (snapshot, pages) = two_pages();
+    assert_eq!(snapshot.manifest_for(0), Some(0));
+    assert_eq!(snapshot.manifest_for(159), Some(0));
+    assert_eq!(snapshot.manifest_for(160), Some(1));
+    assert_eq!(snapshot.manifest_for(229), Some(1));
+    assert_eq!(snapshot.manifest_for(230), None);
+    assert_eq!(pages[0].shard_for(59), Some(0));
+    assert_eq!(pages[0].shard_for(60), Some(1));
+    assert_eq!(pages[0].shard_for(159), Some(2));
+    assert_eq!(pages[0].shard_for(160), None);
+    assert_eq!(pages[1].shard_for(159), None);
+    assert_eq!(pages[1].shard_for(200), Some(1));
+}
+
+#[test]
+fn unknown_keys_are_ignored_on_read_and_not_written_back() {
+    let text = edit(SNAPSHOT, |d| {
+        set(d, "", "future", Value::Bool(true));
+        set(d, "manifests.0", "checksum", "x".into());
+        set(d, "manifests.0.object", "etag", "y".into());
+    });
+    let parsed = Snapshot::parse(text.as_bytes(), &LIMITS).unwrap();
+    parsed.validate().unwrap();
+    assert_eq!(parsed.to_json(), SNAPSHOT);
+}
