@@ -1,0 +1,71 @@
+//! The dataset layer's one error enum. Every message names the object (and, for record reads,
+//! the ordinal) and the rule or cause, so a log line or a refused mount says what to look at.
+
+use crate::arrayrecord;
+use crate::format::documents::DocumentError;
+use crate::format::record::RecordError;
+use crate::storage::StorageError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    /// A control document could not be read from storage.
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    /// A control document broke a rule of the profile.
+    #[error("{0}")]
+    Document(#[from] DocumentError),
+    /// A control document's size differs from what its reference promises.
+    #[error("{object}: size {actual} differs from the {expected} bytes its reference records")]
+    SizeMismatch {
+        object: String,
+        expected: u64,
+        actual: u64,
+    },
+    /// A shard object is unreadable or corrupt; only records stored in it are affected.
+    #[error("{object}: {source}")]
+    Shard {
+        object: String,
+        #[source]
+        source: arrayrecord::Error,
+    },
+    /// A record or metadata row failed to decode or broke a record rule.
+    #[error("record {ordinal} ({object}): {source}")]
+    Record {
+        ordinal: u64,
+        object: String,
+        #[source]
+        source: RecordError,
+    },
+    /// The dataset's documents or shards disagree with each other.
+    #[error("{object}: {detail}")]
+    Corrupt { object: String, detail: String },
+    /// An ordinal past the end of the dataset.
+    #[error("ordinal {ordinal} is out of range: the dataset has {record_count} records")]
+    OutOfRange { ordinal: u64, record_count: u64 },
+    /// Publication refused its inputs.
+    #[error("publication refused: {0}")]
+    Publication(String),
+    /// Local I/O while writing (temporary files for shards).
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DatasetError {
+    pub(crate) fn corrupt(object: impl Into<String>, detail: impl Into<String>) -> DatasetError {
+        DatasetError::Corrupt {
+            object: object.into(),
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> DatasetError {
+        DatasetError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

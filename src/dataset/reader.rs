@@ -1,0 +1,312 @@
+//! [`Dataset`]: one published snapshot, opened from its `root.json`.
+//!
+//! Opening reads exactly two objects, `root.json` and the snapshot it references, and checks
+//! both (formats, versions, ids, tiling and sums of the manifest references). Nothing is ever
+//! listed. Manifest pages, shards and metadata rows are read lazily, so their defects surface as
+//! errors on the records they affect, never as a refused open.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+
+use super::error::DatasetError;
+use super::pages::{locate, PageCache, RecordLocation};
+use super::shards::{ShardCache, ShardReader};
+use super::OpenOptions;
+use crate::format::documents::{DatasetRoot, Reference, Snapshot};
+use crate::format::limits::JsonLimits;
+use crate::format::path::RelPath;
+use crate::format::record::{self, Record, RecordMeta};
+use crate::storage::{ObjectStore, StorageError};
+
+/// The object name of a dataset's root document.
+pub const ROOT_JSON: &str = "root.json";
+
+/// An open dataset. Cheap to share (`Arc<Dataset>`) across threads; every method takes `&self`.
+#[derive(Debug)]
+pub struct Dataset {
+    store: Arc<dyn ObjectStore>,
+    options: OpenOptions,
+    root: DatasetRoot,
+    root_bytes: Bytes,
+    root_modified: Option<SystemTime>,
+    snapshot: Snapshot,
+    snapshot_bytes: Bytes,
+    pages: PageCache,
+    shards: ShardCache,
+}
+
+/// Reads a control document through its reference: size capped by the control limits, and
+/// compared with the reference's `stored_bytes`.
+pub(crate) fn read_control(
+    store: &dyn ObjectStore,
+    reference: &Reference,
+    limits: &JsonLimits,
+) -> Result<Bytes, DatasetError> {
+    let bytes = store.read_limited(&reference.path, reference.generation, limits.max_bytes as u64)?;
+    if bytes.len() as u64 != reference.stored_bytes {
+        return Err(DatasetError::SizeMismatch {
+            object: store.describe(&reference.path),
+            expected: reference.stored_bytes,
+            actual: bytes.len() as u64,
+        });
+    }
+    Ok(bytes)
+}
+
+impl Dataset {
+    /// Opens the dataset whose `root.json` is at the root of `store`.
+    pub fn open(store: Arc<dyn ObjectStore>, options: OpenOptions) -> Result<Dataset, DatasetError> {
+        let limits = options.control_limits;
+        let root_path = RelPath::new(ROOT_JSON).map_err(|e| DatasetError::corrupt(ROOT_JSON, e.to_string()))?;
+        let root_info = store.info(&root_path, None)?;
+        let root_bytes = store.read_limited(&root_path, None, limits.max_bytes as u64)?;
+        let root = DatasetRoot::parse(&root_bytes, &limits)?;
+        root.validate()?;
+        let snapshot_bytes = read_control(store.as_ref(), &root.snapshot, &limits)?;
+        let snapshot_name = root.snapshot.path.as_str();
+        let snapshot = Snapshot::parse(&snapshot_bytes, &limits).map_err(|e| e.with_document(snapshot_name))?;
+        snapshot.validate().map_err(|e| e.with_document(snapshot_name))?;
+        root.validate_snapshot(&snapshot)?;
+        Ok(Dataset {
+            pages: PageCache::new(options.manifest_cache_pages, limits),
+            shards: ShardCache::new(options.open_shards),
+            store,
+            options,
+            root,
+            root_bytes,
+            root_modified: root_info.modified,
+            snapshot,
+            snapshot_bytes,
+        })
+    }
+
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    pub fn options(&self) -> &OpenOptions {
+        &self.options
+    }
+
+    pub fn root(&self) -> &DatasetRoot {
+        &self.root
+    }
+
+    /// `root.json` byte for byte.
+    pub fn root_bytes(&self) -> &Bytes {
+        &self.root_bytes
+    }
+
+    /// The modification time storage reports for `root.json`.
+    pub fn root_modified(&self) -> Option<SystemTime> {
+        self.root_modified
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The snapshot document byte for byte.
+    pub fn snapshot_bytes(&self) -> &Bytes {
+        &self.snapshot_bytes
+    }
+
+    /// Number of records (logical ordinals `0..len`).
+    pub fn len(&self) -> u64 {
+        self.snapshot.record_count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Where `ordinal` lives: page, shard entry, physical index. Reads at most one page.
+    pub fn locate(&self, ordinal: u64) -> Result<RecordLocation, DatasetError> {
+        locate(&self.pages, self.store.as_ref(), &self.snapshot, ordinal)
+    }
+
+    /// The open data shard holding `location`.
+    pub fn data_shard(&self, location: &RecordLocation) -> Result<Arc<ShardReader>, DatasetError> {
+        let entry = self.entry(location)?;
+        self.shards.reader(&self.store, &entry.data, entry)
+    }
+
+    /// The open metadata shard holding `location`.
+    pub fn metadata_shard(&self, location: &RecordLocation) -> Result<Arc<ShardReader>, DatasetError> {
+        let entry = self.entry(location)?;
+        self.shards.reader(&self.store, &entry.metadata, entry)
+    }
+
+    fn entry<'a>(&self, location: &'a RecordLocation) -> Result<&'a crate::format::documents::ShardEntry, DatasetError> {
+        location.entry().ok_or_else(|| {
+            DatasetError::corrupt(location.page.page_id.clone(), format!("no shard entry {}", location.shard_index))
+        })
+    }
+
+    /// The metadata row of `ordinal`: everything but the tensor values, without touching the
+    /// data shard.
+    pub fn record_meta(&self, ordinal: u64) -> Result<RecordMeta, DatasetError> {
+        let location = self.locate(ordinal)?;
+        self.record_meta_at(&location)
+    }
+
+    /// The metadata row at a known location.
+    pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
+        let shard = self.metadata_shard(location)?;
+        let bytes = shard.read(location.physical_index).map_err(|source| DatasetError::Shard {
+            object: shard.name().to_string(),
+            source,
+        })?;
+        RecordMeta::parse_row(&bytes, &self.options.record_limits).map_err(|source| DatasetError::Record {
+            ordinal: location.ordinal,
+            object: shard.name().to_string(),
+            source,
+        })
+    }
+
+    /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
+    pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
+        let shard = self.data_shard(location)?;
+        shard.read(location.physical_index).map_err(|source| DatasetError::Shard {
+            object: shard.name().to_string(),
+            source,
+        })
+    }
+
+    /// Streams the encoded record of `location` into `sink` without holding it in memory;
+    /// returns its length. On error the sink holds garbage and must be discarded.
+    pub fn read_payload_into(
+        &self,
+        location: &RecordLocation,
+        sink: &mut dyn std::io::Write,
+    ) -> Result<u64, DatasetError> {
+        let shard = self.data_shard(location)?;
+        shard
+            .read_into(location.physical_index, sink)
+            .map_err(|source| DatasetError::Shard {
+                object: shard.name().to_string(),
+                source,
+            })
+    }
+
+    /// Decoded size of the record at `location` (from the shard index; no data read).
+    pub fn payload_len(&self, location: &RecordLocation) -> Result<u64, DatasetError> {
+        let shard = self.data_shard(location)?;
+        shard
+            .record_len_hint(location.physical_index)
+            .map_err(|source| DatasetError::Shard {
+                object: shard.name().to_string(),
+                source,
+            })
+    }
+
+    /// Reads and decodes record `ordinal`, checking that its descriptor agrees with its
+    /// metadata row (a disagreement is a corruption error for this record).
+    pub fn read_record(&self, ordinal: u64) -> Result<Record, DatasetError> {
+        let location = self.locate(ordinal)?;
+        let row = self.record_meta_at(&location)?;
+        let payload = self.read_payload(&location)?;
+        let object = self.entry(&location)?.data.path.to_string();
+        let record_error = |source| DatasetError::Record {
+            ordinal,
+            object: object.clone(),
+            source,
+        };
+        let record = record::decode(payload, &self.options.record_limits).map_err(record_error)?;
+        record::check_row_agrees(&row, &record.meta()).map_err(record_error)?;
+        Ok(record)
+    }
+
+    /// Iterates over every record in ordinal order.
+    pub fn iter_records(&self) -> impl Iterator<Item = Result<Record, DatasetError>> + '_ {
+        (0..self.len()).map(|ordinal| self.read_record(ordinal))
+    }
+
+    /// Iterates over every metadata row in ordinal order.
+    pub fn iter_record_meta(&self) -> impl Iterator<Item = Result<RecordMeta, DatasetError>> + '_ {
+        (0..self.len()).map(|ordinal| self.record_meta(ordinal))
+    }
+
+    /// Where records `start..stop` live, as contiguous runs within shards, for callers that
+    /// fetch the bytes themselves. Reads the manifest pages covering the range (cached).
+    pub fn read_instructions(
+        &self,
+        start: u64,
+        stop: u64,
+        metadata: bool,
+    ) -> Result<Vec<ReadInstruction>, DatasetError> {
+        let stop = stop.min(self.len());
+        let mut instructions: Vec<ReadInstruction> = Vec::new();
+        let mut ordinal = start;
+        while ordinal < stop {
+            let location = self.locate(ordinal)?;
+            let entry = self.entry(&location)?;
+            let reference = if metadata { &entry.metadata } else { &entry.data };
+            let entry_end = entry.first_ordinal.saturating_add(entry.record_count).min(stop);
+            for ord in ordinal..entry_end {
+                let k = ord - entry.first_ordinal;
+                let physical = entry.physical_index(k).ok_or_else(|| {
+                    DatasetError::corrupt(location.page.page_id.clone(), format!("no physical index for ordinal {ord}"))
+                })?;
+                push_instruction(&mut instructions, self.store.describe(&reference.path), physical, ord, entry.record_count);
+            }
+            ordinal = entry_end.max(ordinal + 1);
+        }
+        Ok(instructions)
+    }
+
+    /// Storage error helper for callers that hold a `RelPath`.
+    pub fn describe(&self, path: &RelPath) -> String {
+        self.store.describe(path)
+    }
+}
+
+/// A contiguous run of records within one shard object (as TFDS and ArrayRecord name them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadInstruction {
+    /// Location of the shard object.
+    pub filename: String,
+    /// Index of the first record to take, within the shard.
+    pub skip: u64,
+    /// How many records to take.
+    pub take: u64,
+    /// Records the shard entry addresses.
+    pub examples_in_shard: u64,
+    /// Ordinal of the first record in the dataset's numbering.
+    pub first_ordinal: u64,
+}
+
+/// Extends the last instruction when `physical` continues it, else starts a new one (entries
+/// with `record_indices` may jump around within a shard).
+fn push_instruction(
+    instructions: &mut Vec<ReadInstruction>,
+    filename: String,
+    physical: u64,
+    ordinal: u64,
+    examples_in_shard: u64,
+) {
+    if let Some(last) = instructions.last_mut() {
+        let continues = last.filename == filename
+            && last.skip.saturating_add(last.take) == physical
+            && last.first_ordinal.saturating_add(last.take) == ordinal;
+        if continues {
+            last.take += 1;
+            return;
+        }
+    }
+    instructions.push(ReadInstruction {
+        filename,
+        skip: physical,
+        take: 1,
+        examples_in_shard,
+        first_ordinal: ordinal,
+    });
+}
+
+impl From<crate::format::path::PathError> for DatasetError {
+    fn from(e: crate::format::path::PathError) -> Self {
+        DatasetError::Storage(StorageError::invalid(e.path.clone(), e.to_string()))
+    }
+}
