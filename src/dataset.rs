@@ -8,11 +8,13 @@
 
 mod error;
 mod pages;
+pub mod publish;
 pub mod reader;
 mod shards;
 
 pub use error::DatasetError;
 pub use pages::RecordLocation;
+pub use publish::{publish, write_shard, PublishOptions, PublishSummary, ShardOptions, ShardReceipt};
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
 
