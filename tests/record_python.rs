@@ -58,8 +58,15 @@ fn run_tool(mode: &str, request: &Json) -> Json {
 
 /// The tensors Python must be given to produce our payload: descriptor plus one per field.
 fn python_spec(record: &Record) -> Json {
-    let descriptor = to_compact(&sdsfs::format::record::json_form::descriptor_value(&record.meta()));
-    let mut tensors = vec![json!([DESCRIPTOR_TENSOR, "U8", [descriptor.len()], hex::encode(descriptor)])];
+    let descriptor = to_compact(&sdsfs::format::record::json_form::descriptor_value(
+        &record.meta(),
+    ));
+    let mut tensors = vec![json!([
+        DESCRIPTOR_TENSOR,
+        "U8",
+        [descriptor.len()],
+        hex::encode(descriptor)
+    ])];
     for (index, field) in record.fields.values().enumerate() {
         tensors.push(json!([
             tensor_key(index),
@@ -73,7 +80,9 @@ fn python_spec(record: &Record) -> Json {
 
 fn records() -> Vec<Record> {
     let mut rng = StdRng::seed_from_u64(0x5d5);
-    (0..RECORDS).map(|serial| random_record(&mut rng, serial)).collect()
+    (0..RECORDS)
+        .map(|serial| random_record(&mut rng, serial))
+        .collect()
 }
 
 #[test]
@@ -86,7 +95,11 @@ fn encode_is_byte_identical_to_python_save() {
     for (record, theirs) in records.iter().zip(python_payloads) {
         let ours = encode(record, &RecordLimits::default()).unwrap();
         let theirs = hex::decode(theirs.as_str().unwrap()).unwrap();
-        assert_eq!(ours, theirs, "record {} differs from Python's bytes", record.id);
+        assert_eq!(
+            ours, theirs,
+            "record {} differs from Python's bytes",
+            record.id
+        );
         // And what Python wrote, we read back to the same record.
         let decoded = decode(Bytes::from(theirs), &RecordLimits::default()).unwrap();
         assert_eq!(&decoded, record);
@@ -103,9 +116,15 @@ fn python_load_reads_our_payloads() {
     let loaded = run_tool("load", &Json::Array(payloads));
     for (record, tensors) in records.iter().zip(loaded.as_array().unwrap()) {
         let tensors = tensors.as_object().unwrap();
-        assert_eq!(tensors.len(), record.fields.len() + 1, "record {}", record.id);
+        assert_eq!(
+            tensors.len(),
+            record.fields.len() + 1,
+            "record {}",
+            record.id
+        );
         for (index, field) in record.fields.values().enumerate() {
-            let [dtype, shape, data] = tensors[&tensor_key(index)].as_array().unwrap().as_slice() else {
+            let [dtype, shape, data] = tensors[&tensor_key(index)].as_array().unwrap().as_slice()
+            else {
                 panic!("bad tool output")
             };
             assert_eq!(dtype, field.meta.dtype.safetensors_name());

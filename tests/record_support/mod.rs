@@ -97,12 +97,7 @@ pub fn assemble_edited(
     edit: impl FnOnce(&mut Object),
 ) -> Vec<u8> {
     let text = to_compact(descriptor).into_bytes();
-    let mut all = vec![raw(
-        "__sds_descriptor__",
-        "U8",
-        &[text.len() as u64],
-        text,
-    )];
+    let mut all = vec![raw("__sds_descriptor__", "U8", &[text.len() as u64], text)];
     all.extend(tensors);
     let (mut header, data) = header_and_data(&all);
     edit(&mut header);
@@ -143,8 +138,26 @@ use rand::Rng;
 use sdsfs::format::dtype::ALL_DTYPES;
 
 const NAME_POOL: &[&str] = &[
-    "iq", "a", "b/c", "a//b", "/lead", "trail/", "100%", "%2F", "é", "信号", "😀", "Z", "_", "~x",
-    "tensor_000000", "__sds_descriptor__", "sp ace", "q\"uote", "back\\slash", "nl\n",
+    "iq",
+    "a",
+    "b/c",
+    "a//b",
+    "/lead",
+    "trail/",
+    "100%",
+    "%2F",
+    "é",
+    "信号",
+    "😀",
+    "Z",
+    "_",
+    "~x",
+    "tensor_000000",
+    "__sds_descriptor__",
+    "sp ace",
+    "q\"uote",
+    "back\\slash",
+    "nl\n",
 ];
 
 /// A random JSON value of bounded depth (floats, ints, strings, nesting).
@@ -155,7 +168,11 @@ pub fn random_json(rng: &mut StdRng, depth: u32) -> Value {
         2 => Value::Int(rng.gen::<i64>() as i128 >> rng.gen_range(0..60)),
         3 => Value::Float(random_float(rng)),
         4 => Value::from(NAME_POOL[rng.gen_range(0..NAME_POOL.len())]),
-        5 => Value::Array((0..rng.gen_range(0..3)).map(|_| random_json(rng, depth - 1)).collect()),
+        5 => Value::Array(
+            (0..rng.gen_range(0..3))
+                .map(|_| random_json(rng, depth - 1))
+                .collect(),
+        ),
         _ => Value::Object(random_object(rng, depth - 1)),
     }
 }
@@ -163,7 +180,9 @@ pub fn random_json(rng: &mut StdRng, depth: u32) -> Value {
 pub fn random_float(rng: &mut StdRng) -> f64 {
     match rng.gen_range(0..4) {
         0 => rng.gen_range(-1e3..1e3),
-        1 => f64::from_bits(rng.gen::<u64>() & !(0x7ffu64 << 52) | (rng.gen_range(1u64..0x7fe) << 52)),
+        1 => f64::from_bits(
+            rng.gen::<u64>() & !(0x7ffu64 << 52) | (rng.gen_range(1u64..0x7fe) << 52),
+        ),
         2 => rng.gen_range(-10i32..10) as f64 * 0.25,
         _ => 1e-7 * rng.gen_range(1..1000) as f64,
     }
@@ -209,7 +228,9 @@ pub fn random_record(rng: &mut StdRng, serial: usize) -> Record {
     }
     for (f, name) in names.iter().enumerate() {
         let dtype = ALL_DTYPES[rng.gen_range(0..ALL_DTYPES.len())];
-        let shape: Vec<u64> = (0..rng.gen_range(0..=3)).map(|_| rng.gen_range(0..=4)).collect();
+        let shape: Vec<u64> = (0..rng.gen_range(0..=3))
+            .map(|_| rng.gen_range(0..=4))
+            .collect();
         let count: u64 = shape.iter().product();
         let len = (count * dtype.itemsize()) as usize;
         let data: Vec<u8> = if dtype == DType::Bool {

@@ -349,7 +349,9 @@ fn header_entry(
         metadata: Object::new(),
     };
     let byte_len = field_bytes(&meta, limits)?;
-    let range = entry_range(entry, byte_len).map_err(bad_entry)?;
+    let range = entry_range(entry, byte_len).map_err(|what| {
+        RecordError::corrupt(rule::DATA_OFFSETS, format!("tensor {name:?}: {what}"))
+    })?;
     Ok(TensorEntry {
         dtype,
         shape: meta.shape,
