@@ -629,3 +629,32 @@ pub fn decode(payload: Bytes, limits: &RecordLimits) -> Result<Record, RecordErr
         fields,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::dtype::ALL_DTYPES;
+    use crate::format::record::model::Field;
+
+    #[test]
+    fn predicted_length_matches_the_crate() {
+        let mut record = Record::new("r");
+        for (i, dtype) in ALL_DTYPES.into_iter().enumerate() {
+            let shape = vec![i as u64 % 3, 2];
+            let len = (shape[0] * 2 * dtype.itemsize()) as usize;
+            let field = Field::new(dtype, shape, vec![0u8; len]).unwrap();
+            record.fields.insert(format!("f{i}"), field);
+        }
+        let descriptor = b"{}";
+        let tensors = tensor_refs(&record, descriptor).unwrap();
+        let predicted = encoded_len(&tensors).unwrap();
+        let actual = safetensors::serialize(tensors, None).unwrap().len() as u64;
+        assert_eq!(predicted, actual);
+    }
+
+    #[test]
+    fn header_len_reads_little_endian() {
+        let limits = RecordLimits::default();
+        assert_eq!(header_len(&[16, 1, 0, 0, 0, 0, 0, 0, 99], &limits), Ok(272));
+    }
+}

@@ -280,3 +280,33 @@ pub(crate) fn check_json_extent(value: &Value, limits: &RecordLimits) -> Result<
         to_u64(limits.max_json_nodes),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::json::{parse_value, JsonLimits};
+
+    #[test]
+    fn json_extent_counts_like_the_reader() {
+        for (text, depth, nodes) in [
+            ("{}", 1, 1),
+            ("{\"a\":[1,{\"b\":null}]}", 3, 5),
+            ("[[[]]]", 3, 3),
+        ] {
+            let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL).unwrap();
+            assert_eq!(json_extent(&value), (depth, nodes), "{text}");
+            // The reader accepts exactly these limits and refuses one less.
+            let exact = JsonLimits {
+                max_bytes: 100,
+                max_depth: depth,
+                max_nodes: nodes,
+            };
+            assert!(parse_value(text.as_bytes(), &exact).is_ok());
+            let tighter = JsonLimits {
+                max_depth: depth - 1,
+                ..exact
+            };
+            assert!(parse_value(text.as_bytes(), &tighter).is_err());
+        }
+    }
+}
