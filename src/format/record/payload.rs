@@ -294,14 +294,14 @@ fn finish_header(
     limits: &RecordLimits,
 ) -> Result<PayloadHeader, RecordError> {
     let data_start = LENGTH_PREFIX_BYTES + header_len;
+    // A saturated sum is u64::MAX, above any usable limit, so overflow is refused here.
     let total_len = data_start.saturating_add(data_len);
     RecordError::check_limit(
         limit::ENCODED_RECORD_BYTES,
         total_len,
-        limits.max_encoded_record_bytes,
+        limits.max_encoded_record_bytes.min(u64::MAX - 1),
     )?;
-    // Cannot overflow: every range ends within `data_len` and `total_len` did not saturate
-    // past the limit (which is below u64::MAX or the check above would have failed).
+    // Cannot overflow: every range ends within `data_len`, and `data_start + data_len` fit.
     let tensors = relative
         .into_iter()
         .map(|(name, mut entry)| {
