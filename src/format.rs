@@ -10,3 +10,4 @@ pub mod dtype;
 pub mod json;
 pub mod limits;
 pub mod path;
+pub mod record;
