@@ -113,7 +113,9 @@ impl DType {
 
     /// Looks up a SafeTensors dtype name; `None` for anything outside the table.
     pub fn from_safetensors_name(name: &str) -> Option<DType> {
-        ALL_DTYPES.into_iter().find(|d| d.safetensors_name() == name)
+        ALL_DTYPES
+            .into_iter()
+            .find(|d| d.safetensors_name() == name)
     }
 }
 
@@ -133,7 +135,14 @@ mod tests {
             assert_eq!(DType::from_numpy_name(d.numpy_name()), Some(d));
             assert_eq!(DType::from_safetensors_name(d.safetensors_name()), Some(d));
         }
-        for refused in ["complex128", "bfloat16", "object", "str", "float8_e4m3fn", ""] {
+        for refused in [
+            "complex128",
+            "bfloat16",
+            "object",
+            "str",
+            "float8_e4m3fn",
+            "",
+        ] {
             assert_eq!(DType::from_numpy_name(refused), None, "{refused}");
         }
         assert_eq!(DType::from_safetensors_name("BF16"), None);

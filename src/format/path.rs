@@ -82,7 +82,12 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_paths() {
-        for ok in ["root.json", "objects/data/ab/abcd.arrayrecord", "a/.b/c..d/...", "x y/z"] {
+        for ok in [
+            "root.json",
+            "objects/data/ab/abcd.arrayrecord",
+            "a/.b/c..d/...",
+            "x y/z",
+        ] {
             assert_eq!(RelPath::new(ok).unwrap().as_str(), ok);
         }
     }
