@@ -103,8 +103,8 @@ fn strip_prefix(buf: &[u8]) -> Result<&[u8], Fault> {
         .ok_or_else(|| corrupt("bad length prefix of a compressed buffer"))
 }
 
-/// Returns a reader producing the decompressed form of the framed buffer `input`
-/// (`compression_type` from the chunk). The result is not capped; callers use `take`.
+/// Returns a reader producing the decompressed form of `input`, a compressed buffer whose
+/// riegeli length prefix was already consumed. The result is not capped; callers use `take`.
 pub(crate) fn decoder<'a, R: io::BufRead + 'a>(
     compression_type: u8,
     input: R,
@@ -199,9 +199,9 @@ impl<R: Read> SnappyReader<R> {
     }
 
     fn fill(&mut self, mut input: R) -> io::Result<()> {
-        let mut framed = Vec::new();
-        input.read_to_end(&mut framed)?;
-        let payload = strip_prefix(&framed).map_err(|_| io::Error::other("bad length prefix"))?;
+        let mut payload = Vec::new();
+        input.read_to_end(&mut payload)?;
+        let payload = &payload[..];
         let claimed = snap::raw::decompress_len(payload).map_err(io::Error::other)?;
         if claimed as u64 > snappy_bound(payload.len()) {
             return Err(io::Error::other("snappy block claims an impossible length"));

@@ -571,6 +571,11 @@ fn stream_payload(
     let len = *sizes
         .get(local)
         .ok_or_else(|| corrupt("record missing from chunk"))?;
+    if ct[0] != 0 {
+        // The riegeli length prefix of the values buffer: read, not trusted (the cap is the
+        // header's decoded_data_size).
+        read_varint(data)?;
+    }
     let input = io::BufReader::with_capacity(256 * 1024, data);
     let mut values =
         compress::decoder(ct[0], input, caps)?.take(header.decoded_data_size.saturating_add(1));
