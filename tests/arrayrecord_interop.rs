@@ -8,7 +8,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sdsfs::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, Compression, WriterOptions};
@@ -186,7 +185,7 @@ fn run_cases(cases: &[Case], tag: &str) {
         assert_eq!(reader.len(), case.records.len() as u64, "{what}");
         for (j, want) in case.records.iter().enumerate() {
             assert!(
-                reader.read(j as u64).unwrap() == Bytes::from(want.clone()),
+                reader.read(j as u64).unwrap() == want[..],
                 "{what}: record {j}"
             );
         }
