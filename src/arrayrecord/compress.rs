@@ -144,6 +144,9 @@ pub(crate) fn decompress_buffer(
     if compression_type == b's' {
         return snappy_decompress(payload, expected, exact);
     }
+    if compression_type == b'z' && expected <= EXACT_ALLOC_MAX {
+        return zstd_bulk(payload, expected, exact, caps);
+    }
     // Start modest and let the vector grow: `expected` comes from the file.
     let initial = expected.min(payload.len() as u64 * 4 + 4096);
     let mut out = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
@@ -151,6 +154,27 @@ pub(crate) fn decompress_buffer(
     reader
         .take(expected.saturating_add(1))
         .read_to_end(&mut out)
+        .map_err(|e| corrupt(format!("decompression failed: {e}")))?;
+    check_len(out.len() as u64, expected, exact)?;
+    Ok(out)
+}
+
+/// Up to this size, the header's promise is allocated at once (fast path); beyond it the
+/// buffer grows with the actual output, so a lying header cannot reserve huge memory.
+const EXACT_ALLOC_MAX: u64 = 64 << 20;
+
+/// One-shot zstd decoding into a buffer of exactly the promised size: output beyond it is an
+/// error from libzstd, which is the cap.
+fn zstd_bulk(
+    payload: &[u8],
+    expected: u64,
+    exact: bool,
+    caps: DecodeCaps,
+) -> Result<Vec<u8>, Fault> {
+    let mut d = zstd::bulk::Decompressor::new()?;
+    d.window_log_max(caps.zstd_window_log_max)?;
+    let mut out = Vec::with_capacity(expected as usize);
+    d.decompress_to_buffer(payload, &mut out)
         .map_err(|e| corrupt(format!("decompression failed: {e}")))?;
     check_len(out.len() as u64, expected, exact)?;
     Ok(out)
