@@ -1,0 +1,609 @@
+//! The ArrayRecord reader (spec 6.5): random access to records through the index.
+//!
+//! `open` reads only the postscript block and the footer chunk, and validates the index as
+//! strictly as the reference reader relies on it (uniform groups, increasing offsets, counts
+//! adding up). A record read then costs one positional read of its chunk's span. Every number
+//! taken from the file is range-checked before it sizes an allocation, so a hostile file
+//! yields an error, never a panic or an out-of-memory.
+
+use std::io::{self, Read, Write};
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::chunk::{self, ChunkHeader, Records};
+use super::compress::{self, DecodeCaps};
+use super::error::{corrupt, Error, Fault, Result};
+use super::hash::hash;
+use super::layout::Span;
+use super::position::{self, BLOCK, CHUNK_HEADER};
+use super::proto::{FooterEntry, Metadata, Postscript, POSTSCRIPT_MAGIC};
+use super::source::ByteSource;
+use super::stream::{io_to_fault, HashingReader, LogicalStream};
+use super::varint;
+
+/// Memory limits against hostile or oversized files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderLimits {
+    /// Largest decoded chunk `read`/`read_chunk` will materialize (default 4 GiB).
+    pub max_in_memory_record_bytes: u64,
+    /// Largest decoded chunk `read_into` will stream (default 64 GiB).
+    pub max_streamed_record_bytes: u64,
+    /// Largest zstd window accepted (default 31, the most the reference writes).
+    pub max_zstd_window_log: u32,
+}
+
+impl Default for ReaderLimits {
+    fn default() -> Self {
+        Self {
+            max_in_memory_record_bytes: 4 << 30,
+            max_streamed_record_bytes: 64 << 30,
+            max_zstd_window_log: 31,
+        }
+    }
+}
+
+/// One index entry, validated.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    offset: u64,
+    num_records: u64,
+}
+
+/// Random access to the records of one ArrayRecord file.
+pub struct ArrayRecordReader<S> {
+    source: S,
+    name: String,
+    size: u64,
+    footer_offset: u64,
+    index: Vec<Entry>,
+    num_records: u64,
+    group_size: u64,
+    writer_options: String,
+    limits: ReaderLimits,
+}
+
+/// Reads and checks the header of the chunk at `begin`, which must end by `limit`.
+pub(crate) fn read_header<S: ByteSource + ?Sized>(
+    source: &S,
+    begin: u64,
+    limit: u64,
+) -> Result<(ChunkHeader, u64), Fault> {
+    if !position::is_chunk_boundary(begin) {
+        return Err(corrupt("chunk offset is not a valid chunk boundary"));
+    }
+    let header_end = position::add_with_overhead(begin, CHUNK_HEADER)
+        .filter(|&e| e <= limit)
+        .ok_or_else(|| corrupt(format!("chunk header runs past {limit}")))?;
+    let bytes = source.read_at(begin, (header_end - begin) as usize)?;
+    let span = Span { base: begin, bytes };
+    let header = span.chunk_header(begin)?;
+    let end = position::chunk_end(begin, header.data_size, header.num_records)
+        .filter(|&e| e <= limit)
+        .ok_or_else(|| {
+            corrupt(format!(
+                "chunk (data_size {}, {} records) runs past {limit}",
+                header.data_size, header.num_records
+            ))
+        })?;
+    Ok((header, end))
+}
+
+/// Checks the chunk type of a chunk that should hold records.
+fn require_simple(header: &ChunkHeader) -> Result<(), Fault> {
+    match header.chunk_type {
+        chunk::SIMPLE => Ok(()),
+        chunk::TRANSPOSED => Err(Fault::Unsupported(
+            "transposed chunk (written with transpose:true); not supported".into(),
+        )),
+        t => Err(corrupt(format!(
+            "expected a simple chunk, found chunk type 0x{t:02x}"
+        ))),
+    }
+}
+
+/// Decodes the simple chunk at `begin` inside `span` (hashes, block headers, sizes).
+fn decode_in_span(
+    span: &Span,
+    begin: u64,
+    caps: DecodeCaps,
+    max: u64,
+) -> Result<(ChunkHeader, Records), Fault> {
+    let header = span.chunk_header(begin)?;
+    require_simple(&header)?;
+    if header.decoded_data_size > max {
+        return Err(Fault::Limit(format!(
+            "decoded_data_size {} exceeds the in-memory limit {max}",
+            header.decoded_data_size
+        )));
+    }
+    let end = position::chunk_end(begin, header.data_size, header.num_records)
+        .filter(|&e| e <= span.end())
+        .ok_or_else(|| {
+            corrupt(format!(
+                "chunk runs past {} (next chunk or footer)",
+                span.end()
+            ))
+        })?;
+    span.verify_blocks(begin, end)?;
+    let data = span.gather(begin, CHUNK_HEADER, header.data_size)?;
+    if hash(&data) != header.data_hash {
+        return Err(corrupt("data hash mismatch"));
+    }
+    let records = chunk::decode_simple(&data, &header, caps)?;
+    Ok((header, records))
+}
+
+impl<S: ByteSource> ArrayRecordReader<S> {
+    /// Opens a file with default limits; `name` appears in every error message.
+    pub fn open(source: S, name: impl Into<String>) -> Result<Self> {
+        Self::open_with_limits(source, name, ReaderLimits::default())
+    }
+
+    /// Opens a file with explicit limits.
+    pub fn open_with_limits(
+        source: S,
+        name: impl Into<String>,
+        limits: ReaderLimits,
+    ) -> Result<Self> {
+        let name = name.into();
+        let size = source.size().map_err(|e| Fault::Io(e).at(&name, 0))?;
+        let mut reader = Self {
+            source,
+            name,
+            size,
+            footer_offset: 0,
+            index: Vec::new(),
+            num_records: 0,
+            group_size: 0,
+            writer_options: String::new(),
+            limits,
+        };
+        let footer_offset = reader.read_postscript()?;
+        reader.read_footer(footer_offset)?;
+        Ok(reader)
+    }
+
+    fn caps(&self) -> DecodeCaps {
+        DecodeCaps {
+            zstd_window_log_max: self.limits.max_zstd_window_log,
+        }
+    }
+
+    fn corrupt_at(&self, offset: u64, detail: impl Into<String>) -> Error {
+        corrupt(detail).at(&self.name, offset)
+    }
+
+    /// Reads the postscript (the chunk at the last block) and returns the footer offset.
+    fn read_postscript(&self) -> Result<u64> {
+        if self.size < 2 * BLOCK || self.size % BLOCK != 0 {
+            return Err(self.corrupt_at(
+                self.size,
+                format!(
+                    "file size {} is not a multiple of 65536 of at least 131072",
+                    self.size
+                ),
+            ));
+        }
+        let begin = self.size - BLOCK;
+        let bytes = self
+            .source
+            .read_at(begin, BLOCK as usize)
+            .map_err(|e| Fault::Io(e).at(&self.name, begin))?;
+        let span = Span { base: begin, bytes };
+        let (_, records) = decode_in_span(&span, begin, self.caps(), BLOCK)
+            .map_err(|f| f.at(&self.name, begin))?;
+        let first = records
+            .get(0)
+            .ok_or_else(|| self.corrupt_at(begin, "postscript chunk holds no record"))?;
+        let ps = Postscript::decode(&first)
+            .ok_or_else(|| self.corrupt_at(begin, "postscript is not a valid RiegeliPostscript"))?;
+        if ps.magic != Some(POSTSCRIPT_MAGIC) {
+            return Err(self.corrupt_at(begin, "postscript magic mismatch"));
+        }
+        let footer_offset = ps
+            .footer_offset
+            .ok_or_else(|| self.corrupt_at(begin, "postscript lacks footer_offset"))?;
+        if footer_offset < 64
+            || footer_offset >= begin
+            || !position::is_chunk_boundary(footer_offset)
+        {
+            return Err(
+                self.corrupt_at(begin, format!("footer_offset {footer_offset} out of range"))
+            );
+        }
+        Ok(footer_offset)
+    }
+
+    /// Reads the footer chunk and builds the validated index.
+    fn read_footer(&mut self, footer_offset: u64) -> Result<()> {
+        let fo = footer_offset;
+        let limit = self.size - BLOCK;
+        let (header, end) =
+            read_header(&self.source, fo, limit).map_err(|f| f.at(&self.name, fo))?;
+        let len = usize::try_from(end - fo).map_err(|_| self.corrupt_at(fo, "footer too large"))?;
+        let bytes = self
+            .source
+            .read_at(fo, len)
+            .map_err(|e| Fault::Io(e).at(&self.name, fo))?;
+        let span = Span { base: fo, bytes };
+        let max = self.limits.max_in_memory_record_bytes;
+        let (_, records) =
+            decode_in_span(&span, fo, self.caps(), max).map_err(|f| f.at(&self.name, fo))?;
+        let mut records = records.into_vec().into_iter();
+        let meta = records
+            .next()
+            .and_then(|m| Metadata::decode(&m))
+            .flatten()
+            .ok_or_else(|| {
+                self.corrupt_at(
+                    fo,
+                    "footer lacks RiegeliFooterMetadata.array_record_metadata",
+                )
+            })?;
+        if meta.version != Some(1) {
+            return Err(self.corrupt_at(
+                fo,
+                format!("unsupported ArrayRecord version {:?}", meta.version),
+            ));
+        }
+        let num_chunks = meta.num_chunks.unwrap_or(0);
+        if num_chunks != header.num_records - 1 {
+            return Err(self.corrupt_at(
+                fo,
+                format!(
+                    "num_chunks {num_chunks} but footer holds {} entries",
+                    header.num_records - 1
+                ),
+            ));
+        }
+        self.footer_offset = fo;
+        self.writer_options = meta.writer_options.unwrap_or_default();
+        self.num_records = meta.num_records.unwrap_or(0);
+        self.index = self.parse_index(records)?;
+        self.check_groups()
+    }
+
+    fn parse_index(&self, records: impl Iterator<Item = Bytes>) -> Result<Vec<Entry>> {
+        let fo = self.footer_offset;
+        let mut index: Vec<Entry> = Vec::new();
+        for (k, raw) in records.enumerate() {
+            let e = FooterEntry::decode(&raw).ok_or_else(|| {
+                self.corrupt_at(
+                    fo,
+                    format!("index entry {k} is not a valid ArrayRecordFooter"),
+                )
+            })?;
+            let offset = e.chunk_offset.ok_or_else(|| {
+                self.corrupt_at(fo, format!("index entry {k} lacks chunk_offset"))
+            })?;
+            let after_previous = index.last().map_or(64, |p| p.offset + 1);
+            if offset < after_previous || offset >= fo || !position::is_chunk_boundary(offset) {
+                return Err(self.corrupt_at(
+                    fo,
+                    format!("index entry {k}: chunk offset {offset} out of order or out of range"),
+                ));
+            }
+            index.push(Entry {
+                offset,
+                num_records: e.num_records.unwrap_or(0),
+            });
+        }
+        Ok(index)
+    }
+
+    /// Uniform groups, counts that add up, and counts that fit their spans (the record-count
+    /// rule makes a chunk at least `num_records` bytes long).
+    fn check_groups(&mut self) -> Result<()> {
+        let fo = self.footer_offset;
+        self.group_size = self.index.first().map_or(0, |e| e.num_records);
+        let mut total: u64 = 0;
+        for k in 0..self.index.len() {
+            let entry = self.index[k];
+            let span = self.span_of_chunk(k);
+            let last = k + 1 == self.index.len();
+            let uniform = if last {
+                entry.num_records <= self.group_size
+            } else {
+                entry.num_records == self.group_size
+            };
+            if entry.num_records == 0 || !uniform || entry.num_records > span.end - span.start {
+                return Err(self.corrupt_at(
+                    fo,
+                    format!(
+                    "index entry {k}: {} records (group size {}) do not fit the uniform grouping",
+                    entry.num_records, self.group_size
+                ),
+                ));
+            }
+            total = total.saturating_add(entry.num_records);
+        }
+        if total != self.num_records {
+            return Err(self.corrupt_at(
+                fo,
+                format!(
+                    "index counts {total} records, metadata says {}",
+                    self.num_records
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Physical range from chunk k's begin to the next chunk (or the footer).
+    fn span_of_chunk(&self, k: usize) -> Range<u64> {
+        let start = self.index.get(k).map_or(self.footer_offset, |e| e.offset);
+        let end = self
+            .index
+            .get(k + 1)
+            .map_or(self.footer_offset, |e| e.offset);
+        start..end
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.num_records
+    }
+
+    /// Whether the file holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.num_records == 0
+    }
+
+    /// Number of data chunks.
+    pub fn num_chunks(&self) -> u64 {
+        self.index.len() as u64
+    }
+
+    /// Records per chunk (all chunks but the last); 0 for an empty file.
+    pub fn group_size(&self) -> u64 {
+        self.group_size
+    }
+
+    /// The writer options string stored by the writer.
+    pub fn writer_options(&self) -> &str {
+        &self.writer_options
+    }
+
+    /// The name given at open.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Begin offset of the footer chunk.
+    pub fn footer_offset(&self) -> u64 {
+        self.footer_offset
+    }
+
+    /// The underlying source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    fn locate(&self, index: u64) -> Result<(usize, usize)> {
+        if index >= self.num_records || self.group_size == 0 {
+            return Err(Error::IndexOutOfRange {
+                name: self.name.clone(),
+                index,
+                len: self.num_records,
+            });
+        }
+        Ok((
+            (index / self.group_size) as usize,
+            (index % self.group_size) as usize,
+        ))
+    }
+
+    /// Physical byte range holding the chunk of record `record_index`: from the chunk's begin
+    /// to the next chunk (or the footer), so it may include a trailing padding chunk. One
+    /// ranged read of it serves every record of that chunk.
+    pub fn chunk_span(&self, record_index: u64) -> Result<Range<u64>> {
+        let (k, _) = self.locate(record_index)?;
+        Ok(self.span_of_chunk(k))
+    }
+
+    /// Reads, verifies and decodes chunk `k` in memory.
+    fn load_chunk(&self, k: usize) -> Result<Records> {
+        let span = self.span_of_chunk(k);
+        let max = self.limits.max_in_memory_record_bytes;
+        // A span far larger than the decoded limit cannot be a chunk we accept in memory.
+        let span_limit = max.saturating_add(max / 64).saturating_add(1 << 20);
+        let len = span.end - span.start;
+        if len > span_limit {
+            return Err(Fault::Limit(format!(
+                "chunk span of {len} bytes exceeds the in-memory limit; use read_into"
+            ))
+            .at(&self.name, span.start));
+        }
+        let bytes = self
+            .source
+            .read_at(span.start, len as usize)
+            .map_err(|e| Fault::Io(e).at(&self.name, span.start))?;
+        let view = Span {
+            base: span.start,
+            bytes,
+        };
+        let expected = self.index.get(k).map_or(0, |e| e.num_records);
+        let (header, records) = decode_in_span(&view, span.start, self.caps(), max)
+            .map_err(|f| f.at(&self.name, span.start))?;
+        if header.num_records != expected {
+            return Err(self.corrupt_at(
+                span.start,
+                format!(
+                    "chunk holds {} records, index says {expected}",
+                    header.num_records
+                ),
+            ));
+        }
+        Ok(records)
+    }
+
+    /// Reads record `index` (one positional read of its chunk's span).
+    pub fn read(&self, index: u64) -> Result<Bytes> {
+        let (k, local) = self.locate(index)?;
+        let offset = self.span_of_chunk(k).start;
+        self.load_chunk(k)?
+            .get(local)
+            .ok_or_else(|| self.corrupt_at(offset, "record missing from chunk"))
+    }
+
+    /// All records of data chunk `k`.
+    pub fn read_chunk(&self, k: u64) -> Result<Vec<Bytes>> {
+        if k >= self.num_chunks() {
+            return Err(Error::IndexOutOfRange {
+                name: self.name.clone(),
+                index: k,
+                len: self.num_chunks(),
+            });
+        }
+        Ok(self.load_chunk(k as usize)?.into_vec())
+    }
+
+    /// Streams record `index` into `sink` without holding its chunk in memory; returns the
+    /// record length. The payload hash is only known at the end: on error the sink may hold
+    /// partial or unverified bytes and must be discarded.
+    pub fn read_into(&self, index: u64, sink: &mut dyn Write) -> Result<u64> {
+        let (k, local) = self.locate(index)?;
+        let span = self.span_of_chunk(k);
+        let expected = self.index.get(k).map_or(0, |e| e.num_records);
+        self.stream_record(span.clone(), expected, local, sink)
+            .map_err(|f| f.at(&self.name, span.start))
+    }
+
+    fn stream_record(
+        &self,
+        span: Range<u64>,
+        expected: u64,
+        local: usize,
+        sink: &mut dyn Write,
+    ) -> Result<u64, Fault> {
+        let begin = span.start;
+        let (header, end) = read_header(&self.source, begin, span.end)?;
+        require_simple(&header)?;
+        if header.num_records != expected {
+            return Err(corrupt(format!(
+                "chunk holds {} records, index says {expected}",
+                header.num_records
+            )));
+        }
+        if header.decoded_data_size > self.limits.max_streamed_record_bytes {
+            return Err(Fault::Limit(format!(
+                "decoded_data_size {} exceeds the streaming limit {}",
+                header.decoded_data_size, self.limits.max_streamed_record_bytes
+            )));
+        }
+        let mut stream = LogicalStream::new(&self.source, begin, end);
+        (&mut stream)
+            .take(CHUNK_HEADER)
+            .read_to_end(&mut Vec::new())
+            .map_err(io_to_fault)?;
+        let mut data = HashingReader::new((&mut stream).take(header.data_size));
+        let written = stream_payload(&mut data, &header, local, self.caps(), sink)?;
+        pump(&mut data, u64::MAX, None)?;
+        if data.hasher.finish() != header.data_hash {
+            return Err(corrupt("data hash mismatch"));
+        }
+        stream.finish()?;
+        Ok(written)
+    }
+}
+
+/// Copies up to `n` bytes from `reader` to `sink` (or discards them); returns the count.
+fn pump(reader: &mut dyn Read, n: u64, mut sink: Option<&mut dyn Write>) -> Result<u64, Fault> {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut done = 0u64;
+    while done < n {
+        let want = (n - done).min(buf.len() as u64) as usize;
+        let got = match reader.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_to_fault(e)),
+        };
+        if let Some(s) = sink.as_deref_mut() {
+            s.write_all(&buf[..got]).map_err(Fault::Io)?;
+        }
+        done += got as u64;
+    }
+    Ok(done)
+}
+
+/// Decodes a simple chunk payload from a stream, writing record `local` to `sink`.
+fn stream_payload(
+    data: &mut dyn Read,
+    header: &ChunkHeader,
+    local: usize,
+    caps: DecodeCaps,
+    sink: &mut dyn Write,
+) -> Result<u64, Fault> {
+    let mut ct = [0u8; 1];
+    data.read_exact(&mut ct)
+        .map_err(|_| corrupt("simple chunk payload is empty"))?;
+    let sizes_len = read_varint(data)?;
+    let sizes_cap = chunk::max_sizes_len(header.num_records)
+        .saturating_mul(2)
+        .saturating_add(1024);
+    if sizes_len > sizes_cap || sizes_len > header.data_size {
+        return Err(corrupt(format!(
+            "sizes buffer length {sizes_len} is implausible"
+        )));
+    }
+    let mut sizes_raw = Vec::with_capacity(sizes_len as usize);
+    data.take(sizes_len)
+        .read_to_end(&mut sizes_raw)
+        .map_err(io_to_fault)?;
+    if sizes_raw.len() as u64 != sizes_len {
+        return Err(corrupt("sizes buffer runs past the chunk payload"));
+    }
+    let sizes_buf = if ct[0] == 0 {
+        sizes_raw
+    } else {
+        compress::decompress_buffer(
+            ct[0],
+            &sizes_raw,
+            chunk::max_sizes_len(header.num_records),
+            false,
+            caps,
+        )?
+    };
+    let sizes = chunk::parse_sizes(&sizes_buf, header.num_records, header.decoded_data_size)?;
+    let skip: u64 = sizes.iter().take(local).sum();
+    let len = *sizes
+        .get(local)
+        .ok_or_else(|| corrupt("record missing from chunk"))?;
+    if ct[0] != 0 {
+        // The riegeli length prefix of the values buffer: read, not trusted (the cap is the
+        // header's decoded_data_size).
+        read_varint(data)?;
+    }
+    let input = io::BufReader::with_capacity(256 * 1024, data);
+    let mut values =
+        compress::decoder(ct[0], input, caps)?.take(header.decoded_data_size.saturating_add(1));
+    let skipped = pump(&mut values, skip, None)?;
+    let written = pump(&mut values, len, Some(sink))?;
+    let rest = pump(&mut values, u64::MAX, None)?;
+    if skipped + written + rest != header.decoded_data_size || written != len {
+        return Err(corrupt(format!(
+            "values decode to {} bytes, header says {}",
+            skipped + written + rest,
+            header.decoded_data_size
+        )));
+    }
+    Ok(written)
+}
+
+fn read_varint(r: &mut dyn Read) -> Result<u64, Fault> {
+    let mut buf = Vec::with_capacity(10);
+    let mut byte = [0u8; 1];
+    while buf.len() < 10 {
+        r.read_exact(&mut byte)
+            .map_err(|_| corrupt("truncated varint"))?;
+        buf.push(byte[0]);
+        if byte[0] & 0x80 == 0 {
+            break;
+        }
+    }
+    varint::get(&buf)
+        .map(|(v, _)| v)
+        .ok_or_else(|| corrupt("bad varint"))
+}

@@ -1,0 +1,86 @@
+//! Where the reader gets bytes from: positional reads over any storage.
+//!
+//! The reader only ever asks for whole ranges it has computed (postscript block, footer
+//! chunk, one chunk span, or 4 MiB pieces of a huge chunk), so a storage layer (local file,
+//! object store, cache) only has to implement two methods. Short reads are errors: every
+//! range requested lies inside the file by construction, so a short read means the file
+//! changed or is truncated.
+
+use std::io;
+
+use bytes::Bytes;
+
+/// Random-access bytes of one file.
+pub trait ByteSource: Send + Sync {
+    /// Total size in bytes.
+    fn size(&self) -> io::Result<u64>;
+    /// Reads exactly `len` bytes at `offset` (short read = error).
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes>;
+}
+
+fn out_of_range(offset: u64, len: usize, size: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("read of {len} bytes at {offset} runs past the end ({size} bytes)"),
+    )
+}
+
+fn slice_of(bytes: &Bytes, offset: u64, len: usize) -> io::Result<Bytes> {
+    let start = usize::try_from(offset).ok();
+    match start.and_then(|s| Some((s, s.checked_add(len)?))) {
+        Some((s, e)) if e <= bytes.len() => Ok(bytes.slice(s..e)),
+        _ => Err(out_of_range(offset, len, bytes.len() as u64)),
+    }
+}
+
+impl ByteSource for Bytes {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+        slice_of(self, offset, len)
+    }
+}
+
+impl ByteSource for Vec<u8> {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+        let start = usize::try_from(offset).ok();
+        match start.and_then(|s| Some((s, s.checked_add(len)?))) {
+            Some((s, e)) if e <= self.len() => Ok(Bytes::copy_from_slice(&self[s..e])),
+            _ => Err(out_of_range(offset, len, self.len() as u64)),
+        }
+    }
+}
+
+impl ByteSource for std::fs::File {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(&mut buf, offset)?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+impl<S: ByteSource + ?Sized> ByteSource for &S {
+    fn size(&self) -> io::Result<u64> {
+        (**self).size()
+    }
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+        (**self).read_at(offset, len)
+    }
+}
+
+impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
+    fn size(&self) -> io::Result<u64> {
+        (**self).size()
+    }
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+        (**self).read_at(offset, len)
+    }
+}

@@ -1,0 +1,185 @@
+//! The ArrayRecord writer (spec 6.6): byte-identical to the reference for the same records
+//! and options (up to compressor differences documented in `compress`).
+//!
+//! Memory is bounded by one group: records are appended to a values buffer until the group
+//! is full, then encoded as one chunk and written out. Only the index (24 bytes per chunk)
+//! lives for the whole file, because the footer needs it at the end.
+
+use std::io::{self, Write};
+
+use super::chunk::{self, ChunkHeader};
+use super::error::{Error, Result};
+use super::layout::PhysicalWriter;
+use super::options::{Compression, WriterOptions};
+use super::proto::{FooterEntry, Metadata, Postscript};
+
+/// Writes an ArrayRecord file to any `Write` sink, sequentially.
+pub struct ArrayRecordWriter<W: Write> {
+    out: PhysicalWriter<W>,
+    options: WriterOptions,
+    /// Sizes and concatenated bytes of the records of the current, unfinished group.
+    sizes: Vec<u64>,
+    values: Vec<u8>,
+    /// (chunk offset, decoded_data_size, num_records) of every data chunk written.
+    index: Vec<[u64; 3]>,
+    num_records: u64,
+}
+
+const WRITER_NAME: &str = "ArrayRecord writer";
+
+fn io_error(offset: u64, source: io::Error) -> Error {
+    Error::Io {
+        name: WRITER_NAME.to_owned(),
+        offset,
+        source,
+    }
+}
+
+impl<W: Write> ArrayRecordWriter<W> {
+    /// Starts a file: writes the 64-byte signature immediately.
+    pub fn new(sink: W, options: WriterOptions) -> Result<Self> {
+        if options.group_size == 0 || options.group_size > i32::MAX as u32 {
+            return Err(Error::InvalidOptions {
+                options: options.to_string(),
+                detail: "group_size must be in 1..=2147483647".into(),
+            });
+        }
+        let mut out = PhysicalWriter::new(sink);
+        let signature = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
+        out.write_chunk(&signature, b"")
+            .map_err(|e| io_error(0, e))?;
+        Ok(Self {
+            out,
+            options,
+            sizes: Vec::new(),
+            values: Vec::new(),
+            index: Vec::new(),
+            num_records: 0,
+        })
+    }
+
+    /// Appends one record; writes a chunk whenever a group is complete.
+    pub fn write(&mut self, record: &[u8]) -> Result<()> {
+        self.sizes.push(record.len() as u64);
+        self.values.extend_from_slice(record);
+        self.num_records += 1;
+        if self.sizes.len() as u64 >= u64::from(self.options.group_size) {
+            self.flush_group()?;
+        }
+        Ok(())
+    }
+
+    /// Number of records written so far.
+    pub fn len(&self) -> u64 {
+        self.num_records
+    }
+
+    /// Whether no record was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.num_records == 0
+    }
+
+    fn flush_group(&mut self) -> Result<()> {
+        if self.sizes.is_empty() {
+            return Ok(());
+        }
+        let n = self.sizes.len() as u64;
+        let decoded = self.values.len() as u64;
+        let compression = self.options.compression;
+        // Take the buffers out to lend them while `self` is borrowed mutably; they go back
+        // afterwards so their capacity is reused by the next group.
+        let mut sizes = std::mem::take(&mut self.sizes);
+        let mut values = std::mem::take(&mut self.values);
+        let written = self.write_simple(&compression, &sizes, &values);
+        sizes.clear();
+        values.clear();
+        self.sizes = sizes;
+        self.values = values;
+        self.index.push([written?, decoded, n]);
+        if self.options.pad_to_block_boundary {
+            let pos = self.out.pos();
+            self.out
+                .pad_to_block_boundary()
+                .map_err(|e| io_error(pos, e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes a simple chunk holding the given records; returns its begin offset.
+    fn write_simple(
+        &mut self,
+        compression: &Compression,
+        sizes: &[u64],
+        values: &[u8],
+    ) -> Result<u64> {
+        let pos = self.out.pos();
+        let data =
+            chunk::encode_simple(compression, sizes, values).map_err(|e| io_error(pos, e))?;
+        let header = ChunkHeader::for_data(
+            chunk::SIMPLE,
+            &data,
+            sizes.len() as u64,
+            values.len() as u64,
+        );
+        self.out
+            .write_chunk(&header, &data)
+            .map_err(|e| io_error(pos, e))
+    }
+
+    /// Writes the last group, the footer (index), the postscript and the padding; returns
+    /// the sink.
+    pub fn finish(mut self) -> Result<W> {
+        self.flush_group()?;
+        let footer_offset = self.out.pos();
+        let (sizes, values) = self.footer_records();
+        let compression = self.options.compression;
+        self.write_simple(&compression, &sizes, &values)?;
+        self.pad()?;
+        let postscript = Postscript::encode(footer_offset);
+        let copies = postscript.repeat(3);
+        let len = postscript.len() as u64;
+        self.write_simple(&Compression::None, &[len, len, len], &copies)?;
+        self.pad()?;
+        let pos = self.out.pos();
+        self.out.flush().map_err(|e| io_error(pos, e))?;
+        Ok(self.out.into_inner())
+    }
+
+    fn pad(&mut self) -> Result<()> {
+        let pos = self.out.pos();
+        self.out
+            .pad_to_block_boundary()
+            .map_err(|e| io_error(pos, e))
+    }
+
+    /// The footer chunk's records: metadata, then one index entry per data chunk.
+    fn footer_records(&self) -> (Vec<u64>, Vec<u8>) {
+        let meta = Metadata::encode(
+            self.index.len() as u64,
+            self.num_records,
+            &self.options.to_string(),
+        );
+        let mut values = meta.clone();
+        let mut sizes = Vec::with_capacity(self.index.len() + 1);
+        sizes.push(meta.len() as u64);
+        for &[offset, decoded, n] in &self.index {
+            let before = values.len();
+            FooterEntry::encode(&mut values, offset, decoded, n);
+            sizes.push((values.len() - before) as u64);
+        }
+        (sizes, values)
+    }
+}
+
+/// Writes `records` with `options` into an in-memory file.
+pub fn write_records<I, R>(options: WriterOptions, records: I) -> Result<Vec<u8>>
+where
+    I: IntoIterator<Item = R>,
+    R: AsRef<[u8]>,
+{
+    let mut w = ArrayRecordWriter::new(Vec::new(), options)?;
+    for r in records {
+        w.write(r.as_ref())?;
+    }
+    w.finish()
+}
