@@ -48,6 +48,8 @@ impl Default for ReaderLimits {
 struct Entry {
     offset: u64,
     num_records: u64,
+    /// What the index claims the chunk decodes to (verified when the chunk is read).
+    decoded_data_size: u64,
 }
 
 /// Random access to the records of one ArrayRecord file.
@@ -287,6 +289,7 @@ impl<S: ByteSource> ArrayRecordReader<S> {
             index.push(Entry {
                 offset,
                 num_records: e.num_records.unwrap_or(0),
+                decoded_data_size: e.decoded_data_size.unwrap_or(0),
             });
         }
         Ok(index)
@@ -400,6 +403,15 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     pub fn chunk_span(&self, record_index: u64) -> Result<Range<u64>> {
         let (k, _) = self.locate(record_index)?;
         Ok(self.span_of_chunk(k))
+    }
+
+    /// Decoded size of the chunk holding record `record_index`, from the index alone (no read).
+    /// With `group_size` 1 (the SDS layout) this is exactly the record's length, which lets a
+    /// caller choose between an in-memory read and [`ArrayRecordReader::read_into`]. The value
+    /// is what the file claims; reads still verify it.
+    pub fn chunk_decoded_len(&self, record_index: u64) -> Result<u64> {
+        let (k, _) = self.locate(record_index)?;
+        Ok(self.index.get(k).map_or(0, |e| e.decoded_data_size))
     }
 
     /// Reads, verifies and decodes chunk `k` in memory.

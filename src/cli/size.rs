@@ -7,9 +7,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(trimmed.len());
     let (digits, suffix) = trimmed.split_at(split);
-    let number: u64 = digits
-        .parse()
-        .map_err(|_| format!("invalid size {text:?}: expected a number of bytes such as 512M or 2G"))?;
+    let number: u64 = digits.parse().map_err(|_| {
+        format!("invalid size {text:?}: expected a number of bytes such as 512M or 2G")
+    })?;
     let shift = match suffix.to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KI" | "KIB" => 10,

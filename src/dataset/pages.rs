@@ -90,8 +90,7 @@ fn load_page(
     })?;
     let path = &reference.object.path;
     let bytes = super::reader::read_control(store, &reference.object, limits)?;
-    let page = ManifestPage::parse(&bytes, limits)
-        .map_err(|e| e.with_document(path.as_str()))?;
+    let page = ManifestPage::parse(&bytes, limits).map_err(|e| e.with_document(path.as_str()))?;
     page.validate_against(reference, &snapshot.snapshot_id, index as u64)
         .map_err(|e| e.with_document(path.as_str()))?;
     Ok(page)
@@ -116,7 +115,8 @@ pub(crate) fn locate(
         .get(page_index)
         .map(|m| m.object.path.to_string())
         .unwrap_or_default();
-    let no_entry = || DatasetError::corrupt(&object, format!("no shard entry holds ordinal {ordinal}"));
+    let no_entry =
+        || DatasetError::corrupt(&object, format!("no shard entry holds ordinal {ordinal}"));
     let shard_index = page.shard_for(ordinal).ok_or_else(no_entry)?;
     let entry = page.shards.get(shard_index).ok_or_else(no_entry)?;
     let index_in_entry = ordinal - entry.first_ordinal;

@@ -119,24 +119,28 @@ struct ShardFile {
 impl ShardFile {
     fn create(dir: &Path, name: &str, options: &WriterOptions) -> Result<ShardFile, DatasetError> {
         let path = dir.join(name);
-        let file = File::create(&path).map_err(|e| DatasetError::io(path.display().to_string(), e))?;
+        let file =
+            File::create(&path).map_err(|e| DatasetError::io(path.display().to_string(), e))?;
         let sink = HashingFile {
             file: BufWriter::with_capacity(1 << 20, file),
             hasher: Sha256::new(),
             len: 0,
         };
-        let writer = ArrayRecordWriter::new(sink, options.clone()).map_err(|source| DatasetError::Shard {
-            object: path.display().to_string(),
-            source,
-        })?;
+        let writer =
+            ArrayRecordWriter::new(sink, *options).map_err(|source| DatasetError::Shard {
+                object: path.display().to_string(),
+                source,
+            })?;
         Ok(ShardFile { writer, path })
     }
 
     fn write(&mut self, record: &[u8]) -> Result<(), DatasetError> {
-        self.writer.write(record).map_err(|source| DatasetError::Shard {
-            object: self.path.display().to_string(),
-            source,
-        })
+        self.writer
+            .write(record)
+            .map_err(|source| DatasetError::Shard {
+                object: self.path.display().to_string(),
+                source,
+            })
     }
 
     /// Finishes the file; returns its SHA-256 hex and length.
@@ -145,7 +149,8 @@ impl ShardFile {
             object: self.path.display().to_string(),
             source,
         })?;
-        sink.flush().map_err(|e| DatasetError::io(self.path.display().to_string(), e))?;
+        sink.flush()
+            .map_err(|e| DatasetError::io(self.path.display().to_string(), e))?;
         Ok((hex::encode(sink.hasher.finalize()), sink.len, self.path))
     }
 }
@@ -164,13 +169,16 @@ where
 {
     let temp = tempfile::tempdir().map_err(|e| DatasetError::io("temporary directory", e))?;
     let mut data = ShardFile::create(temp.path(), "data.arrayrecord", &options.writer_options)?;
-    let mut metadata = ShardFile::create(temp.path(), "metadata.arrayrecord", &options.writer_options)?;
+    let mut metadata =
+        ShardFile::create(temp.path(), "metadata.arrayrecord", &options.writer_options)?;
     let mut record_count = 0u64;
     for record in records {
-        let payload = record::encode(&record, &options.record_limits).map_err(|source| DatasetError::Record {
-            ordinal: record_count,
-            object: format!("work {work_id}"),
-            source,
+        let payload = record::encode(&record, &options.record_limits).map_err(|source| {
+            DatasetError::Record {
+                ordinal: record_count,
+                object: format!("work {work_id}"),
+                source,
+            }
         })?;
         data.write(&payload)?;
         metadata.write(record.meta().to_row_json().as_bytes())?;
@@ -178,9 +186,10 @@ where
     }
     let (data_hash, data_bytes, data_file) = data.finish()?;
     let (metadata_hash, metadata_bytes, metadata_file) = metadata.finish()?;
-    let data_path = data_shard_path(&data_hash).map_err(|e| DatasetError::Publication(e.to_string()))?;
-    let metadata_path =
-        metadata_shard_path(&metadata_hash).map_err(|e| DatasetError::Publication(e.to_string()))?;
+    let data_path =
+        data_shard_path(&data_hash).map_err(|e| DatasetError::Publication(e.to_string()))?;
+    let metadata_path = metadata_shard_path(&metadata_hash)
+        .map_err(|e| DatasetError::Publication(e.to_string()))?;
     store.create_from_file(&data_path, &data_file)?;
     store.create_from_file(&metadata_path, &metadata_file)?;
     let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
@@ -216,7 +225,12 @@ pub fn publish(
     let mut manifests = Vec::new();
     let mut first_ordinal = 0u64;
     for (page_index, shards) in entries.chunks(per_page).enumerate() {
-        let page = ManifestPage::from_shards(&options.snapshot_id, page_index as u64, first_ordinal, shards.to_vec())?;
+        let page = ManifestPage::from_shards(
+            &options.snapshot_id,
+            page_index as u64,
+            first_ordinal,
+            shards.to_vec(),
+        )?;
         let path = manifest_path(&page_id(&options.snapshot_id, page_index as u64))
             .map_err(|e| DatasetError::Publication(e.to_string()))?;
         let reference = create_document(store, &path, page.to_json())?;
@@ -232,7 +246,8 @@ pub fn publish(
     )?;
     let snapshot_ref = create_document(
         store,
-        &snapshot_path(&options.snapshot_id).map_err(|e| DatasetError::Publication(e.to_string()))?,
+        &snapshot_path(&options.snapshot_id)
+            .map_err(|e| DatasetError::Publication(e.to_string()))?,
         snapshot.to_json(),
     )?;
     let root = DatasetRoot::new(
@@ -241,7 +256,11 @@ pub fn publish(
         snapshot_ref,
         options.metadata.clone(),
     );
-    create_document(store, &RelPath::new(super::reader::ROOT_JSON)?, root.to_json())?;
+    create_document(
+        store,
+        &RelPath::new(super::reader::ROOT_JSON)?,
+        root.to_json(),
+    )?;
     Ok(PublishSummary {
         record_count: snapshot.record_count,
         shard_count: snapshot.shard_count,
@@ -251,7 +270,10 @@ pub fn publish(
 }
 
 fn check_ids(options: &PublishOptions) -> Result<(), DatasetError> {
-    for (what, id) in [("dataset_id", &options.dataset_id), ("snapshot_id", &options.snapshot_id)] {
+    for (what, id) in [
+        ("dataset_id", &options.dataset_id),
+        ("snapshot_id", &options.snapshot_id),
+    ] {
         if !is_portable_id(id) {
             return Err(DatasetError::Publication(format!(
                 "{what} {id:?} is not a portable id ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
@@ -282,34 +304,68 @@ fn choose_receipts<'a>(
         }
     }
     let Some(expected) = expected else {
-        return Ok(order.iter().filter_map(|w| by_work.get(w).copied()).collect());
+        return Ok(order
+            .iter()
+            .filter_map(|w| by_work.get(w).copied())
+            .collect());
     };
     let expected_set: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     if expected_set.len() != expected.len() {
-        return Err(DatasetError::Publication("expected work ids contain duplicates".into()));
+        return Err(DatasetError::Publication(
+            "expected work ids contain duplicates".into(),
+        ));
     }
-    let missing: Vec<&str> = expected_set.iter().filter(|w| !by_work.contains_key(*w)).copied().collect();
-    let unexpected: Vec<&str> = by_work.keys().filter(|w| !expected_set.contains(*w)).copied().collect();
+    let missing: Vec<&str> = expected_set
+        .iter()
+        .filter(|w| !by_work.contains_key(*w))
+        .copied()
+        .collect();
+    let unexpected: Vec<&str> = by_work
+        .keys()
+        .filter(|w| !expected_set.contains(*w))
+        .copied()
+        .collect();
     if !missing.is_empty() || !unexpected.is_empty() {
         return Err(DatasetError::Publication(format!(
             "receipts do not match the expected work ids: missing {missing:?}, unexpected {unexpected:?}"
         )));
     }
-    Ok(expected.iter().filter_map(|w| by_work.get(w.as_str()).copied()).collect())
+    Ok(expected
+        .iter()
+        .filter_map(|w| by_work.get(w.as_str()).copied())
+        .collect())
 }
 
 /// Shard entries for the chosen receipts, each shard's size checked with a metadata request;
 /// empty shards are left out.
-fn shard_entries(store: &dyn ObjectStore, receipts: &[&ShardReceipt]) -> Result<Vec<ShardEntry>, DatasetError> {
+fn shard_entries(
+    store: &dyn ObjectStore,
+    receipts: &[&ShardReceipt],
+) -> Result<Vec<ShardEntry>, DatasetError> {
     let mut entries = Vec::new();
     let mut first_ordinal = 0u64;
     for receipt in receipts.iter().filter(|r| r.record_count > 0) {
-        let data = checked_reference(store, &receipt.data_uri, receipt.data_bytes, &receipt.work_id)?;
-        let metadata = checked_reference(store, &receipt.metadata_uri, receipt.metadata_bytes, &receipt.work_id)?;
-        entries.push(ShardEntry::new(first_ordinal, data, metadata, receipt.record_count)?);
-        first_ordinal = first_ordinal.checked_add(receipt.record_count).ok_or_else(|| {
-            DatasetError::Publication("record count overflows 64 bits".into())
-        })?;
+        let data = checked_reference(
+            store,
+            &receipt.data_uri,
+            receipt.data_bytes,
+            &receipt.work_id,
+        )?;
+        let metadata = checked_reference(
+            store,
+            &receipt.metadata_uri,
+            receipt.metadata_bytes,
+            &receipt.work_id,
+        )?;
+        entries.push(ShardEntry::new(
+            first_ordinal,
+            data,
+            metadata,
+            receipt.record_count,
+        )?);
+        first_ordinal = first_ordinal
+            .checked_add(receipt.record_count)
+            .ok_or_else(|| DatasetError::Publication("record count overflows 64 bits".into()))?;
     }
     Ok(entries)
 }
@@ -333,7 +389,11 @@ fn checked_reference(
 }
 
 /// Writes a control document create-only and returns the reference to it.
-fn create_document(store: &dyn ObjectStore, path: &RelPath, text: String) -> Result<Reference, DatasetError> {
+fn create_document(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    text: String,
+) -> Result<Reference, DatasetError> {
     match store.create(path, text.as_bytes()) {
         Ok(_) => Ok(Reference::new(path.clone(), text.len() as u64)),
         Err(StorageError::Collision { object }) => Err(DatasetError::Publication(format!(
@@ -351,7 +411,10 @@ impl ShardReceipt {
         doc.insert("data_bytes".into(), Value::from(self.data_bytes));
         doc.insert("data_uri".into(), Value::from(self.data_uri.as_str()));
         doc.insert("metadata_bytes".into(), Value::from(self.metadata_bytes));
-        doc.insert("metadata_uri".into(), Value::from(self.metadata_uri.as_str()));
+        doc.insert(
+            "metadata_uri".into(),
+            Value::from(self.metadata_uri.as_str()),
+        );
         doc.insert("record_count".into(), Value::from(self.record_count));
         doc.insert("work_id".into(), Value::from(self.work_id.as_str()));
         if let Some(g) = self.data_generation {
@@ -366,9 +429,14 @@ impl ShardReceipt {
     /// Reads a receipt printed by [`ShardReceipt::to_json`].
     pub fn parse(bytes: &[u8]) -> Result<ShardReceipt, DatasetError> {
         let bad = |e: String| DatasetError::Publication(format!("invalid receipt: {e}"));
-        let doc = json::parse_object(bytes, &JsonLimits::CONTROL).map_err(|e| bad(e.to_string()))?;
+        let doc =
+            json::parse_object(bytes, &JsonLimits::CONTROL).map_err(|e| bad(e.to_string()))?;
         let get_u64 = |key: &str| doc.req_u64(key).map_err(|e| bad(e.to_string()));
-        let get_str = |key: &str| doc.req_str(key).map(str::to_string).map_err(|e| bad(e.to_string()));
+        let get_str = |key: &str| {
+            doc.req_str(key)
+                .map(str::to_string)
+                .map_err(|e| bad(e.to_string()))
+        };
         Ok(ShardReceipt {
             data_uri: get_str("data_uri")?,
             metadata_uri: get_str("metadata_uri")?,
@@ -377,8 +445,12 @@ impl ShardReceipt {
             record_count: get_u64("record_count")?,
             data_bytes: get_u64("data_bytes")?,
             metadata_bytes: get_u64("metadata_bytes")?,
-            data_generation: doc.opt_u64("data_generation").map_err(|e| bad(e.to_string()))?,
-            metadata_generation: doc.opt_u64("metadata_generation").map_err(|e| bad(e.to_string()))?,
+            data_generation: doc
+                .opt_u64("data_generation")
+                .map_err(|e| bad(e.to_string()))?,
+            metadata_generation: doc
+                .opt_u64("metadata_generation")
+                .map_err(|e| bad(e.to_string()))?,
         })
     }
 }

@@ -44,7 +44,11 @@ pub(crate) fn read_control(
     reference: &Reference,
     limits: &JsonLimits,
 ) -> Result<Bytes, DatasetError> {
-    let bytes = store.read_limited(&reference.path, reference.generation, limits.max_bytes as u64)?;
+    let bytes = store.read_limited(
+        &reference.path,
+        reference.generation,
+        limits.max_bytes as u64,
+    )?;
     if bytes.len() as u64 != reference.stored_bytes {
         return Err(DatasetError::SizeMismatch {
             object: store.describe(&reference.path),
@@ -57,17 +61,24 @@ pub(crate) fn read_control(
 
 impl Dataset {
     /// Opens the dataset whose `root.json` is at the root of `store`.
-    pub fn open(store: Arc<dyn ObjectStore>, options: OpenOptions) -> Result<Dataset, DatasetError> {
+    pub fn open(
+        store: Arc<dyn ObjectStore>,
+        options: OpenOptions,
+    ) -> Result<Dataset, DatasetError> {
         let limits = options.control_limits;
-        let root_path = RelPath::new(ROOT_JSON).map_err(|e| DatasetError::corrupt(ROOT_JSON, e.to_string()))?;
+        let root_path =
+            RelPath::new(ROOT_JSON).map_err(|e| DatasetError::corrupt(ROOT_JSON, e.to_string()))?;
         let root_info = store.info(&root_path, None)?;
         let root_bytes = store.read_limited(&root_path, None, limits.max_bytes as u64)?;
         let root = DatasetRoot::parse(&root_bytes, &limits)?;
         root.validate()?;
         let snapshot_bytes = read_control(store.as_ref(), &root.snapshot, &limits)?;
         let snapshot_name = root.snapshot.path.as_str();
-        let snapshot = Snapshot::parse(&snapshot_bytes, &limits).map_err(|e| e.with_document(snapshot_name))?;
-        snapshot.validate().map_err(|e| e.with_document(snapshot_name))?;
+        let snapshot = Snapshot::parse(&snapshot_bytes, &limits)
+            .map_err(|e| e.with_document(snapshot_name))?;
+        snapshot
+            .validate()
+            .map_err(|e| e.with_document(snapshot_name))?;
         root.validate_snapshot(&snapshot)?;
         Ok(Dataset {
             pages: PageCache::new(options.manifest_cache_pages, limits),
@@ -134,14 +145,23 @@ impl Dataset {
     }
 
     /// The open metadata shard holding `location`.
-    pub fn metadata_shard(&self, location: &RecordLocation) -> Result<Arc<ShardReader>, DatasetError> {
+    pub fn metadata_shard(
+        &self,
+        location: &RecordLocation,
+    ) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
         self.shards.reader(&self.store, &entry.metadata, entry)
     }
 
-    fn entry<'a>(&self, location: &'a RecordLocation) -> Result<&'a crate::format::documents::ShardEntry, DatasetError> {
+    fn entry<'a>(
+        &self,
+        location: &'a RecordLocation,
+    ) -> Result<&'a crate::format::documents::ShardEntry, DatasetError> {
         location.entry().ok_or_else(|| {
-            DatasetError::corrupt(location.page.page_id.clone(), format!("no shard entry {}", location.shard_index))
+            DatasetError::corrupt(
+                location.page.page_id.clone(),
+                format!("no shard entry {}", location.shard_index),
+            )
         })
     }
 
@@ -155,24 +175,30 @@ impl Dataset {
     /// The metadata row at a known location.
     pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
         let shard = self.metadata_shard(location)?;
-        let bytes = shard.read(location.physical_index).map_err(|source| DatasetError::Shard {
-            object: shard.name().to_string(),
-            source,
-        })?;
-        RecordMeta::parse_row(&bytes, &self.options.record_limits).map_err(|source| DatasetError::Record {
-            ordinal: location.ordinal,
-            object: shard.name().to_string(),
-            source,
+        let bytes = shard
+            .read(location.physical_index)
+            .map_err(|source| DatasetError::Shard {
+                object: shard.name().to_string(),
+                source,
+            })?;
+        RecordMeta::parse_row(&bytes, &self.options.record_limits).map_err(|source| {
+            DatasetError::Record {
+                ordinal: location.ordinal,
+                object: shard.name().to_string(),
+                source,
+            }
         })
     }
 
     /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
     pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
         let shard = self.data_shard(location)?;
-        shard.read(location.physical_index).map_err(|source| DatasetError::Shard {
-            object: shard.name().to_string(),
-            source,
-        })
+        shard
+            .read(location.physical_index)
+            .map_err(|source| DatasetError::Shard {
+                object: shard.name().to_string(),
+                source,
+            })
     }
 
     /// Streams the encoded record of `location` into `sink` without holding it in memory;
@@ -195,7 +221,7 @@ impl Dataset {
     pub fn payload_len(&self, location: &RecordLocation) -> Result<u64, DatasetError> {
         let shard = self.data_shard(location)?;
         shard
-            .record_len_hint(location.physical_index)
+            .chunk_decoded_len(location.physical_index)
             .map_err(|source| DatasetError::Shard {
                 object: shard.name().to_string(),
                 source,
@@ -243,14 +269,30 @@ impl Dataset {
         while ordinal < stop {
             let location = self.locate(ordinal)?;
             let entry = self.entry(&location)?;
-            let reference = if metadata { &entry.metadata } else { &entry.data };
-            let entry_end = entry.first_ordinal.saturating_add(entry.record_count).min(stop);
+            let reference = if metadata {
+                &entry.metadata
+            } else {
+                &entry.data
+            };
+            let entry_end = entry
+                .first_ordinal
+                .saturating_add(entry.record_count)
+                .min(stop);
             for ord in ordinal..entry_end {
                 let k = ord - entry.first_ordinal;
                 let physical = entry.physical_index(k).ok_or_else(|| {
-                    DatasetError::corrupt(location.page.page_id.clone(), format!("no physical index for ordinal {ord}"))
+                    DatasetError::corrupt(
+                        location.page.page_id.clone(),
+                        format!("no physical index for ordinal {ord}"),
+                    )
                 })?;
-                push_instruction(&mut instructions, self.store.describe(&reference.path), physical, ord, entry.record_count);
+                push_instruction(
+                    &mut instructions,
+                    self.store.describe(&reference.path),
+                    physical,
+                    ord,
+                    entry.record_count,
+                );
             }
             ordinal = entry_end.max(ordinal + 1);
         }

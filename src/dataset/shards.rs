@@ -71,7 +71,7 @@ fn open_shard(
     entry: &ShardEntry,
 ) -> Result<ShardReader, DatasetError> {
     let object = store.describe(&reference.path);
-    let source = ObjectReader::open(store.clone(), &reference.path, reference.generation)?;
+    let source = ObjectReader::open(store.clone(), reference.path.clone(), reference.generation)?;
     let size = source
         .size()
         .map_err(|e| DatasetError::io(object.clone(), e))?;
@@ -82,12 +82,11 @@ fn open_shard(
             actual: size,
         });
     }
-    let reader = ArrayRecordReader::open(source, object.clone()).map_err(|source| {
-        DatasetError::Shard {
+    let reader =
+        ArrayRecordReader::open(source, object.clone()).map_err(|source| DatasetError::Shard {
             object: object.clone(),
             source,
-        }
-    })?;
+        })?;
     check_entry_fits(&reader, entry, &object)?;
     Ok(reader)
 }
