@@ -1,4 +1,16 @@
-//! The mounted tree. `names` and `views` are FUSE-free and unit-tested on their own.
+//! The mounted tree (`mount-tree.md`).
+//!
+//! - [`names`]: field names and ids as path names (the encoding rule).
+//! - [`views`]: the files a field shows (`.raw`, `.json`, `.npy`, SigMF pair).
+//! - [`inode`]: inode numbers computed from positions, stable at zero memory cost.
+//! - [`record_tree`]: one record's file tree, from its metadata row.
+//! - [`cache`]: decoded records, bounded in bytes, large ones in temporary files.
+//! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
+//! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 
+pub mod cache;
+pub mod inode;
 pub mod names;
+pub mod namespace;
+pub mod record_tree;
 pub mod views;

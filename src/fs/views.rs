@@ -1,4 +1,183 @@
-//! The views of a field as files: `.raw` (the tensor bytes), `.json` (the field descriptor),
-//! `.npy` (NumPy header + tensor bytes) and, for rank-1 complex64 fields, the SigMF pair.
+//! The views of a field as files, all derived from the metadata row alone so that their sizes
+//! are known without touching a data shard:
+//! - `.raw`: the tensor's bytes, little-endian, C order;
+//! - `.json`: the field descriptor `{"axes","dtype","metadata","name","shape"}`;
+//! - `.npy`: a NumPy header ([`npy`]) followed by the tensor's bytes;
+//! - `.sigmf-data` / `.sigmf-meta`: for complex64 fields of rank 1 and length at least 1, the
+//!   same bytes as `.raw` and a SigMF metadata file describing them.
 
 pub mod npy;
+
+use crate::format::dtype::DType;
+use crate::format::json::{self, Object, Value};
+use crate::format::record::{FieldMeta, RecordMeta};
+
+/// One file view of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    Raw,
+    Json,
+    Npy,
+    SigmfData,
+    SigmfMeta,
+}
+
+impl View {
+    /// The file-name suffix of this view.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            View::Raw => ".raw",
+            View::Json => ".json",
+            View::Npy => ".npy",
+            View::SigmfData => ".sigmf-data",
+            View::SigmfMeta => ".sigmf-meta",
+        }
+    }
+
+    /// Views whose content is the tensor's bytes (after an optional header).
+    pub fn needs_tensor(self) -> bool {
+        matches!(self, View::Raw | View::Npy | View::SigmfData)
+    }
+}
+
+/// The views a field has, in listing order.
+pub fn views_of(field: &FieldMeta) -> Vec<View> {
+    let mut views = vec![View::Json, View::Npy, View::Raw];
+    if has_sigmf_pair(field) {
+        views.push(View::SigmfData);
+        views.push(View::SigmfMeta);
+    }
+    views
+}
+
+/// Complex64 of rank 1 with at least one sample.
+pub fn has_sigmf_pair(field: &FieldMeta) -> bool {
+    field.dtype == DType::C64 && field.shape.len() == 1 && field.shape[0] >= 1
+}
+
+/// The `.json` view: pretty deterministic JSON.
+pub fn field_json(name: &str, field: &FieldMeta) -> Vec<u8> {
+    json::to_pretty(&field.to_json(name)).into_bytes()
+}
+
+/// `record.json`: the metadata row plus the ordinal, pretty.
+pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
+    let fields: Object = meta
+        .fields
+        .iter()
+        .map(|(name, field)| (name.clone(), field.to_row_value()))
+        .collect();
+    let mut doc = Object::new();
+    doc.insert("fields".into(), Value::Object(fields));
+    doc.insert("id".into(), Value::from(meta.id.as_str()));
+    doc.insert("metadata".into(), Value::Object(meta.metadata.clone()));
+    doc.insert("ordinal".into(), Value::from(ordinal));
+    doc.insert("scene_id".into(), Value::from(meta.scene_id.clone()));
+    json::object_to_pretty(&doc).into_bytes()
+}
+
+/// The `.sigmf-meta` view (`mount-tree.md`, "Views of a field").
+pub fn sigmf_meta(field: &FieldMeta) -> Vec<u8> {
+    let mut global = Object::new();
+    global.insert("core:datatype".into(), Value::from("cf32_le"));
+    if let Some(rate) = sample_rate(field) {
+        global.insert("core:sample_rate".into(), Value::Float(rate));
+    }
+    global.insert("core:version".into(), Value::from("1.2.0"));
+    let mut capture = Object::new();
+    capture.insert("core:sample_start".into(), Value::from(0u64));
+    let mut doc = Object::new();
+    doc.insert("annotations".into(), Value::Array(Vec::new()));
+    doc.insert(
+        "captures".into(),
+        Value::Array(vec![Value::Object(capture)]),
+    );
+    doc.insert("global".into(), Value::Object(global));
+    json::object_to_pretty(&doc).into_bytes()
+}
+
+/// The sample rate: the field's `time_coordinates` block when it is `uniform` with a
+/// `sample_rate_hz`, else a regular coordinate in seconds on the field's axis (1/step). The
+/// first source that exists decides; a value that is not positive and finite gives none.
+pub fn sample_rate(field: &FieldMeta) -> Option<f64> {
+    let rate = match uniform_time_block_rate(&field.metadata) {
+        Some(rate) => rate,
+        None => 1.0 / seconds_step(field)?,
+    };
+    (rate.is_finite() && rate > 0.0).then_some(rate)
+}
+
+fn uniform_time_block_rate(metadata: &Object) -> Option<f64> {
+    let block = metadata.get("time_coordinates")?.as_object()?;
+    if block.get("kind")?.as_str()? != "uniform" {
+        return None;
+    }
+    Some(block.get("sample_rate_hz")?.as_f64().unwrap_or(f64::NAN))
+}
+
+fn seconds_step(field: &FieldMeta) -> Option<f64> {
+    let coordinate = field.axes.first()?.coordinate.as_ref()?;
+    if coordinate.unit.as_deref() != Some("s") || coordinate.start.is_none() {
+        return None;
+    }
+    Some(coordinate.step.as_ref()?.as_f64().unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::record::{Axis, Coordinate};
+
+    fn iq(len: u64) -> FieldMeta {
+        let mut field = FieldMeta::new(DType::C64, vec![len]);
+        field.axes = vec![Axis::new("time", len)];
+        field
+    }
+
+    fn rate_block(kind: &str, rate: Value) -> Object {
+        let mut block = Object::new();
+        block.insert("kind".into(), Value::from(kind));
+        block.insert("sample_rate_hz".into(), rate);
+        let mut metadata = Object::new();
+        metadata.insert("time_coordinates".into(), Value::Object(block));
+        metadata
+    }
+
+    #[test]
+    fn sigmf_pair_only_for_rank_one_complex64() {
+        assert!(has_sigmf_pair(&iq(1)));
+        assert!(!has_sigmf_pair(&iq(0)));
+        assert!(!has_sigmf_pair(&FieldMeta::new(DType::C64, vec![2, 3])));
+        assert!(!has_sigmf_pair(&FieldMeta::new(DType::F32, vec![8])));
+        assert_eq!(views_of(&iq(4)).len(), 5);
+    }
+
+    #[test]
+    fn sample_rate_sources_in_order() {
+        let mut field = iq(10);
+        assert_eq!(sample_rate(&field), None);
+        field.axes[0].coordinate = Some(Coordinate::regular(0.0, 1e-6).with_unit("s"));
+        assert_eq!(sample_rate(&field), Some(1.0 / 1e-6));
+        field.metadata = rate_block("uniform", Value::Int(2_000_000));
+        assert_eq!(sample_rate(&field), Some(2e6));
+        // The block decides even when its value is unusable.
+        field.metadata = rate_block("uniform", Value::Float(-1.0));
+        assert_eq!(sample_rate(&field), None);
+        // A non-uniform block does not decide; the coordinate does.
+        field.metadata = rate_block("explicit", Value::Float(5.0));
+        assert_eq!(sample_rate(&field), Some(1e6));
+        field.axes[0].coordinate = Some(Coordinate::regular(0.0, 1e-3).with_unit("ms"));
+        assert_eq!(sample_rate(&field), None);
+    }
+
+    #[test]
+    fn sigmf_meta_writes_rate_as_float() {
+        let mut field = iq(10);
+        field.metadata = rate_block("uniform", Value::Int(1_000_000));
+        let text = String::from_utf8(sigmf_meta(&field)).unwrap();
+        assert_eq!(
+            text,
+            "{\n  \"annotations\": [],\n  \"captures\": [\n    {\n      \"core:sample_start\": 0\n    }\n  ],\n  \"global\": {\n    \"core:datatype\": \"cf32_le\",\n    \"core:sample_rate\": 1000000.0,\n    \"core:version\": \"1.2.0\"\n  }\n}\n"
+        );
+    }
+}

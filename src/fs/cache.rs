@@ -1,0 +1,273 @@
+//! Decoded records, cached so that reading the six views of one record decodes it once.
+//!
+//! Two kinds of entry:
+//! - **in memory**: the decoded payload (`Record` whose field bytes are slices of the one
+//!   decompressed buffer), kept in an LRU bounded by the sum of payload sizes (`--cache-size`);
+//! - **in a temporary file**: records larger than the in-memory threshold are streamed from
+//!   the shard into an unnamed temporary file (decompressed and hash-checked on the way) and
+//!   served from there with positional reads, so a 4 GiB field never sits in memory. A few such
+//!   files are kept (LRU by count); an evicted file disappears when its last reader drops it.
+//!
+//! Concurrency: a per-ordinal in-flight lock makes concurrent first reads of one record wait
+//! for a single decode instead of each decoding it; the cache maps are locked only briefly and
+//! never across storage I/O or decompression.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::num::NonZeroUsize;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use crate::dataset::{Dataset, DatasetError};
+use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
+
+/// A decoded record's tensor bytes, wherever they are held.
+#[derive(Debug)]
+pub enum RecordBytes {
+    Memory(record::Record),
+    File { file: File, layout: RecordLayout },
+}
+
+impl RecordBytes {
+    /// Up to `len` bytes of field `name`'s tensor starting at `offset`.
+    pub fn read_field(&self, name: &str, offset: u64, len: usize) -> std::io::Result<Bytes> {
+        match self {
+            RecordBytes::Memory(record) => {
+                let data = record
+                    .fields
+                    .get(name)
+                    .map(|f| &f.data)
+                    .ok_or_else(|| missing_field(name))?;
+                let start = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
+                let end = start.saturating_add(len).min(data.len());
+                Ok(data.slice(start..end))
+            }
+            RecordBytes::File { file, layout } => {
+                let range = &layout
+                    .fields
+                    .get(name)
+                    .ok_or_else(|| missing_field(name))?
+                    .range;
+                let field_len = range.end - range.start;
+                let start = offset.min(field_len);
+                let take = (len as u64).min(field_len - start) as usize;
+                let mut buffer = vec![0u8; take];
+                file.read_exact_at(&mut buffer, range.start + start)?;
+                Ok(Bytes::from(buffer))
+            }
+        }
+    }
+}
+
+fn missing_field(name: &str) -> std::io::Error {
+    std::io::Error::other(format!("decoded record has no field {name:?}"))
+}
+
+/// Cache sizing.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheConfig {
+    /// Bytes of decoded records kept in memory.
+    pub memory_bytes: u64,
+    /// Records larger than this decode into a temporary file.
+    pub file_threshold: u64,
+    /// Temporary-file records kept.
+    pub files: usize,
+}
+
+impl CacheConfig {
+    /// The default split for a `--cache-size`: records above a quarter of the cache (at least
+    /// 1 MiB) go to temporary files so one large record cannot flush every other entry.
+    pub fn for_cache_size(bytes: u64) -> CacheConfig {
+        CacheConfig {
+            memory_bytes: bytes,
+            file_threshold: (bytes / 4).max(1 << 20),
+            files: 4,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct MemoryLru {
+    entries: LruCache<u64, Arc<RecordBytes>>,
+    weights: HashMap<u64, u64>,
+    total: u64,
+}
+
+/// The decoded-record cache of one mount.
+#[derive(Debug)]
+pub struct RecordCache {
+    config: CacheConfig,
+    memory: Mutex<MemoryLru>,
+    files: Mutex<LruCache<u64, Arc<RecordBytes>>>,
+    in_flight: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+}
+
+/// Why a record's bytes could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Dataset(#[from] DatasetError),
+    #[error("record {ordinal}: {detail}")]
+    Other { ordinal: u64, detail: String },
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RecordCache {
+    pub fn new(config: CacheConfig) -> RecordCache {
+        RecordCache {
+            config,
+            memory: Mutex::new(MemoryLru {
+                entries: LruCache::unbounded(),
+                weights: HashMap::new(),
+                total: 0,
+            }),
+            files: Mutex::new(LruCache::new(
+                NonZeroUsize::new(config.files).unwrap_or(NonZeroUsize::MIN),
+            )),
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Bytes of decoded records currently held in memory.
+    pub fn memory_bytes(&self) -> u64 {
+        lock(&self.memory).total
+    }
+
+    /// The decoded bytes of record `ordinal`, whose row is `row`.
+    pub fn get(
+        &self,
+        dataset: &Dataset,
+        ordinal: u64,
+        row: &RecordMeta,
+    ) -> Result<Arc<RecordBytes>, LoadError> {
+        if let Some(hit) = self.lookup(ordinal) {
+            return Ok(hit);
+        }
+        let gate = lock(&self.in_flight).entry(ordinal).or_default().clone();
+        let _only_loader = lock(&gate);
+        let result = match self.lookup(ordinal) {
+            Some(hit) => Ok(hit),
+            None => self.load(dataset, ordinal, row),
+        };
+        lock(&self.in_flight).remove(&ordinal);
+        result
+    }
+
+    fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
+        if let Some(hit) = lock(&self.memory).entries.get(&ordinal) {
+            return Some(hit.clone());
+        }
+        lock(&self.files).get(&ordinal).cloned()
+    }
+
+    fn load(
+        &self,
+        dataset: &Dataset,
+        ordinal: u64,
+        row: &RecordMeta,
+    ) -> Result<Arc<RecordBytes>, LoadError> {
+        let location = dataset.locate(ordinal)?;
+        let claimed = dataset.payload_len(&location)?;
+        if claimed > self.config.file_threshold {
+            let bytes = Arc::new(load_into_file(dataset, &location, row)?);
+            lock(&self.files).put(ordinal, bytes.clone());
+            return Ok(bytes);
+        }
+        let payload = dataset.read_payload(&location)?;
+        let weight = payload.len() as u64;
+        let record = decode_checked(dataset, ordinal, payload, row)?;
+        let bytes = Arc::new(RecordBytes::Memory(record));
+        self.insert_memory(ordinal, bytes.clone(), weight);
+        Ok(bytes)
+    }
+
+    fn insert_memory(&self, ordinal: u64, bytes: Arc<RecordBytes>, weight: u64) {
+        let mut memory = lock(&self.memory);
+        memory.entries.put(ordinal, bytes);
+        memory.weights.insert(ordinal, weight);
+        memory.total += weight;
+        while memory.total > self.config.memory_bytes && memory.entries.len() > 1 {
+            let Some((evicted, _)) = memory.entries.pop_lru() else {
+                break;
+            };
+            let w = memory.weights.remove(&evicted).unwrap_or(0);
+            memory.total = memory.total.saturating_sub(w);
+        }
+    }
+}
+
+fn record_error(dataset: &Dataset, ordinal: u64, source: record::RecordError) -> LoadError {
+    let object = dataset
+        .locate(ordinal)
+        .ok()
+        .and_then(|l| l.entry().map(|e| dataset.describe(&e.data.path)))
+        .unwrap_or_default();
+    LoadError::Dataset(DatasetError::Record {
+        ordinal,
+        object,
+        source,
+    })
+}
+
+fn decode_checked(
+    dataset: &Dataset,
+    ordinal: u64,
+    payload: Bytes,
+    row: &RecordMeta,
+) -> Result<record::Record, LoadError> {
+    let limits = &dataset.options().record_limits;
+    let record = record::decode(payload, limits).map_err(|e| record_error(dataset, ordinal, e))?;
+    record::check_row_agrees(row, &record.meta()).map_err(|e| record_error(dataset, ordinal, e))?;
+    Ok(record)
+}
+
+/// Streams the payload into an unnamed temporary file and reads its layout from there.
+fn load_into_file(
+    dataset: &Dataset,
+    location: &crate::dataset::RecordLocation,
+    row: &RecordMeta,
+) -> Result<RecordBytes, LoadError> {
+    let ordinal = location.ordinal;
+    let other = |detail: String| LoadError::Other { ordinal, detail };
+    let file = tempfile::tempfile().map_err(|e| other(format!("temporary file: {e}")))?;
+    let mut sink = BufWriter::with_capacity(1 << 20, &file);
+    let written = dataset.read_payload_into(location, &mut sink)?;
+    sink.flush()
+        .map_err(|e| other(format!("temporary file: {e}")))?;
+    drop(sink);
+    let limits = &dataset.options().record_limits;
+    let mut first8 = [0u8; 8];
+    file.read_exact_at(&mut first8, 0)
+        .map_err(|e| other(format!("payload shorter than its header: {e}")))?;
+    let header_len =
+        record::header_len(&first8, limits).map_err(|e| record_error(dataset, ordinal, e))?;
+    let prefix_len =
+        usize::try_from(8 + header_len).map_err(|_| other("header too large".into()))?;
+    let mut prefix = vec![0u8; prefix_len];
+    file.read_exact_at(&mut prefix, 0)
+        .map_err(|e| other(format!("payload shorter than its header: {e}")))?;
+    let header = parse_header(&prefix, limits).map_err(|e| record_error(dataset, ordinal, e))?;
+    if header.total_len != written {
+        return Err(other(format!(
+            "payload is {written} bytes but its header describes {}",
+            header.total_len
+        )));
+    }
+    let range = header.descriptor_range();
+    let mut descriptor = vec![0u8; (range.end - range.start) as usize];
+    file.read_exact_at(&mut descriptor, range.start)
+        .map_err(|e| other(format!("descriptor: {e}")))?;
+    let layout = RecordLayout::from_parts(header, &descriptor, limits)
+        .map_err(|e| record_error(dataset, ordinal, e))?;
+    record::check_row_agrees(row, &layout.meta).map_err(|e| record_error(dataset, ordinal, e))?;
+    Ok(RecordBytes::File { file, layout })
+}

@@ -1,0 +1,642 @@
+//! The mounted tree as a FUSE-free core: lookups, attributes, listings, links and reads over an
+//! open [`Dataset`], in terms of computed inode numbers ([`Ino`]).
+//!
+//! What each operation costs (the promises of `mount-tree.md`):
+//! - the top level and `records/` come from the snapshot alone: listing `records/` reads
+//!   nothing, and `records/<n>/` exists for every ordinal without a read;
+//! - anything inside a record needs its metadata row (one small chunk read, then cached in an
+//!   LRU of record trees);
+//! - only reading `.raw`, `.npy` or `.sigmf-data` touches the data shard, once per record while
+//!   it stays in the decoded-record cache;
+//! - `by-id/` and `by-scene/` need every row, so they are built on first use, logged, and kept.
+//!
+//! Errors are [`FsError`]s; the FUSE adapter maps them to errno values and logs the cause.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use super::cache::{CacheConfig, LoadError, RecordCache};
+use super::inode::{Ino, MAX_ORDINAL};
+use super::names::encode_entry;
+use super::record_tree::{Node, RecordTree};
+use super::views::View;
+use crate::dataset::{Dataset, DatasetError};
+
+/// The kind of a node, as `stat` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+}
+
+/// What `stat` needs from the core; owner, mode and times are the adapter's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: Kind,
+    pub size: u64,
+}
+
+/// One directory entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: Kind,
+    pub name: String,
+}
+
+/// Why an operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("no such entry")]
+    NotFound,
+    #[error("not a directory")]
+    NotDir,
+    #[error("is a directory")]
+    IsDir,
+    #[error("not a symbolic link")]
+    NotLink,
+    /// Storage or data failed for this record or object; the message names both.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl From<DatasetError> for FsError {
+    fn from(e: DatasetError) -> Self {
+        FsError::Io(e.to_string())
+    }
+}
+
+impl From<LoadError> for FsError {
+    fn from(e: LoadError) -> Self {
+        FsError::Io(e.to_string())
+    }
+}
+
+/// Tuning of the core.
+#[derive(Debug, Clone, Copy)]
+pub struct NamespaceConfig {
+    pub cache: CacheConfig,
+    /// Record trees (parsed rows with their file trees) kept.
+    pub record_trees: usize,
+}
+
+impl Default for NamespaceConfig {
+    fn default() -> Self {
+        NamespaceConfig {
+            cache: CacheConfig::for_cache_size(1 << 30),
+            record_trees: 4096,
+        }
+    }
+}
+
+/// `by-id/`: encoded id → lowest ordinal, and the names in listing order.
+#[derive(Debug, Default)]
+struct IdIndex {
+    by_name: HashMap<String, u64>,
+    names: Vec<String>,
+}
+
+/// `by-scene/`: scenes in listing order with their ordinals.
+#[derive(Debug, Default)]
+struct SceneIndex {
+    scenes: Vec<(String, Vec<u64>)>,
+    by_name: HashMap<String, usize>,
+    scene_of: HashMap<u64, usize>,
+}
+
+/// The tree of one mounted dataset.
+#[derive(Debug)]
+pub struct Namespace {
+    dataset: Arc<Dataset>,
+    ordinal_width: usize,
+    trees: Mutex<LruCache<u64, Arc<RecordTree>>>,
+    records: RecordCache,
+    ids: OnceLock<IdIndex>,
+    scenes: OnceLock<SceneIndex>,
+}
+
+const TOP_LEVEL: [(&str, Ino, Kind); 6] = [
+    ("annotations", Ino::Annotations, Kind::Dir),
+    ("by-id", Ino::ById, Kind::Dir),
+    ("by-scene", Ino::ByScene, Kind::Dir),
+    ("dataset.json", Ino::DatasetJson, Kind::File),
+    ("records", Ino::Records, Kind::Dir),
+    ("snapshot.json", Ino::SnapshotJson, Kind::File),
+];
+
+impl Namespace {
+    pub fn new(dataset: Arc<Dataset>, config: NamespaceConfig) -> Namespace {
+        let last = dataset.len().saturating_sub(1);
+        Namespace {
+            ordinal_width: last.to_string().len(),
+            trees: Mutex::new(LruCache::new(
+                NonZeroUsize::new(config.record_trees).unwrap_or(NonZeroUsize::MIN),
+            )),
+            records: RecordCache::new(config.cache),
+            ids: OnceLock::new(),
+            scenes: OnceLock::new(),
+            dataset,
+        }
+    }
+
+    pub fn dataset(&self) -> &Arc<Dataset> {
+        &self.dataset
+    }
+
+    pub fn record_cache(&self) -> &RecordCache {
+        &self.records
+    }
+
+    /// The zero-padded directory name of an ordinal.
+    pub fn ordinal_name(&self, ordinal: u64) -> String {
+        format!("{ordinal:0width$}", width = self.ordinal_width)
+    }
+
+    fn parse_ordinal(&self, name: &str) -> Option<u64> {
+        if name.len() != self.ordinal_width || !name.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let ordinal: u64 = name.parse().ok()?;
+        (ordinal < self.dataset.len() && ordinal <= MAX_ORDINAL).then_some(ordinal)
+    }
+
+    /// The record tree of `ordinal` (its metadata row, parsed and laid out), cached.
+    pub fn record_tree(&self, ordinal: u64) -> Result<Arc<RecordTree>, FsError> {
+        if let Some(tree) = lock(&self.trees).get(&ordinal) {
+            return Ok(tree.clone());
+        }
+        let meta = self.dataset.record_meta(ordinal)?;
+        let tree = RecordTree::build(ordinal, meta)
+            .map_err(|e| FsError::Io(format!("record {ordinal}: {e}")))?;
+        for clash in &tree.clashes {
+            tracing::warn!(ordinal, path = %clash, "field path clashes with another and is not shown");
+        }
+        let tree = Arc::new(tree);
+        lock(&self.trees).put(ordinal, tree.clone());
+        Ok(tree)
+    }
+
+    fn check_ordinal(&self, ordinal: u64) -> Result<(), FsError> {
+        if ordinal < self.dataset.len() {
+            Ok(())
+        } else {
+            Err(FsError::NotFound)
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // getattr
+    // -----------------------------------------------------------------------------------------
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr, FsError> {
+        let node = Ino::decode(ino).ok_or(FsError::NotFound)?;
+        let (kind, size) = match node {
+            Ino::Root | Ino::Records | Ino::Annotations | Ino::ById | Ino::ByScene => {
+                (Kind::Dir, 0)
+            }
+            Ino::DatasetJson => (Kind::File, self.dataset.root_bytes().len() as u64),
+            Ino::SnapshotJson => (Kind::File, self.dataset.snapshot_bytes().len() as u64),
+            Ino::RecordDir(o) | Ino::RecordAnnotations(o) => {
+                self.check_ordinal(o)?;
+                (Kind::Dir, 0)
+            }
+            Ino::RecordJson(o) => {
+                self.check_ordinal(o)?;
+                (Kind::File, self.record_tree(o)?.record_json.len() as u64)
+            }
+            Ino::FieldNode(o, n) => {
+                self.check_ordinal(o)?;
+                let tree = self.record_tree(o)?;
+                match tree.node(n).ok_or(FsError::NotFound)? {
+                    Node::Dir { .. } => (Kind::Dir, 0),
+                    Node::File { .. } => (Kind::File, tree.node_len(n)),
+                }
+            }
+            Ino::IdLink(o) | Ino::SceneLink(o) => {
+                let target = self.link_target(node, o)?;
+                (Kind::Symlink, target.len() as u64)
+            }
+            Ino::SceneDir(i) => {
+                self.scene_index()
+                    .scenes
+                    .get(i as usize)
+                    .ok_or(FsError::NotFound)?;
+                (Kind::Dir, 0)
+            }
+        };
+        Ok(Attr { ino, kind, size })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // lookup
+    // -----------------------------------------------------------------------------------------
+
+    pub fn lookup(&self, parent: u64, name: &str) -> Result<Attr, FsError> {
+        let parent_node = Ino::decode(parent).ok_or(FsError::NotFound)?;
+        let child = match parent_node {
+            Ino::Root => TOP_LEVEL
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, ino, _)| *ino)
+                .ok_or(FsError::NotFound)?,
+            Ino::Records => Ino::RecordDir(self.parse_ordinal(name).ok_or(FsError::NotFound)?),
+            Ino::RecordDir(o) => {
+                self.check_ordinal(o)?;
+                match name {
+                    "record.json" => Ino::RecordJson(o),
+                    "fields" => Ino::FieldNode(o, 0),
+                    "annotations" => Ino::RecordAnnotations(o),
+                    _ => return Err(FsError::NotFound),
+                }
+            }
+            Ino::FieldNode(o, n) => {
+                let tree = self.record_tree(o)?;
+                match tree.node(n) {
+                    Some(Node::Dir { .. }) => {}
+                    Some(Node::File { .. }) => return Err(FsError::NotDir),
+                    None => return Err(FsError::NotFound),
+                }
+                Ino::FieldNode(o, tree.child(n, name).ok_or(FsError::NotFound)?)
+            }
+            Ino::ById => Ino::IdLink(*self.id_index().by_name.get(name).ok_or(FsError::NotFound)?),
+            Ino::ByScene => {
+                let index = *self
+                    .scene_index()
+                    .by_name
+                    .get(name)
+                    .ok_or(FsError::NotFound)?;
+                Ino::SceneDir(index as u64)
+            }
+            Ino::SceneDir(i) => {
+                let scenes = self.scene_index();
+                let (_, ordinals) = scenes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                let ordinal = self.parse_ordinal(name).ok_or(FsError::NotFound)?;
+                ordinals
+                    .binary_search(&ordinal)
+                    .map_err(|_| FsError::NotFound)?;
+                Ino::SceneLink(ordinal)
+            }
+            Ino::Annotations | Ino::RecordAnnotations(_) => return Err(FsError::NotFound),
+            _ => return Err(FsError::NotDir),
+        };
+        self.getattr(child.encode())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // readdir
+    // -----------------------------------------------------------------------------------------
+
+    /// The parent directory's inode (for `..`).
+    pub fn parent_of(&self, ino: u64) -> Result<u64, FsError> {
+        let parent = match Ino::decode(ino).ok_or(FsError::NotFound)? {
+            Ino::Root | Ino::Records | Ino::Annotations | Ino::ById | Ino::ByScene => Ino::Root,
+            Ino::DatasetJson | Ino::SnapshotJson => Ino::Root,
+            Ino::RecordDir(_) => Ino::Records,
+            Ino::RecordJson(o) | Ino::RecordAnnotations(o) | Ino::FieldNode(o, 0) => {
+                Ino::RecordDir(o)
+            }
+            Ino::FieldNode(o, n) => {
+                let tree = self.record_tree(o)?;
+                Ino::FieldNode(o, tree.node(n).ok_or(FsError::NotFound)?.parent())
+            }
+            Ino::IdLink(_) => Ino::ById,
+            Ino::SceneDir(_) => Ino::ByScene,
+            Ino::SceneLink(o) => {
+                let scenes = self.scene_index();
+                Ino::SceneDir(*scenes.scene_of.get(&o).ok_or(FsError::NotFound)? as u64)
+            }
+        };
+        Ok(parent.encode())
+    }
+
+    /// Lists directory `ino` from `offset` (0 = the start; each entry carries the offset of the
+    /// next), calling `add` until it returns `true` (the reply buffer is full). `.` and `..`
+    /// come first. Offsets are plain positions in a fixed order, so a listing resumes exactly.
+    pub fn read_dir(
+        &self,
+        ino: u64,
+        offset: u64,
+        mut add: impl FnMut(DirEntry, u64) -> bool,
+    ) -> Result<(), FsError> {
+        let node = Ino::decode(ino).ok_or(FsError::NotFound)?;
+        let count = self.child_count(node)?;
+        let total = count + 2;
+        for position in offset..total {
+            let entry = match position {
+                0 => DirEntry {
+                    ino,
+                    kind: Kind::Dir,
+                    name: ".".into(),
+                },
+                1 => DirEntry {
+                    ino: self.parent_of(ino)?,
+                    kind: Kind::Dir,
+                    name: "..".into(),
+                },
+                _ => self.child_at(node, position - 2)?,
+            };
+            if add(entry, position + 1) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn child_count(&self, node: Ino) -> Result<u64, FsError> {
+        Ok(match node {
+            Ino::Root => TOP_LEVEL.len() as u64,
+            Ino::Records => self.dataset.len(),
+            Ino::RecordDir(o) => {
+                self.check_ordinal(o)?;
+                3
+            }
+            Ino::FieldNode(o, n) => match self.record_tree(o)?.node(n) {
+                Some(Node::Dir { children, .. }) => children.len() as u64,
+                Some(Node::File { .. }) => return Err(FsError::NotDir),
+                None => return Err(FsError::NotFound),
+            },
+            Ino::ById => self.id_index().names.len() as u64,
+            Ino::ByScene => self.scene_index().scenes.len() as u64,
+            Ino::SceneDir(i) => {
+                let scenes = self.scene_index();
+                scenes
+                    .scenes
+                    .get(i as usize)
+                    .ok_or(FsError::NotFound)?
+                    .1
+                    .len() as u64
+            }
+            Ino::Annotations => 0,
+            Ino::RecordAnnotations(o) => {
+                self.check_ordinal(o)?;
+                0
+            }
+            _ => return Err(FsError::NotDir),
+        })
+    }
+
+    fn child_at(&self, node: Ino, index: u64) -> Result<DirEntry, FsError> {
+        let entry = |ino: Ino, kind, name: String| DirEntry {
+            ino: ino.encode(),
+            kind,
+            name,
+        };
+        Ok(match node {
+            Ino::Root => {
+                let (name, ino, kind) = TOP_LEVEL.get(index as usize).ok_or(FsError::NotFound)?;
+                entry(*ino, *kind, name.to_string())
+            }
+            Ino::Records => entry(Ino::RecordDir(index), Kind::Dir, self.ordinal_name(index)),
+            Ino::RecordDir(o) => match index {
+                0 => entry(Ino::RecordAnnotations(o), Kind::Dir, "annotations".into()),
+                1 => entry(Ino::FieldNode(o, 0), Kind::Dir, "fields".into()),
+                _ => entry(Ino::RecordJson(o), Kind::File, "record.json".into()),
+            },
+            Ino::FieldNode(o, n) => {
+                let tree = self.record_tree(o)?;
+                let Some(Node::Dir { children, .. }) = tree.node(n) else {
+                    return Err(FsError::NotDir);
+                };
+                let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
+                let kind = match tree.node(child) {
+                    Some(Node::Dir { .. }) => Kind::Dir,
+                    _ => Kind::File,
+                };
+                let name = tree
+                    .node(child)
+                    .map(|c| c.name().to_string())
+                    .unwrap_or_default();
+                entry(Ino::FieldNode(o, child), kind, name)
+            }
+            Ino::ById => {
+                let ids = self.id_index();
+                let name = ids.names.get(index as usize).ok_or(FsError::NotFound)?;
+                let ordinal = *ids.by_name.get(name).ok_or(FsError::NotFound)?;
+                entry(Ino::IdLink(ordinal), Kind::Symlink, name.clone())
+            }
+            Ino::ByScene => {
+                let scenes = self.scene_index();
+                let (name, _) = scenes.scenes.get(index as usize).ok_or(FsError::NotFound)?;
+                entry(Ino::SceneDir(index), Kind::Dir, name.clone())
+            }
+            Ino::SceneDir(i) => {
+                let scenes = self.scene_index();
+                let (_, ordinals) = scenes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                let ordinal = *ordinals.get(index as usize).ok_or(FsError::NotFound)?;
+                entry(
+                    Ino::SceneLink(ordinal),
+                    Kind::Symlink,
+                    self.ordinal_name(ordinal),
+                )
+            }
+            _ => return Err(FsError::NotFound),
+        })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // links
+    // -----------------------------------------------------------------------------------------
+
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, FsError> {
+        match Ino::decode(ino).ok_or(FsError::NotFound)? {
+            node @ (Ino::IdLink(o) | Ino::SceneLink(o)) => {
+                Ok(self.link_target(node, o)?.into_bytes())
+            }
+            _ => Err(FsError::NotLink),
+        }
+    }
+
+    fn link_target(&self, node: Ino, ordinal: u64) -> Result<String, FsError> {
+        self.check_ordinal(ordinal)?;
+        match node {
+            Ino::IdLink(_) => Ok(format!("../records/{}", self.ordinal_name(ordinal))),
+            _ => Ok(format!("../../records/{}", self.ordinal_name(ordinal))),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // read
+    // -----------------------------------------------------------------------------------------
+
+    /// Up to `size` bytes of file `ino` at `offset` (fewer at the end of the file).
+    pub fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Bytes, FsError> {
+        match Ino::decode(ino).ok_or(FsError::NotFound)? {
+            Ino::DatasetJson => Ok(slice(self.dataset.root_bytes(), offset, size)),
+            Ino::SnapshotJson => Ok(slice(self.dataset.snapshot_bytes(), offset, size)),
+            Ino::RecordJson(o) => {
+                self.check_ordinal(o)?;
+                let tree = self.record_tree(o)?;
+                Ok(slice_vec(&tree.record_json, offset, size))
+            }
+            Ino::FieldNode(o, n) => {
+                self.check_ordinal(o)?;
+                self.read_field_node(o, n, offset, size)
+            }
+            Ino::Root
+            | Ino::Records
+            | Ino::Annotations
+            | Ino::ById
+            | Ino::ByScene
+            | Ino::RecordDir(_)
+            | Ino::RecordAnnotations(_)
+            | Ino::SceneDir(_) => Err(FsError::IsDir),
+            Ino::IdLink(_) | Ino::SceneLink(_) => Err(FsError::NotFound),
+        }
+    }
+
+    fn read_field_node(
+        &self,
+        ordinal: u64,
+        node: u32,
+        offset: u64,
+        size: u32,
+    ) -> Result<Bytes, FsError> {
+        let tree = self.record_tree(ordinal)?;
+        let (field, view) = match tree.node(node).ok_or(FsError::NotFound)? {
+            Node::Dir { .. } => return Err(FsError::IsDir),
+            Node::File { field, view, .. } => (*field, *view),
+        };
+        let entry = tree.fields.get(field as usize).ok_or(FsError::NotFound)?;
+        match view {
+            View::Json => Ok(slice_vec(&entry.json, offset, size)),
+            View::SigmfMeta => Ok(slice_vec(
+                entry.sigmf_meta.as_deref().unwrap_or_default(),
+                offset,
+                size,
+            )),
+            View::Raw | View::SigmfData => {
+                self.read_tensor(&tree, &entry.name, offset, size, entry.raw_len)
+            }
+            View::Npy => {
+                let header = &entry.npy_header;
+                let header_len = header.len() as u64;
+                if offset >= header_len {
+                    return self.read_tensor(
+                        &tree,
+                        &entry.name,
+                        offset - header_len,
+                        size,
+                        entry.raw_len,
+                    );
+                }
+                // A read that starts in the header: header bytes, then tensor bytes.
+                let head = slice_vec(header, offset, size);
+                let rest = size as u64 - head.len() as u64;
+                if rest == 0 || entry.raw_len == 0 {
+                    return Ok(head);
+                }
+                let tail = self.read_tensor(&tree, &entry.name, 0, rest as u32, entry.raw_len)?;
+                let mut joined = Vec::with_capacity(head.len() + tail.len());
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&tail);
+                Ok(Bytes::from(joined))
+            }
+        }
+    }
+
+    fn read_tensor(
+        &self,
+        tree: &RecordTree,
+        field: &str,
+        offset: u64,
+        size: u32,
+        len: u64,
+    ) -> Result<Bytes, FsError> {
+        if offset >= len || size == 0 {
+            return Ok(Bytes::new());
+        }
+        let bytes = self.records.get(&self.dataset, tree.ordinal, &tree.meta)?;
+        bytes
+            .read_field(field, offset, size as usize)
+            .map_err(|e| FsError::Io(format!("record {}: field {field:?}: {e}", tree.ordinal)))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // by-id and by-scene
+    // -----------------------------------------------------------------------------------------
+
+    fn id_index(&self) -> &IdIndex {
+        self.ids.get_or_init(|| {
+            tracing::info!(
+                records = self.dataset.len(),
+                "building by-id/ from every metadata row"
+            );
+            let mut index = IdIndex::default();
+            for ordinal in 0..self.dataset.len() {
+                if let Some(meta) = self.row_for_index(ordinal) {
+                    index
+                        .by_name
+                        .entry(encode_entry(&meta.id))
+                        .or_insert(ordinal);
+                }
+            }
+            index.names = index.by_name.keys().cloned().collect();
+            index.names.sort();
+            index
+        })
+    }
+
+    fn scene_index(&self) -> &SceneIndex {
+        self.scenes.get_or_init(|| {
+            tracing::info!(
+                records = self.dataset.len(),
+                "building by-scene/ from every metadata row"
+            );
+            let mut grouped: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+            for ordinal in 0..self.dataset.len() {
+                if let Some(scene) = self.row_for_index(ordinal).and_then(|m| m.scene_id.clone()) {
+                    grouped
+                        .entry(encode_entry(&scene))
+                        .or_default()
+                        .push(ordinal);
+                }
+            }
+            let mut index = SceneIndex::default();
+            for (i, (name, ordinals)) in grouped.into_iter().enumerate() {
+                for &o in &ordinals {
+                    index.scene_of.insert(o, i);
+                }
+                index.by_name.insert(name.clone(), i);
+                index.scenes.push((name, ordinals));
+            }
+            index
+        })
+    }
+
+    /// A row for the indexes; unreadable rows are logged and left out.
+    fn row_for_index(&self, ordinal: u64) -> Option<crate::format::record::RecordMeta> {
+        match self.record_tree(ordinal) {
+            Ok(tree) => Some(tree.meta.clone()),
+            Err(e) => {
+                tracing::warn!(ordinal, error = %e, "record left out of by-id/ and by-scene/");
+                None
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn slice(bytes: &Bytes, offset: u64, size: u32) -> Bytes {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    let end = start.saturating_add(size as usize).min(bytes.len());
+    bytes.slice(start..end)
+}
+
+fn slice_vec(bytes: &[u8], offset: u64, size: u32) -> Bytes {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    let end = start.saturating_add(size as usize).min(bytes.len());
+    Bytes::copy_from_slice(&bytes[start..end])
+}

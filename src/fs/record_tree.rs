@@ -1,0 +1,334 @@
+//! The file tree of one record, built from its metadata row alone.
+//!
+//! Field names become paths (see [`super::names`]); each field contributes one file per view.
+//! Nodes are numbered in a fixed order (node 0 is `fields/`), which is what makes inode numbers
+//! computable: `(ordinal, node index)`. Children are sorted by name so listings are stable and
+//! lookups are binary searches. Every size is computed here, so `stat`, `ls -l` and `du` never
+//! need the data shard.
+
+use std::collections::HashMap;
+
+use super::names::encode_field_path;
+use super::views::{self, npy, View};
+use crate::format::record::{FieldMeta, RecordMeta};
+
+/// One field of the record, with the texts of its small views precomputed.
+#[derive(Debug)]
+pub struct FieldEntry {
+    pub name: String,
+    pub meta: FieldMeta,
+    /// Length of the tensor's bytes.
+    pub raw_len: u64,
+    pub npy_header: Vec<u8>,
+    pub json: Vec<u8>,
+    pub sigmf_meta: Option<Vec<u8>>,
+}
+
+impl FieldEntry {
+    /// Size of one view's file.
+    pub fn view_len(&self, view: View) -> u64 {
+        match view {
+            View::Raw | View::SigmfData => self.raw_len,
+            View::Npy => self.npy_header.len() as u64 + self.raw_len,
+            View::Json => self.json.len() as u64,
+            View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, |m| m.len() as u64),
+        }
+    }
+}
+
+/// A node of the field tree.
+#[derive(Debug)]
+pub enum Node {
+    Dir {
+        name: String,
+        parent: u32,
+        /// Child node indices, sorted by name.
+        children: Vec<u32>,
+    },
+    File {
+        name: String,
+        parent: u32,
+        field: u32,
+        view: View,
+    },
+}
+
+impl Node {
+    pub fn name(&self) -> &str {
+        match self {
+            Node::Dir { name, .. } | Node::File { name, .. } => name,
+        }
+    }
+
+    pub fn parent(&self) -> u32 {
+        match self {
+            Node::Dir { parent, .. } | Node::File { parent, .. } => *parent,
+        }
+    }
+}
+
+/// Everything the mount shows for one record, from its row.
+#[derive(Debug)]
+pub struct RecordTree {
+    pub ordinal: u64,
+    pub meta: RecordMeta,
+    pub record_json: Vec<u8>,
+    pub fields: Vec<FieldEntry>,
+    pub nodes: Vec<Node>,
+    /// Paths dropped because they clashed with an earlier one (logged by the caller).
+    pub clashes: Vec<String>,
+}
+
+/// Why a tree could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("field {name:?}: {detail}")]
+    Field { name: String, detail: String },
+    #[error("record has more than {0} files and directories")]
+    TooManyNodes(u64),
+}
+
+impl RecordTree {
+    pub fn build(ordinal: u64, meta: RecordMeta) -> Result<RecordTree, TreeError> {
+        let record_json = views::record_json(&meta, ordinal);
+        let mut builder = Builder::default();
+        let mut fields = Vec::with_capacity(meta.fields.len());
+        for (name, field) in &meta.fields {
+            let entry = field_entry(name, field)?;
+            builder.add_field(fields.len() as u32, &entry)?;
+            fields.push(entry);
+        }
+        let (nodes, clashes) = builder.finish();
+        Ok(RecordTree {
+            ordinal,
+            meta,
+            record_json,
+            fields,
+            nodes,
+            clashes,
+        })
+    }
+
+    /// The child of directory node `dir` called `name`.
+    pub fn child(&self, dir: u32, name: &str) -> Option<u32> {
+        let Some(Node::Dir { children, .. }) = self.nodes.get(dir as usize) else {
+            return None;
+        };
+        children
+            .binary_search_by(|&c| self.node_name(c).cmp(name))
+            .ok()
+            .and_then(|i| children.get(i).copied())
+    }
+
+    pub fn node(&self, index: u32) -> Option<&Node> {
+        self.nodes.get(index as usize)
+    }
+
+    fn node_name(&self, index: u32) -> &str {
+        self.nodes.get(index as usize).map_or("", Node::name)
+    }
+
+    /// Size of a file node (0 for directories).
+    pub fn node_len(&self, index: u32) -> u64 {
+        match self.nodes.get(index as usize) {
+            Some(Node::File { field, view, .. }) => self
+                .fields
+                .get(*field as usize)
+                .map_or(0, |f| f.view_len(*view)),
+            _ => 0,
+        }
+    }
+}
+
+fn field_entry(name: &str, field: &FieldMeta) -> Result<FieldEntry, TreeError> {
+    let raw_len = field.byte_len().map_err(|e| TreeError::Field {
+        name: name.to_string(),
+        detail: e.to_string(),
+    })?;
+    Ok(FieldEntry {
+        name: name.to_string(),
+        raw_len,
+        npy_header: npy::npy_header(field.dtype, &field.shape),
+        json: views::field_json(name, field),
+        sigmf_meta: views::has_sigmf_pair(field).then(|| views::sigmf_meta(field)),
+        meta: field.clone(),
+    })
+}
+
+#[derive(Default)]
+struct Builder {
+    nodes: Vec<Node>,
+    /// (parent, name) → node, to find existing directories and detect clashes.
+    by_name: HashMap<(u32, String), u32>,
+    clashes: Vec<String>,
+}
+
+impl Builder {
+    fn add_field(&mut self, field: u32, entry: &FieldEntry) -> Result<(), TreeError> {
+        if self.nodes.is_empty() {
+            self.push(Node::Dir {
+                name: String::new(),
+                parent: 0,
+                children: Vec::new(),
+            })?;
+        }
+        let segments = encode_field_path(&entry.name);
+        let Some((leaf, dirs)) = segments.split_last() else {
+            return Ok(());
+        };
+        let mut parent = 0u32;
+        for dir in dirs {
+            match self.directory(parent, dir)? {
+                Some(node) => parent = node,
+                None => {
+                    self.clashes.push(entry.name.clone());
+                    return Ok(());
+                }
+            }
+        }
+        for view in views::views_of(&entry.meta) {
+            let name = format!("{leaf}{}", view.suffix());
+            if self.by_name.contains_key(&(parent, name.clone())) {
+                self.clashes
+                    .push(format!("{}{}", entry.name, view.suffix()));
+                continue;
+            }
+            let node = self.push(Node::File {
+                name: name.clone(),
+                parent,
+                field,
+                view,
+            })?;
+            self.link(parent, name, node);
+        }
+        Ok(())
+    }
+
+    /// The directory `name` under `parent`, created if absent; `None` if a file has the name.
+    fn directory(&mut self, parent: u32, name: &str) -> Result<Option<u32>, TreeError> {
+        if let Some(&existing) = self.by_name.get(&(parent, name.to_string())) {
+            let is_dir = matches!(self.nodes.get(existing as usize), Some(Node::Dir { .. }));
+            return Ok(is_dir.then_some(existing));
+        }
+        let node = self.push(Node::Dir {
+            name: name.to_string(),
+            parent,
+            children: Vec::new(),
+        })?;
+        self.link(parent, name.to_string(), node);
+        Ok(Some(node))
+    }
+
+    fn push(&mut self, node: Node) -> Result<u32, TreeError> {
+        let limit = super::inode::MAX_LOCAL - super::inode::FIELD_NODE_BASE;
+        if self.nodes.len() as u64 >= limit {
+            return Err(TreeError::TooManyNodes(limit));
+        }
+        self.nodes.push(node);
+        Ok((self.nodes.len() - 1) as u32)
+    }
+
+    fn link(&mut self, parent: u32, name: String, node: u32) {
+        self.by_name.insert((parent, name), node);
+        if let Some(Node::Dir { children, .. }) = self.nodes.get_mut(parent as usize) {
+            children.push(node);
+        }
+    }
+
+    /// Sorts every directory's children by name.
+    fn finish(mut self) -> (Vec<Node>, Vec<String>) {
+        if self.nodes.is_empty() {
+            self.nodes.push(Node::Dir {
+                name: String::new(),
+                parent: 0,
+                children: Vec::new(),
+            });
+        }
+        let names: Vec<String> = self.nodes.iter().map(|n| n.name().to_string()).collect();
+        for node in &mut self.nodes {
+            if let Node::Dir { children, .. } = node {
+                children.sort_by(|a, b| names[*a as usize].cmp(&names[*b as usize]));
+            }
+        }
+        (self.nodes, self.clashes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::dtype::DType;
+    use std::collections::BTreeMap;
+
+    fn meta(names: &[(&str, DType, Vec<u64>)]) -> RecordMeta {
+        let fields: BTreeMap<String, FieldMeta> = names
+            .iter()
+            .map(|(n, d, s)| (n.to_string(), FieldMeta::new(*d, s.clone())))
+            .collect();
+        RecordMeta {
+            id: "r".into(),
+            scene_id: None,
+            metadata: Default::default(),
+            fields,
+        }
+    }
+
+    fn paths(tree: &RecordTree) -> Vec<String> {
+        let mut out = Vec::new();
+        fn walk(tree: &RecordTree, node: u32, prefix: &str, out: &mut Vec<String>) {
+            if let Some(Node::Dir { children, .. }) = tree.node(node) {
+                for &c in children {
+                    let name = tree.node(c).unwrap().name();
+                    let path = format!("{prefix}{name}");
+                    match tree.node(c).unwrap() {
+                        Node::Dir { .. } => walk(tree, c, &format!("{path}/"), out),
+                        Node::File { .. } => out.push(path),
+                    }
+                }
+            }
+        }
+        walk(tree, 0, "", &mut out);
+        out
+    }
+
+    #[test]
+    fn fields_become_a_sorted_tree_with_views() {
+        let tree = RecordTree::build(
+            3,
+            meta(&[
+                ("projections/rx0/iq", DType::C64, vec![4]),
+                ("projections/rx0/iq/coordinates/t", DType::F64, vec![4]),
+                ("x.raw/y", DType::U8, vec![2]),
+                ("x", DType::I16, vec![1, 2]),
+            ]),
+        )
+        .unwrap();
+        assert!(tree.clashes.is_empty());
+        assert_eq!(
+            paths(&tree),
+            vec![
+                "projections/rx0/iq/coordinates/t.json",
+                "projections/rx0/iq/coordinates/t.npy",
+                "projections/rx0/iq/coordinates/t.raw",
+                "projections/rx0/iq.json",
+                "projections/rx0/iq.npy",
+                "projections/rx0/iq.raw",
+                "projections/rx0/iq.sigmf-data",
+                "projections/rx0/iq.sigmf-meta",
+                "x%2Eraw/y.json",
+                "x%2Eraw/y.npy",
+                "x%2Eraw/y.raw",
+                "x.json",
+                "x.npy",
+                "x.raw",
+            ]
+        );
+        let projections = tree.child(0, "projections").unwrap();
+        let rx0 = tree.child(projections, "rx0").unwrap();
+        let raw = tree.child(rx0, "iq.raw").unwrap();
+        assert_eq!(tree.node_len(raw), 32);
+        let npy = tree.child(rx0, "iq.npy").unwrap();
+        assert_eq!(tree.node_len(npy), 128 + 32);
+        assert_eq!(tree.child(rx0, "missing"), None);
+    }
+}
