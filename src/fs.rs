@@ -9,6 +9,7 @@
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 
 pub mod cache;
+pub mod fuse;
 pub mod inode;
 pub mod names;
 pub mod namespace;

@@ -1,0 +1,460 @@
+//! `sdsfs mount` and `sdsfs unmount`.
+//!
+//! Daemonizing: `sdsfs mount` first opens the dataset in the calling process, so a dataset that
+//! cannot be opened fails with one line and a nonzero status before anything is mounted. It then
+//! re-executes itself in the foreground as a new session leader with stdio detached, and waits
+//! on a pipe until that child reports the mount ready (or why it failed). Re-executing instead
+//! of `fork`ing keeps the daemon free of a multi-threaded parent's state.
+//!
+//! In the foreground, SIGINT and SIGTERM are blocked in every thread and collected by the main
+//! thread with `sigtimedwait`, which then unmounts cleanly; an external `umount` ends the session
+//! thread, which the main thread also notices.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use super::size::parse_size;
+use crate::dataset::{Dataset, OpenOptions};
+use crate::fs::cache::CacheConfig;
+use crate::fs::fuse::{Ownership, SdsFuse};
+use crate::fs::namespace::{Namespace, NamespaceConfig};
+use crate::storage::{LocalStore, ObjectStore};
+
+/// Environment variable carrying the readiness pipe's file descriptor to the daemon.
+const READY_FD_ENV: &str = "SDSFS_READY_FD";
+
+/// sdsfs: mount a Signal Dataset (SDS) as a read-only tree of files.
+#[derive(Debug, Parser)]
+#[command(name = "sdsfs", version, about, long_about = None)]
+pub struct SdsfsCli {
+    #[command(subcommand)]
+    pub command: SdsfsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SdsfsCommand {
+    /// Mount DATASET read-only at MOUNTPOINT; returns once the mount is ready.
+    Mount(MountArgs),
+    /// Unmount a mounted dataset (also clears a mount whose daemon died).
+    Unmount {
+        /// The mount point.
+        mountpoint: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MountArgs {
+    /// The dataset: a local directory holding root.json, or a file:// URL.
+    pub dataset: String,
+    /// An existing empty directory to mount on.
+    pub mountpoint: PathBuf,
+    /// Stay attached to the terminal and log to stderr instead of daemonizing.
+    #[arg(short = 'f', long)]
+    pub foreground: bool,
+    /// Where the daemon writes its log (default: nowhere). Foreground mounts log to stderr.
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+    /// Let users other than the mounting user access the mount.
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Owner shown for every entry [default: the mounting user].
+    #[arg(long)]
+    pub uid: Option<u32>,
+    /// Group shown for every entry [default: the mounting user's group].
+    #[arg(long)]
+    pub gid: Option<u32>,
+    /// Memory for decoded records, e.g. 512M or 2G; larger records go to temporary files.
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_size)]
+    pub cache_size: u64,
+    /// Seconds between re-reads of the annotation catalog (the one mutable object).
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub metadata_ttl: u64,
+    /// Threads serving FUSE requests.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub threads: usize,
+    /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
+    /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N; generic options
+    /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
+    /// are accepted and ignored; rw is refused.
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    pub options: Vec<String>,
+}
+
+/// Entry point of the `sdsfs` binary.
+pub fn sdsfs_main() -> ExitCode {
+    let cli = SdsfsCli::parse();
+    let result = match cli.command {
+        SdsfsCommand::Mount(args) => mount(args),
+        SdsfsCommand::Unmount { mountpoint } => unmount(&mountpoint),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("sdsfs: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Applies `-o` options on top of the flags.
+pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
+    let options: Vec<String> = args
+        .options
+        .iter()
+        .flat_map(|o| o.split(','))
+        .filter(|o| !o.is_empty())
+        .map(str::to_string)
+        .collect();
+    for option in options {
+        let (name, value) = match option.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (option.as_str(), None),
+        };
+        let missing = || format!("mount option {name} needs a value");
+        match name {
+            "ro" => {}
+            "rw" => return Err("mount option rw: sdsfs mounts are read-only".into()),
+            "allow_other" => args.allow_other = true,
+            "uid" => args.uid = Some(parse_number(name, value.ok_or_else(missing)?)?),
+            "gid" => args.gid = Some(parse_number(name, value.ok_or_else(missing)?)?),
+            "cache_size" => args.cache_size = parse_size(value.ok_or_else(missing)?)?,
+            "metadata_ttl" => args.metadata_ttl = parse_number(name, value.ok_or_else(missing)?)?,
+            "threads" => args.threads = parse_number(name, value.ok_or_else(missing)?)?,
+            "log_file" => args.log_file = Some(PathBuf::from(value.ok_or_else(missing)?)),
+            "foreground" => args.foreground = true,
+            _ if is_generic_option(name) => {}
+            _ => return Err(format!("unknown mount option {name:?}")),
+        }
+    }
+    Ok(())
+}
+
+fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("mount option {name}={value}: not a number"))
+}
+
+/// Options mount(8), fstab and systemd pass that mean nothing to a FUSE daemon.
+fn is_generic_option(name: &str) -> bool {
+    const GENERIC: &[&str] = &[
+        "defaults",
+        "auto",
+        "noauto",
+        "user",
+        "nouser",
+        "users",
+        "owner",
+        "group",
+        "_netdev",
+        "nofail",
+        "dev",
+        "nodev",
+        "suid",
+        "nosuid",
+        "exec",
+        "noexec",
+        "atime",
+        "noatime",
+        "relatime",
+        "strictatime",
+        "diratime",
+        "nodiratime",
+        "async",
+        "sync",
+        "comment",
+        "default_permissions",
+    ];
+    GENERIC.contains(&name) || name.starts_with("x-") || name.starts_with("comment")
+}
+
+/// Opens the dataset named on the command line.
+pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
+    let store = open_store(argument)?;
+    Dataset::open(store, OpenOptions::default()).map_err(|e| format!("cannot open {argument}: {e}"))
+}
+
+fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    if argument.starts_with("s3://") || argument.starts_with("gs://") {
+        return Err(format!(
+            "{argument}: object stores are not supported yet; use a local path"
+        ));
+    }
+    let path = argument.strip_prefix("file://").unwrap_or(argument);
+    let store =
+        LocalStore::open(Path::new(path)).map_err(|e| format!("cannot open {argument}: {e}"))?;
+    Ok(Arc::new(store))
+}
+
+fn mount(mut args: MountArgs) -> Result<(), String> {
+    apply_mount_options(&mut args)?;
+    check_mountpoint(&args.mountpoint)?;
+    // Opening here too makes a bad dataset fail before anything is mounted or forked.
+    let dataset = open_dataset(&args.dataset)?;
+    if args.foreground {
+        run_foreground(args, dataset)
+    } else {
+        drop(dataset);
+        spawn_daemon(&args)
+    }
+}
+
+fn check_mountpoint(path: &Path) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "{}: mount point is not a directory",
+            path.display()
+        )),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Re-executes this program in the foreground as a detached daemon and waits for it to report.
+fn spawn_daemon(args: &MountArgs) -> Result<(), String> {
+    let (read_end, write_end) = pipe().map_err(|e| format!("pipe: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    let stderr = match &args.log_file {
+        Some(path) => Stdio::from(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?,
+        ),
+        None => Stdio::null(),
+    };
+    let mut command = Command::new(exe);
+    command
+        .args(daemon_arguments(args))
+        .env(READY_FD_ENV, write_end.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (setsid, fcntl) on a descriptor this process owns.
+    unsafe {
+        command.pre_exec(move || {
+            libc::setsid();
+            let flags = libc::fcntl(write_end, libc::F_GETFD);
+            libc::fcntl(write_end, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+            Ok(())
+        });
+    }
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot start the daemon: {e}"));
+    // SAFETY: `write_end` is a descriptor from `pipe()` that nothing else owns in this process.
+    drop(unsafe { OwnedFd::from_raw_fd(write_end) });
+    let mut child = child?;
+    // SAFETY: `read_end` is a descriptor from `pipe()` that nothing else owns.
+    let mut reader = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(read_end) });
+    let mut report = String::new();
+    let _ = reader.read_to_string(&mut report);
+    match report.trim_end() {
+        "ready" => Ok(()),
+        "" => {
+            let status = child.wait().map_err(|e| e.to_string())?;
+            Err(format!(
+                "the daemon exited ({status}) before the mount was ready"
+            ))
+        }
+        failure => Err(failure.trim_start_matches("error: ").to_string()),
+    }
+}
+
+fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec!["mount".into(), "--foreground".into()];
+    if args.allow_other {
+        out.push("--allow-other".into());
+    }
+    if let Some(uid) = args.uid {
+        out.extend(["--uid".into(), uid.to_string().into()]);
+    }
+    if let Some(gid) = args.gid {
+        out.extend(["--gid".into(), gid.to_string().into()]);
+    }
+    out.extend([
+        "--cache-size".into(),
+        args.cache_size.to_string().into(),
+        "--metadata-ttl".into(),
+        args.metadata_ttl.to_string().into(),
+        "--threads".into(),
+        args.threads.to_string().into(),
+    ]);
+    out.push("--".into());
+    out.push(args.dataset.clone().into());
+    out.push(args.mountpoint.clone().into());
+    out
+}
+
+fn pipe() -> std::io::Result<(i32, i32)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Tells a waiting parent (if any) how the mount went.
+fn report_to_parent(message: &str) {
+    let Some(fd) = std::env::var(READY_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return;
+    };
+    std::env::remove_var(READY_FD_ENV);
+    // SAFETY: the parent passed this descriptor to us for exactly this one write.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let _ = writeln!(file, "{message}");
+}
+
+fn run_foreground(args: MountArgs, dataset: Dataset) -> Result<(), String> {
+    let signals = block_termination_signals();
+    init_logging();
+    let result = serve(&args, dataset, &signals);
+    if let Err(message) = &result {
+        report_to_parent(&format!("error: {message}"));
+    }
+    result
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SDSFS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn serve(args: &MountArgs, dataset: Dataset, signals: &libc::sigset_t) -> Result<(), String> {
+    let dataset = Arc::new(dataset);
+    let owner = Ownership {
+        // SAFETY: getuid/getgid cannot fail.
+        uid: args.uid.unwrap_or_else(|| unsafe { libc::getuid() }),
+        // SAFETY: as above.
+        gid: args.gid.unwrap_or_else(|| unsafe { libc::getgid() }),
+        mtime: dataset.root_modified().unwrap_or(std::time::UNIX_EPOCH),
+    };
+    let config = NamespaceConfig {
+        cache: CacheConfig::for_cache_size(args.cache_size),
+        ..NamespaceConfig::default()
+    };
+    let namespace = Arc::new(Namespace::new(dataset.clone(), config));
+    let filesystem = SdsFuse::new(namespace, owner);
+    let mut fuse_config = fuser::Config::default();
+    fuse_config.mount_options = vec![
+        fuser::MountOption::FSName(format!("sdsfs:{}", args.dataset)),
+        fuser::MountOption::Subtype("sdsfs".into()),
+        fuser::MountOption::RO,
+        fuser::MountOption::NoDev,
+        fuser::MountOption::NoSuid,
+    ];
+    if args.allow_other {
+        fuse_config.acl = fuser::SessionACL::All;
+    }
+    fuse_config.n_threads = Some(args.threads.max(1));
+    let session = fuser::Session::new(filesystem, &args.mountpoint, &fuse_config)
+        .map_err(|e| format!("cannot mount on {}: {e}", args.mountpoint.display()))?;
+    let background = session
+        .spawn()
+        .map_err(|e| format!("cannot start the session: {e}"))?;
+    tracing::info!(
+        dataset = %args.dataset,
+        mountpoint = %args.mountpoint.display(),
+        snapshot = %dataset.snapshot().snapshot_id,
+        records = dataset.len(),
+        "mounted"
+    );
+    report_to_parent("ready");
+    wait_for_end(&background, signals);
+    tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
+    background
+        .umount_and_join()
+        .map_err(|e| format!("unmount of {} failed: {e}", args.mountpoint.display()))
+}
+
+/// Blocks SIGINT and SIGTERM in this thread (and every thread spawned after), so only
+/// `sigtimedwait` in the main thread sees them.
+fn block_termination_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it; pthread_sigmask
+    // only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Returns when a termination signal arrives or the session ends on its own (external umount).
+fn wait_for_end(session: &fuser::BackgroundSession, signals: &libc::sigset_t) {
+    let timeout = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 200_000_000,
+    };
+    loop {
+        // SAFETY: `signals` is an initialised set and `timeout` a valid timespec.
+        let signal = unsafe { libc::sigtimedwait(signals, std::ptr::null_mut(), &timeout) };
+        if signal > 0 {
+            tracing::info!(signal, "termination signal received");
+            return;
+        }
+        if session.guard.is_finished() {
+            return;
+        }
+    }
+}
+
+/// Unmounts `mountpoint`: `umount2` when allowed (root), else `fusermount3 -u`.
+pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+    let path = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{}: path contains NUL", mountpoint.display()))?;
+    // SAFETY: `path` is a valid NUL-terminated string.
+    let rc = unsafe { libc::umount2(path.as_ptr(), 0) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => fusermount_unmount(mountpoint),
+        Some(libc::EINVAL) => Err(format!("{}: not mounted", mountpoint.display())),
+        _ => Err(format!("cannot unmount {}: {error}", mountpoint.display())),
+    }
+}
+
+fn fusermount_unmount(mountpoint: &Path) -> Result<(), String> {
+    for program in ["fusermount3", "fusermount"] {
+        if let Ok(status) = Command::new(program).arg("-u").arg(mountpoint).status() {
+            return if status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{program} -u {} failed ({status})",
+                    mountpoint.display()
+                ))
+            };
+        }
+    }
+    Err(format!(
+        "cannot unmount {}: not permitted and no fusermount3 found",
+        mountpoint.display()
+    ))
+}
+
+/// How long tests and scripts may wait for a mount to appear (kept for callers).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,0 +1,401 @@
+//! The thin FUSE adapter: translates `fuser` calls into [`Namespace`] calls, fills in what the
+//! core leaves to the mount (owner, modes, times, TTLs), maps errors to errno values and logs
+//! the causes. No tree logic lives here.
+//!
+//! Caching policy: everything but the annotation catalog is immutable, so attributes and entries
+//! get long TTLs, files are opened with `FOPEN_KEEP_CACHE` (the kernel page cache survives
+//! across opens, and `mmap` works because no `direct_io` is used), and directories with
+//! `FOPEN_CACHE_DIR`. Requests are dispatched by several threads (`fuser`'s `n_threads`), and the
+//! core never holds a lock across storage I/O, so independent reads proceed in parallel.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
+};
+
+use super::namespace::{Attr, FsError, Kind, Namespace};
+
+/// Attributes of everything immutable are valid this long in the kernel's caches.
+const IMMUTABLE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// `st_blksize`: tools such as `cat` size their buffers from it.
+const BLOCK_SIZE: u32 = 1 << 17;
+/// Largest read the kernel sends us (and readahead window).
+const MAX_READ: u32 = 1 << 20;
+
+/// Who owns every entry, and when it was modified.
+#[derive(Debug, Clone, Copy)]
+pub struct Ownership {
+    pub uid: u32,
+    pub gid: u32,
+    /// The modification time of `root.json`, carried by every entry.
+    pub mtime: SystemTime,
+}
+
+/// The `fuser::Filesystem` of one mount.
+#[derive(Debug)]
+pub struct SdsFuse {
+    namespace: Arc<Namespace>,
+    owner: Ownership,
+}
+
+impl SdsFuse {
+    pub fn new(namespace: Arc<Namespace>, owner: Ownership) -> SdsFuse {
+        SdsFuse { namespace, owner }
+    }
+
+    fn file_attr(&self, attr: &Attr) -> FileAttr {
+        let (kind, perm, nlink) = match attr.kind {
+            Kind::Dir => (FileType::Directory, 0o555, 2),
+            Kind::File => (FileType::RegularFile, 0o444, 1),
+            Kind::Symlink => (FileType::Symlink, 0o777, 1),
+        };
+        FileAttr {
+            ino: INodeNo(attr.ino),
+            size: attr.size,
+            blocks: attr.size.div_ceil(512),
+            atime: self.owner.mtime,
+            mtime: self.owner.mtime,
+            ctime: self.owner.mtime,
+            crtime: self.owner.mtime,
+            kind,
+            perm,
+            nlink,
+            uid: self.owner.uid,
+            gid: self.owner.gid,
+            rdev: 0,
+            blksize: BLOCK_SIZE,
+            flags: 0,
+        }
+    }
+
+    /// Maps a core error to errno, logging what the user cannot see in the errno.
+    fn errno(&self, op: &str, ino: u64, error: FsError) -> Errno {
+        match error {
+            FsError::NotFound => Errno::ENOENT,
+            FsError::NotDir => Errno::ENOTDIR,
+            FsError::IsDir => Errno::EISDIR,
+            FsError::NotLink => Errno::EINVAL,
+            FsError::Io(message) => {
+                tracing::error!(op, ino, error = %message, "EIO");
+                Errno::EIO
+            }
+        }
+    }
+}
+
+fn kind_of(kind: Kind) -> FileType {
+    match kind {
+        Kind::Dir => FileType::Directory,
+        Kind::File => FileType::RegularFile,
+        Kind::Symlink => FileType::Symlink,
+    }
+}
+
+impl Filesystem for SdsFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_readahead(MAX_READ);
+        // Each capability is optional: an older kernel simply keeps its default.
+        for capability in [
+            InitFlags::FUSE_DO_READDIRPLUS,
+            InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_CACHE_SYMLINKS,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_MAX_PAGES,
+        ] {
+            let _ = config.add_capabilities(capability);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let Some(name) = name.to_str() else {
+            return reply.error(Errno::ENOENT);
+        };
+        match self.namespace.lookup(parent.0, name) {
+            Ok(attr) => reply.entry(&IMMUTABLE_TTL, &self.file_attr(&attr), Generation(0)),
+            Err(FsError::NotFound) => reply.error(Errno::ENOENT),
+            Err(e) => reply.error(self.errno("lookup", parent.0, e)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.namespace.getattr(ino.0) {
+            Ok(attr) => reply.attr(&IMMUTABLE_TTL, &self.file_attr(&attr)),
+            Err(e) => reply.error(self.errno("getattr", ino.0, e)),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.namespace.readlink(ino.0) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(self.errno("readlink", ino.0, e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.acc_mode() != OpenAccMode::O_RDONLY {
+            return reply.error(Errno::EROFS);
+        }
+        match self.namespace.getattr(ino.0) {
+            Ok(attr) if attr.kind == Kind::Dir => reply.error(Errno::EISDIR),
+            Ok(_) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Err(e) => reply.error(self.errno("open", ino.0, e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.namespace.read(ino.0, offset, size) {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(self.errno("read", ino.0, e)),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.namespace.getattr(ino.0) {
+            Ok(attr) if attr.kind == Kind::Dir => reply.opened(
+                FileHandle(0),
+                FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+            ),
+            Ok(_) => reply.error(Errno::ENOTDIR),
+            Err(e) => reply.error(self.errno("opendir", ino.0, e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
+            reply.add(INodeNo(entry.ino), next, kind_of(entry.kind), &entry.name)
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(self.errno("readdir", ino.0, e)),
+        }
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let mut failure = None;
+        let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
+            // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
+            let attr = match self.namespace.getattr(entry.ino) {
+                Ok(attr) => attr,
+                Err(e) => {
+                    failure = Some(e);
+                    return true;
+                }
+            };
+            reply.add(
+                INodeNo(entry.ino),
+                next,
+                &entry.name,
+                &IMMUTABLE_TTL,
+                &self.file_attr(&attr),
+                Generation(0),
+            )
+        });
+        match (result, failure) {
+            (Ok(()), None) => reply.ok(),
+            (Err(e), _) | (Ok(()), Some(e)) => reply.error(self.errno("readdirplus", ino.0, e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let snapshot = self.namespace.dataset().snapshot();
+        let blocks = snapshot.stored_bytes.div_ceil(u64::from(BLOCK_SIZE));
+        reply.statfs(
+            blocks,
+            0,
+            0,
+            snapshot.record_count,
+            0,
+            BLOCK_SIZE,
+            255,
+            BLOCK_SIZE,
+        );
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        if mask.contains(AccessFlags::W_OK) {
+            return reply.error(Errno::EROFS);
+        }
+        match self.namespace.getattr(ino.0) {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(self.errno("access", ino.0, e)),
+        }
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: ReplyXattr,
+    ) {
+        reply.error(Errno::NO_XATTR);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if size == 0 {
+            reply.size(0);
+        } else {
+            reply.data(&[]);
+        }
+    }
+
+    // Every write is refused: the dataset is immutable.
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _r: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn mkdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _m: u32, _u: u32, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn unlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn rmdir(&self, _req: &Request, _p: INodeNo, _n: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn symlink(&self, _req: &Request, _p: INodeNo, _n: &OsStr, _t: &Path, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _np: INodeNo,
+        _nn: &OsStr,
+        _f: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn link(&self, _req: &Request, _i: INodeNo, _np: INodeNo, _nn: &OsStr, reply: ReplyEntry) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        _p: INodeNo,
+        _n: &OsStr,
+        _m: u32,
+        _u: u32,
+        _f: i32,
+        reply: ReplyCreate,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EROFS);
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _length: u64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::EROFS);
+    }
+}
