@@ -171,7 +171,10 @@ impl Namespace {
         if let Some(tree) = lock(&self.trees).get(&ordinal) {
             return Ok(tree.clone());
         }
-        let meta = self.dataset.record_meta(ordinal)?;
+        let meta = self
+            .dataset
+            .record_meta(ordinal)
+            .map_err(|e| with_ordinal(ordinal, e.to_string()))?;
         let tree = RecordTree::build(ordinal, meta)
             .map_err(|e| FsError::Io(format!("record {ordinal}: {e}")))?;
         for clash in &tree.clashes {
@@ -551,7 +554,10 @@ impl Namespace {
         if offset >= len || size == 0 {
             return Ok(Bytes::new());
         }
-        let bytes = self.records.get(&self.dataset, tree.ordinal, &tree.meta)?;
+        let bytes = self
+            .records
+            .get(&self.dataset, tree.ordinal, &tree.meta)
+            .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
         bytes
             .read_field(field, offset, size as usize)
             .map_err(|e| FsError::Io(format!("record {}: field {field:?}: {e}", tree.ordinal)))
@@ -618,6 +624,15 @@ impl Namespace {
                 None
             }
         }
+    }
+}
+
+/// An I/O error naming the record, unless the message already does.
+fn with_ordinal(ordinal: u64, message: String) -> FsError {
+    if message.starts_with("record ") {
+        FsError::Io(message)
+    } else {
+        FsError::Io(format!("record {ordinal}: {message}"))
     }
 }
 

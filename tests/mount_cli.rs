@@ -1,0 +1,158 @@
+//! `sdsfs mount` as a user runs it: daemonizing, refusing a bad dataset before mounting,
+//! `-o` options, owner flags, and `sdsfs unmount`.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::mount::{force_unmount, is_mounted};
+use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
+use sdsfs::format::dtype::DType;
+use sdsfs::format::record::{Field, Record};
+use sdsfs::storage::LocalStore;
+
+fn sdsfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+}
+
+fn tiny_dataset() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
+    let record =
+        Record::new("one").with_field("x", Field::new(DType::U8, vec![3], vec![1, 2, 3]).unwrap());
+    let receipt = write_shard(&store, vec![record], "w", 0, &ShardOptions::default()).unwrap();
+    publish(&store, &[receipt], &PublishOptions::new("cli", "s")).unwrap();
+    dir
+}
+
+/// Unmounts on drop, whatever happened.
+struct Cleanup<'a>(&'a Path);
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if is_mounted(self.0) {
+            force_unmount(self.0);
+        }
+    }
+}
+
+#[test]
+fn daemon_mounts_then_unmount_clears_it() {
+    let dataset = tiny_dataset();
+    let mnt = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(mnt.path());
+    let log = mnt.path().with_extension("log");
+    let output = sdsfs()
+        .args([
+            "mount",
+            "-o",
+            "ro,uid=1234,gid=4321,cache_size=8M,_netdev,x-systemd.automount",
+        ])
+        .arg("--log-file")
+        .arg(&log)
+        .arg(dataset.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Returned only once ready: the tree is there at once.
+    assert!(is_mounted(mnt.path()));
+    let meta = std::fs::metadata(mnt.path().join("records/0/fields/x.raw")).unwrap();
+    assert_eq!((meta.uid(), meta.gid(), meta.len()), (1234, 4321, 3));
+    assert_eq!(
+        std::fs::read(mnt.path().join("records/0/fields/x.raw")).unwrap(),
+        [1, 2, 3]
+    );
+    let status = sdsfs().arg("unmount").arg(mnt.path()).status().unwrap();
+    assert!(status.success());
+    assert!(!is_mounted(mnt.path()));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("mounted"), "{text}");
+}
+
+#[test]
+fn bad_datasets_fail_before_mounting_with_one_line() {
+    let mnt = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(mnt.path());
+    let empty = tempfile::tempdir().unwrap();
+    let broken = tiny_dataset();
+    let root = broken.path().join("root.json");
+    let text = std::fs::read_to_string(&root)
+        .unwrap()
+        .replace("\"0.1\"", "\"9.9\"");
+    std::fs::write(&root, text).unwrap();
+    for (dataset, expect) in [(empty.path(), "root.json"), (broken.path(), "layout")] {
+        for foreground in [false, true] {
+            let mut command = sdsfs();
+            command.arg("mount");
+            if foreground {
+                command.arg("-f");
+            }
+            let output = command.arg(dataset).arg(mnt.path()).output().unwrap();
+            assert!(!output.status.success());
+            let stderr = String::from_utf8(output.stderr).unwrap();
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(expect), "{stderr}");
+            assert!(!is_mounted(mnt.path()));
+        }
+    }
+    let output = sdsfs()
+        .args(["mount", "-o", "rw"])
+        .arg(empty.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("read-only"));
+    let output = sdsfs()
+        .args(["mount", "-o", "bogus"])
+        .arg(empty.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("bogus"));
+}
+
+#[test]
+fn sigint_unmounts_a_foreground_mount() {
+    let dataset = tiny_dataset();
+    let mut mount = common::mount::MountGuard::mount(dataset.path(), &[]);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(mount.pid() as i32, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let child = mount.child.as_mut().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "no exit after SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    assert!(!is_mounted(&mount.mountpoint));
+}
+
+#[test]
+fn help_documents_every_option_with_its_default() {
+    let output = sdsfs().args(["mount", "--help"]).output().unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    for needle in [
+        "--foreground",
+        "--log-file",
+        "--allow-other",
+        "--uid",
+        "--gid",
+        "--cache-size",
+        "[default: 1G]",
+        "--metadata-ttl",
+        "[default: 5]",
+        "-o <OPTIONS>",
+    ] {
+        assert!(help.contains(needle), "missing {needle}: {help}");
+    }
+}
