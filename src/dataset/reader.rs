@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::error::DatasetError;
 use super::pages::{locate, PageCache, RecordLocation};
-use super::shards::{ShardCache, ShardReader};
+use super::shards::{check_in_shard, ShardCache, ShardReader};
 use super::OpenOptions;
 use crate::format::documents::{DatasetRoot, Reference, Snapshot};
 use crate::format::limits::JsonLimits;
@@ -138,19 +138,23 @@ impl Dataset {
         locate(&self.pages, self.store.as_ref(), &self.snapshot, ordinal)
     }
 
-    /// The open data shard holding `location`.
+    /// The open data shard holding `location`, which is checked to hold its physical index.
     pub fn data_shard(&self, location: &RecordLocation) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
-        self.shards.reader(&self.store, &entry.data, entry)
+        let shard = self.shards.reader(&self.store, &entry.data)?;
+        check_in_shard(&shard, location)?;
+        Ok(shard)
     }
 
-    /// The open metadata shard holding `location`.
+    /// The open metadata shard holding `location`, which is checked to hold its physical index.
     pub fn metadata_shard(
         &self,
         location: &RecordLocation,
     ) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
-        self.shards.reader(&self.store, &entry.metadata, entry)
+        let shard = self.shards.reader(&self.store, &entry.metadata)?;
+        check_in_shard(&shard, location)?;
+        Ok(shard)
     }
 
     fn entry<'a>(
@@ -234,7 +238,7 @@ impl Dataset {
         let location = self.locate(ordinal)?;
         let row = self.record_meta_at(&location)?;
         let payload = self.read_payload(&location)?;
-        let object = self.entry(&location)?.data.path.to_string();
+        let object = self.store.describe(&self.entry(&location)?.data.path);
         let record_error = |source| DatasetError::Record {
             ordinal,
             object: object.clone(),
