@@ -34,7 +34,11 @@ fn where_is(dataset: &Dataset, ordinal: u64) -> (String, String, String) {
         .path
         .to_string();
     let entry = location.entry().unwrap();
-    (page, entry.metadata.path.to_string(), entry.data.path.to_string())
+    (
+        page,
+        entry.metadata.path.to_string(),
+        entry.data.path.to_string(),
+    )
 }
 
 #[test]
@@ -80,7 +84,10 @@ fn every_row_reads_without_touching_a_data_shard() {
     let rows: Vec<_> = dataset.iter_record_meta().map(Result::unwrap).collect();
     let expected: Vec<_> = ds.records.iter().map(Record::meta).collect();
     assert_eq!(rows, expected);
-    assert!(counting.touched().iter().all(|p| !p.starts_with("objects/data/")));
+    assert!(counting
+        .touched()
+        .iter()
+        .all(|p| !p.starts_with("objects/data/")));
 }
 
 #[test]
@@ -123,7 +130,10 @@ fn ordinals_map_to_shards_across_many_pages() {
     let dataset = ds.open();
     let nonempty: Vec<_> = ds.receipts.iter().filter(|r| r.record_count > 0).collect();
     assert_eq!(dataset.snapshot().shard_count, nonempty.len() as u64);
-    assert_eq!(dataset.snapshot().manifests.len(), nonempty.len().div_ceil(3));
+    assert_eq!(
+        dataset.snapshot().manifests.len(),
+        nonempty.len().div_ceil(3)
+    );
     assert_eq!(ds.summary.manifest_pages, nonempty.len().div_ceil(3) as u64);
     let mut ordinal = 0u64;
     for (shard, receipt) in nonempty.iter().enumerate() {
@@ -167,7 +177,10 @@ fn read_record_equals_what_was_written() {
     for ordinal in 0..dataset.len() {
         let location = dataset.locate(ordinal).unwrap();
         let payload = dataset.read_payload(&location).unwrap();
-        assert_eq!(dataset.payload_len(&location).unwrap(), payload.len() as u64);
+        assert_eq!(
+            dataset.payload_len(&location).unwrap(),
+            payload.len() as u64
+        );
         let mut streamed = Vec::new();
         let n = dataset.read_payload_into(&location, &mut streamed).unwrap();
         assert_eq!(n, payload.len() as u64);
@@ -211,7 +224,10 @@ fn record_indices_permute_records() {
     for (ordinal, &serial) in expected.iter().enumerate() {
         let ordinal = ordinal as u64;
         assert_eq!(dataset.read_record(ordinal).unwrap(), ds.records[serial]);
-        assert_eq!(dataset.record_meta(ordinal).unwrap(), ds.records[serial].meta());
+        assert_eq!(
+            dataset.record_meta(ordinal).unwrap(),
+            ds.records[serial].meta()
+        );
     }
     let runs: Vec<(u64, u64, u64)> = dataset
         .read_instructions(0, 7, false)
@@ -221,7 +237,15 @@ fn record_indices_permute_records() {
         .collect();
     assert_eq!(
         runs,
-        vec![(0, 3, 1), (1, 1, 1), (2, 0, 1), (3, 2, 1), (4, 2, 1), (5, 2, 1), (6, 0, 1)]
+        vec![
+            (0, 3, 1),
+            (1, 1, 1),
+            (2, 0, 1),
+            (3, 2, 1),
+            (4, 2, 1),
+            (5, 2, 1),
+            (6, 0, 1)
+        ]
     );
 }
 
@@ -236,7 +260,10 @@ fn out_of_range_record_indices_fail_only_those_records() {
     let good = [(0u64, 0usize), (2, 2), (3, 5), (5, 4)];
     for (ordinal, serial) in good {
         assert_eq!(dataset.read_record(ordinal).unwrap(), ds.records[serial]);
-        assert_eq!(dataset.record_meta(ordinal).unwrap(), ds.records[serial].meta());
+        assert_eq!(
+            dataset.record_meta(ordinal).unwrap(),
+            ds.records[serial].meta()
+        );
     }
     for ordinal in [1u64, 4] {
         let err = dataset.read_record(ordinal).unwrap_err();
@@ -250,7 +277,12 @@ fn out_of_range_record_indices_fail_only_those_records() {
 }
 
 /// Writes a shard pair by hand from payloads and rows; returns the shard entry.
-fn hand_shard(store: &dyn ObjectStore, first: u64, payloads: &[Vec<u8>], rows: &[String]) -> ShardEntry {
+fn hand_shard(
+    store: &dyn ObjectStore,
+    first: u64,
+    payloads: &[Vec<u8>],
+    rows: &[String],
+) -> ShardEntry {
     let data = write_records(WriterOptions::default(), payloads).unwrap();
     let meta = write_records(WriterOptions::default(), rows.iter().map(String::as_bytes)).unwrap();
     let data_path = data_shard_path(&sha256_hex(&data)).unwrap();
@@ -310,7 +342,11 @@ fn data_file(ds: &Published, work: usize) -> std::path::PathBuf {
     ds.file(&ds.receipts[work].data_uri)
 }
 
-fn assert_only_shard_fails(ds: &Published, bad: std::ops::Range<u64>, check: impl Fn(&DatasetError)) {
+fn assert_only_shard_fails(
+    ds: &Published,
+    bad: std::ops::Range<u64>,
+    check: impl Fn(&DatasetError),
+) {
     let dataset = ds.open();
     for ordinal in 0..dataset.len() {
         // Rows never depend on the data shard.
@@ -339,7 +375,11 @@ fn truncated_data_shard_fails_only_its_records() {
     std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
     let name = path.display().to_string();
     assert_only_shard_fails(&ds, 3..6, |e| match e {
-        DatasetError::SizeMismatch { object, expected, actual } => {
+        DatasetError::SizeMismatch {
+            object,
+            expected,
+            actual,
+        } => {
             assert_eq!(object, &name);
             assert_eq!(*expected, bytes.len() as u64);
             assert_eq!(*actual, bytes.len() as u64 - 10);
@@ -381,7 +421,11 @@ fn bit_flip_in_a_chunk_fails_only_that_record() {
         let dataset = ds.open();
         let location = dataset.locate(4).unwrap();
         assert_eq!(location.physical_index, 1);
-        dataset.data_shard(&location).unwrap().chunk_span(1).unwrap()
+        dataset
+            .data_shard(&location)
+            .unwrap()
+            .chunk_span(1)
+            .unwrap()
     };
     let path = data_file(&ds, 1);
     let mut bytes = std::fs::read(&path).unwrap();
@@ -410,7 +454,10 @@ fn missing_or_resized_manifest_page_fails_only_its_ordinals() {
             0..=3 => assert_eq!(result.unwrap(), ds.records[ordinal as usize].meta()),
             4 | 5 => {
                 let e = result.unwrap_err();
-                assert!(matches!(&e, DatasetError::Storage(s) if s.is_not_found()), "{e:?}");
+                assert!(
+                    matches!(&e, DatasetError::Storage(s) if s.is_not_found()),
+                    "{e:?}"
+                );
                 assert!(e.to_string().contains(&page2), "{e}");
                 assert!(dataset.read_record(ordinal).is_err());
             }
@@ -448,32 +495,64 @@ fn open_errors_name_the_document_and_the_rule() {
     let e = open_error(&ds, |t| t.replacen(",", ",,", 1));
     assert!(e.contains("root.json"), "{e}");
 
-    let e = open_error(&ds, |t| t.replace("\"layout_version\": \"0.1\"", "\"layout_version\": \"0.2\""));
-    assert!(e.contains("root.json") && e.contains("layout_version"), "{e}");
+    let e = open_error(&ds, |t| {
+        t.replace("\"layout_version\": \"0.1\"", "\"layout_version\": \"0.2\"")
+    });
+    assert!(
+        e.contains("root.json") && e.contains("layout_version"),
+        "{e}"
+    );
 
-    let e = open_error(&ds, |t| t.replace("signal-dataset.dataset", "signal-dataset.other"));
+    let e = open_error(&ds, |t| {
+        t.replace("signal-dataset.dataset", "signal-dataset.other")
+    });
     assert!(e.contains("root.json") && e.contains("format"), "{e}");
 
-    let e = open_error(&ds, |t| t.replacen("{", "{\n  \"min_reader_version\": \"9\",", 1));
-    assert!(e.contains("root.json") && e.contains("\"9\"") && e.contains("0.2"), "{e}");
-    let e = open_error(&ds, |t| t.replacen("{", "{\n  \"min_reader_version\": \"x.1\",", 1));
+    let e = open_error(&ds, |t| {
+        t.replacen("{", "{\n  \"min_reader_version\": \"9\",", 1)
+    });
+    assert!(
+        e.contains("root.json") && e.contains("\"9\"") && e.contains("0.2"),
+        "{e}"
+    );
+    let e = open_error(&ds, |t| {
+        t.replacen("{", "{\n  \"min_reader_version\": \"x.1\",", 1)
+    });
     assert!(e.contains("min_reader_version"), "{e}");
-    assert!(open_with_root(&ds, |t| t.replacen("{", "{\n  \"min_reader_version\": \"0.2.0\",", 1)).is_ok());
+    assert!(open_with_root(&ds, |t| t.replacen(
+        "{",
+        "{\n  \"min_reader_version\": \"0.2.0\",",
+        1
+    ))
+    .is_ok());
 
-    let e = open_error(&ds, |t| t.replace(snapshot_path, "snapshots/none/snapshot.json"));
-    assert!(e.contains("snapshots/none/snapshot.json") && e.contains("not found"), "{e}");
+    let e = open_error(&ds, |t| {
+        t.replace(snapshot_path, "snapshots/none/snapshot.json")
+    });
+    assert!(
+        e.contains("snapshots/none/snapshot.json") && e.contains("not found"),
+        "{e}"
+    );
 
     let size = std::fs::metadata(ds.file(snapshot_path)).unwrap().len();
     let e = open_with_root(&ds, |t| {
-        t.replace(&format!("\"stored_bytes\": {size}"), &format!("\"stored_bytes\": {}", size + 1))
+        t.replace(
+            &format!("\"stored_bytes\": {size}"),
+            &format!("\"stored_bytes\": {}", size + 1),
+        )
     })
     .unwrap_err();
     assert!(matches!(e, DatasetError::SizeMismatch { .. }), "{e:?}");
     assert!(e.to_string().contains(snapshot_path), "{e}");
 
     let e = open_error(&ds, |t| t.replace("\"ds-test\"", "\"ds-other\""));
-    assert!(e.contains("dataset_id") && e.contains("ds-other") && e.contains("ds-test"), "{e}");
-    let e = open_error(&ds, |t| t.replace("\"snapshot_id\": \"snap-1\"", "\"snapshot_id\": \"snap-2\""));
+    assert!(
+        e.contains("dataset_id") && e.contains("ds-other") && e.contains("ds-test"),
+        "{e}"
+    );
+    let e = open_error(&ds, |t| {
+        t.replace("\"snapshot_id\": \"snap-1\"", "\"snapshot_id\": \"snap-2\"")
+    });
     assert!(e.contains("snapshot_id") && e.contains("snap-2"), "{e}");
 
     let e = open_error(&ds, |t| t.replace("\"metadata\"", "\"meta\""));
@@ -481,7 +560,10 @@ fn open_errors_name_the_document_and_the_rule() {
 
     let empty = tempfile::tempdir().unwrap();
     let e = Dataset::open(local_store(empty.path()), OpenOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("root.json") && e.to_string().contains("not found"), "{e}");
+    assert!(
+        e.to_string().contains("root.json") && e.to_string().contains("not found"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -506,8 +588,13 @@ fn broken_snapshot_is_refused_naming_it() {
             ds.options.metadata.clone(),
         );
         put_document(store.as_ref(), "root.json", &root.to_json());
-        let e = Dataset::open(store, OpenOptions::default()).unwrap_err().to_string();
-        assert!(e.contains(snapshot_path) && e.contains(needle), "{from}: {e}");
+        let e = Dataset::open(store, OpenOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(snapshot_path) && e.contains(needle),
+            "{from}: {e}"
+        );
     }
 }
 
@@ -536,7 +623,9 @@ fn empty_shard_entries_are_valid_on_read() {
 fn fetch(filename: &str, skip: u64, take: u64) -> Vec<bytes::Bytes> {
     let bytes = std::fs::read(filename).unwrap();
     let reader = ArrayRecordReader::open(bytes, filename).unwrap();
-    (skip..skip + take).map(|i| reader.read(i).unwrap()).collect()
+    (skip..skip + take)
+        .map(|i| reader.read(i).unwrap())
+        .collect()
 }
 
 #[test]
@@ -548,20 +637,37 @@ fn read_instructions_address_the_records() {
         let instructions = dataset.read_instructions(start, stop, false).unwrap();
         let rows = dataset.read_instructions(start, stop, true).unwrap();
         let stop = stop.min(dataset.len());
-        assert_eq!(instructions.iter().map(|i| i.take).sum::<u64>(), stop - start);
+        assert_eq!(
+            instructions.iter().map(|i| i.take).sum::<u64>(),
+            stop - start
+        );
         assert_eq!(instructions.len(), rows.len());
         let mut ordinal = start;
         for (instruction, row_instruction) in instructions.iter().zip(&rows) {
             assert_eq!(instruction.first_ordinal, ordinal);
-            assert!(instruction.filename.starts_with(ds.root().to_str().unwrap()));
+            assert!(instruction
+                .filename
+                .starts_with(ds.root().to_str().unwrap()));
             assert!(instruction.filename.contains("/objects/data/"));
             assert!(row_instruction.filename.contains("/objects/metadata/"));
             assert_eq!(
-                (row_instruction.skip, row_instruction.take, row_instruction.first_ordinal),
-                (instruction.skip, instruction.take, instruction.first_ordinal)
+                (
+                    row_instruction.skip,
+                    row_instruction.take,
+                    row_instruction.first_ordinal
+                ),
+                (
+                    instruction.skip,
+                    instruction.take,
+                    instruction.first_ordinal
+                )
             );
             let payloads = fetch(&instruction.filename, instruction.skip, instruction.take);
-            let row_bytes = fetch(&row_instruction.filename, instruction.skip, instruction.take);
+            let row_bytes = fetch(
+                &row_instruction.filename,
+                instruction.skip,
+                instruction.take,
+            );
             assert!(instruction.skip + instruction.take <= instruction.examples_in_shard);
             for (payload, row) in payloads.into_iter().zip(row_bytes) {
                 let expected = &ds.records[ordinal as usize];
@@ -641,11 +747,19 @@ fn dataset_written_by_python_reads_exactly() {
         .collect();
     assert_eq!(serde_json::Value::Array(ours), written);
     // The Python writer's control documents are byte-identical to what ours would write.
-    assert_eq!(dataset.root().to_json().as_bytes(), &dataset.root_bytes()[..]);
-    assert_eq!(dataset.snapshot().to_json().as_bytes(), &dataset.snapshot_bytes()[..]);
+    assert_eq!(
+        dataset.root().to_json().as_bytes(),
+        &dataset.root_bytes()[..]
+    );
+    assert_eq!(
+        dataset.snapshot().to_json().as_bytes(),
+        &dataset.snapshot_bytes()[..]
+    );
     for ordinal in 0..dataset.len() {
         let location = dataset.locate(ordinal).unwrap();
-        let page_path = &dataset.snapshot().manifests[location.page_index].object.path;
+        let page_path = &dataset.snapshot().manifests[location.page_index]
+            .object
+            .path;
         let bytes = dataset.store().read(page_path, None).unwrap();
         assert_eq!(location.page.to_json().as_bytes(), &bytes[..]);
         // Rows written by Python are byte-identical to ours for the same record.

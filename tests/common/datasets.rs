@@ -17,9 +17,7 @@ use sdsfs::format::dtype::{DType, ALL_DTYPES};
 use sdsfs::format::json::{self, Object, Value};
 use sdsfs::format::path::RelPath;
 use sdsfs::format::record::{Axis, Coordinate, Field, Record};
-use sdsfs::storage::{
-    CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version,
-};
+use sdsfs::storage::{CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version};
 use tempfile::TempDir;
 
 /// A small deterministic generator (xorshift), so datasets are reproducible without seeds.
@@ -65,13 +63,17 @@ fn data_for(dtype: DType, count: u64, bits: &mut Bits) -> Vec<u8> {
 pub fn record(serial: usize) -> Record {
     let mut bits = Bits::new(serial as u64 + 1);
     let samples = 8 + (serial % 5) as u64;
-    let iq = Field::new(DType::C64, vec![samples], data_for(DType::C64, samples, &mut bits))
-        .unwrap()
-        .with_axes(vec![Axis::new("time", samples)
-            .with_role("time")
-            .with_id("t")
-            .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
-        .with_metadata(obj(&[("center_hz", Value::Float(2.4e9 + serial as f64))]));
+    let iq = Field::new(
+        DType::C64,
+        vec![samples],
+        data_for(DType::C64, samples, &mut bits),
+    )
+    .unwrap()
+    .with_axes(vec![Axis::new("time", samples)
+        .with_role("time")
+        .with_id("t")
+        .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
+    .with_metadata(obj(&[("center_hz", Value::Float(2.4e9 + serial as f64))]));
     let dtype = ALL_DTYPES[serial % ALL_DTYPES.len()];
     let shape: Vec<u64> = if serial % 4 == 0 {
         vec![]
@@ -147,15 +149,24 @@ pub fn work_id(i: usize) -> String {
 
 /// Writes one shard per entry of `shard_sizes` (records numbered consecutively; a 0 writes an
 /// empty shard, which publication leaves out) and returns the receipts and the records.
-pub fn write_shards(store: &dyn ObjectStore, shard_sizes: &[usize]) -> (Vec<ShardReceipt>, Vec<Record>) {
+pub fn write_shards(
+    store: &dyn ObjectStore,
+    shard_sizes: &[usize],
+) -> (Vec<ShardReceipt>, Vec<Record>) {
     let mut receipts = Vec::new();
     let mut all = Vec::new();
     let mut serial = 0;
     for (i, &size) in shard_sizes.iter().enumerate() {
         let records: Vec<Record> = (serial..serial + size).map(record).collect();
         serial += size;
-        let receipt =
-            write_shard(store, records.clone(), &work_id(i), 0, &ShardOptions::default()).unwrap();
+        let receipt = write_shard(
+            store,
+            records.clone(),
+            &work_id(i),
+            0,
+            &ShardOptions::default(),
+        )
+        .unwrap();
         receipts.push(receipt);
         all.extend(records);
     }
@@ -209,7 +220,8 @@ pub fn write_documents_by_hand(
         paths.push(path.to_string());
         manifests.push(ManifestRef::for_page(&page, reference));
     }
-    let snapshot = Snapshot::from_manifests(dataset_id, snapshot_id, Object::new(), manifests).unwrap();
+    let snapshot =
+        Snapshot::from_manifests(dataset_id, snapshot_id, Object::new(), manifests).unwrap();
     let snapshot_rel = sdsfs::format::documents::ids::snapshot_path(snapshot_id).unwrap();
     let snapshot_ref = put_document(store, snapshot_rel.as_str(), &snapshot.to_json());
     let root = DatasetRoot::new(dataset_id, snapshot_id, snapshot_ref, Object::new());
@@ -229,7 +241,12 @@ pub fn copy_tree(from: &Path, skip: impl Fn(&str) -> bool) -> TempDir {
                 stack.push(path);
                 continue;
             }
-            let rel = path.strip_prefix(from).unwrap().to_str().unwrap().to_string();
+            let rel = path
+                .strip_prefix(from)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
             if skip(&rel) {
                 continue;
             }
@@ -251,7 +268,12 @@ pub fn snapshot_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> 
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_string();
                 out.insert(rel, std::fs::read(&path).unwrap());
             }
         }
