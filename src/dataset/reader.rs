@@ -295,7 +295,7 @@ impl Dataset {
                     self.store.describe(&reference.path),
                     physical,
                     ord,
-                    entry.record_count,
+                    shard_len_at_least(entry),
                 );
             }
             ordinal = entry_end.max(ordinal + 1);
@@ -318,10 +318,23 @@ pub struct ReadInstruction {
     pub skip: u64,
     /// How many records to take.
     pub take: u64,
-    /// Records the shard entry addresses.
+    /// Records the shard holds, as far as the manifest tells without I/O: the entry's
+    /// `record_count`, or for a view (`record_indices`) the smallest shard its indices fit in
+    /// when that is larger. `skip + take` never exceeds it.
     pub examples_in_shard: u64,
     /// Ordinal of the first record in the dataset's numbering.
     pub first_ordinal: u64,
+}
+
+/// The fewest records the entry's shard can hold: a plain entry addresses all of it, a view
+/// addresses its highest index (read instructions do no I/O, so the shard itself is not asked).
+fn shard_len_at_least(entry: &crate::format::documents::ShardEntry) -> u64 {
+    let highest = entry
+        .record_indices
+        .as_ref()
+        .and_then(|indices| indices.iter().max())
+        .map_or(0, |&i| i.saturating_add(1));
+    entry.record_count.max(highest)
 }
 
 /// Extends the last instruction when `physical` continues it, else starts a new one (entries
