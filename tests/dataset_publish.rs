@@ -396,3 +396,20 @@ fn shards_are_readable_by_the_reference_python_packages() {
     let ours: Vec<_> = written.iter().map(record_summary).collect();
     assert_eq!(theirs, serde_json::Value::Array(ours));
 }
+
+#[test]
+fn an_invalid_record_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let mut bad = records(0..3);
+    // The field's axis count no longer matches its rank.
+    let field = bad[1].fields.get_mut("iq").unwrap();
+    field.meta.axes.clear();
+    let e = write_shard(store.as_ref(), bad, "w-9", 0, &ShardOptions::default()).unwrap_err();
+    assert!(
+        matches!(&e, DatasetError::Record { ordinal: 1, .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("w-9"), "{e}");
+    assert!(!dir.path().join("objects").exists());
+}

@@ -247,6 +247,12 @@ fn record_indices_permute_records() {
             (6, 0, 1)
         ]
     );
+    // A view addressing a shard's last record only still sizes the shard to hold it.
+    let (_dir, view) = rewire(&ds, vec![entry_with_indices(&ds, 0, 0, vec![3])]);
+    let runs = view.read_instructions(0, 1, false).unwrap();
+    assert_eq!((runs[0].skip, runs[0].take), (3, 1));
+    assert!(runs[0].skip + runs[0].take <= runs[0].examples_in_shard);
+    assert_eq!(view.read_record(0).unwrap(), ds.records[3]);
 }
 
 #[test]
@@ -304,7 +310,7 @@ fn disagreeing_row_is_a_record_error_for_that_ordinal_only() {
     let store = local_store(dir.path());
     let records: Vec<Record> = (0..4).map(record).collect();
     let limits = RecordLimits::default();
-    let payloads: Vec<Vec<u8>> = records
+    let mut payloads: Vec<Vec<u8>> = records
         .iter()
         .map(|r| record::encode(r, &limits).unwrap().to_vec())
         .collect();
@@ -315,6 +321,11 @@ fn disagreeing_row_is_a_record_error_for_that_ordinal_only() {
     let mut other_shape = records[3].meta();
     other_shape.id = "someone-else".into();
     rows[3] = other_shape.to_row_json();
+    // Record 4: a row that is not JSON; record 5: a payload that is not SafeTensors.
+    payloads.push(record::encode(&record(4), &limits).unwrap().to_vec());
+    rows.push("{not json".into());
+    payloads.push(b"garbage, not a payload".to_vec());
+    rows.push(record(5).meta().to_row_json());
     let entry = hand_shard(store.as_ref(), 0, &payloads, &rows);
     write_documents_by_hand(store.as_ref(), "ds-rows", "rows-1", vec![vec![entry]]);
     let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
@@ -335,6 +346,21 @@ fn disagreeing_row_is_a_record_error_for_that_ordinal_only() {
         // The row itself is readable: it is only inconsistent with its record.
         assert!(dataset.record_meta(ordinal).is_ok());
     }
+    let e = dataset.record_meta(4).unwrap_err();
+    assert!(
+        matches!(e, DatasetError::Record { ordinal: 4, .. }),
+        "{e:?}"
+    );
+    assert!(dataset.read_record(4).is_err());
+    assert_eq!(dataset.record_meta(5).unwrap(), record(5).meta());
+    // (The record layer reports this garbage's absurd header length as a limit, not as
+    // corruption; either way it is a record error for ordinal 5 only.)
+    let e = dataset.read_record(5).unwrap_err();
+    assert!(
+        matches!(&e, DatasetError::Record { ordinal: 5, .. }),
+        "{e:?}"
+    );
+    assert_eq!(dataset.read_record(1).unwrap(), records[1]);
 }
 
 /// The data shard of shard `work` of `ds`, as a file path.
