@@ -801,3 +801,43 @@ fn dataset_written_by_python_reads_exactly() {
         assert_eq!(&reencoded[..], &payload[..], "ordinal {ordinal}");
     }
 }
+
+#[test]
+fn empty_manifest_pages_are_skipped_by_the_mapping() {
+    let ds = publish_dataset(&[2, 3], 10);
+    let dir = copy_tree(ds.root(), |rel| !rel.starts_with("objects/"));
+    let store = local_store(dir.path());
+    let plain = |shard, first, n| {
+        let mut entry = entry_with_indices(&ds, shard, first, (0..n).collect());
+        entry.record_indices = None;
+        entry
+    };
+    let pages = vec![
+        vec![],
+        vec![plain(0, 0, 2)],
+        vec![],
+        vec![plain(1, 2, 3)],
+        vec![],
+    ];
+    write_documents_by_hand(store.as_ref(), "ds-pages", "pages-1", pages);
+    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
+    let read: Vec<Record> = dataset.iter_records().map(Result::unwrap).collect();
+    assert_eq!(read, ds.records);
+    assert_eq!(dataset.locate(1).unwrap().page_index, 1);
+    assert_eq!(dataset.locate(2).unwrap().page_index, 3);
+}
+
+#[test]
+fn a_pinned_generation_that_does_not_match_fails_only_its_records() {
+    let ds = publish_dataset(&[2, 2], 10);
+    let mut pinned = entry_with_indices(&ds, 1, 2, vec![0, 1]);
+    pinned.record_indices = None;
+    pinned.data.generation = Some(1);
+    let mut plain = entry_with_indices(&ds, 0, 0, vec![0, 1]);
+    plain.record_indices = None;
+    let (_dir, dataset) = rewire(&ds, vec![plain, pinned]);
+    assert_eq!(dataset.read_record(1).unwrap(), ds.records[1]);
+    assert_eq!(dataset.record_meta(3).unwrap(), ds.records[3].meta());
+    let e = dataset.read_record(3).unwrap_err();
+    assert!(e.to_string().contains("generation"), "{e}");
+}
