@@ -167,6 +167,7 @@ pub fn write_shard<I>(
 where
     I: IntoIterator<Item = Record>,
 {
+    check_group_size(&options.writer_options)?;
     let temp = tempfile::tempdir().map_err(|e| DatasetError::io("temporary directory", e))?;
     let mut data = ShardFile::create(temp.path(), "data.arrayrecord", &options.writer_options)?;
     let mut metadata =
@@ -210,6 +211,19 @@ where
         data_bytes,
         metadata_bytes,
     })
+}
+
+/// The layout requires `group_size:1` (each record its own chunk, profile section 4): readers
+/// rely on it to size a record from the index and to read it with one ranged read, so a shard
+/// written otherwise is refused before anything is written.
+fn check_group_size(options: &WriterOptions) -> Result<(), DatasetError> {
+    if options.group_size == 1 {
+        return Ok(());
+    }
+    Err(DatasetError::Publication(format!(
+        "shards must be written with group_size:1 (profile section 4), not group_size:{}",
+        options.group_size
+    )))
 }
 
 /// Commits shards as one immutable snapshot, writing `root.json` last. Safe to re-run.

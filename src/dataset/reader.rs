@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::error::DatasetError;
 use super::pages::{locate, PageCache, RecordLocation};
-use super::shards::{ShardCache, ShardReader};
+use super::shards::{check_in_shard, ShardCache, ShardReader};
 use super::OpenOptions;
 use crate::format::documents::{DatasetRoot, Reference, Snapshot};
 use crate::format::limits::JsonLimits;
@@ -138,19 +138,23 @@ impl Dataset {
         locate(&self.pages, self.store.as_ref(), &self.snapshot, ordinal)
     }
 
-    /// The open data shard holding `location`.
+    /// The open data shard holding `location`, which is checked to hold its physical index.
     pub fn data_shard(&self, location: &RecordLocation) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
-        self.shards.reader(&self.store, &entry.data, entry)
+        let shard = self.shards.reader(&self.store, &entry.data)?;
+        check_in_shard(&shard, location)?;
+        Ok(shard)
     }
 
-    /// The open metadata shard holding `location`.
+    /// The open metadata shard holding `location`, which is checked to hold its physical index.
     pub fn metadata_shard(
         &self,
         location: &RecordLocation,
     ) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
-        self.shards.reader(&self.store, &entry.metadata, entry)
+        let shard = self.shards.reader(&self.store, &entry.metadata)?;
+        check_in_shard(&shard, location)?;
+        Ok(shard)
     }
 
     fn entry<'a>(
@@ -234,7 +238,7 @@ impl Dataset {
         let location = self.locate(ordinal)?;
         let row = self.record_meta_at(&location)?;
         let payload = self.read_payload(&location)?;
-        let object = self.entry(&location)?.data.path.to_string();
+        let object = self.store.describe(&self.entry(&location)?.data.path);
         let record_error = |source| DatasetError::Record {
             ordinal,
             object: object.clone(),
@@ -291,7 +295,7 @@ impl Dataset {
                     self.store.describe(&reference.path),
                     physical,
                     ord,
-                    entry.record_count,
+                    shard_len_at_least(entry),
                 );
             }
             ordinal = entry_end.max(ordinal + 1);
@@ -314,10 +318,23 @@ pub struct ReadInstruction {
     pub skip: u64,
     /// How many records to take.
     pub take: u64,
-    /// Records the shard entry addresses.
+    /// Records the shard holds, as far as the manifest tells without I/O: the entry's
+    /// `record_count`, or for a view (`record_indices`) the smallest shard its indices fit in
+    /// when that is larger. `skip + take` never exceeds it.
     pub examples_in_shard: u64,
     /// Ordinal of the first record in the dataset's numbering.
     pub first_ordinal: u64,
+}
+
+/// The fewest records the entry's shard can hold: a plain entry addresses all of it, a view
+/// addresses its highest index (read instructions do no I/O, so the shard itself is not asked).
+fn shard_len_at_least(entry: &crate::format::documents::ShardEntry) -> u64 {
+    let highest = entry
+        .record_indices
+        .as_ref()
+        .and_then(|indices| indices.iter().max())
+        .map_or(0, |&i| i.saturating_add(1));
+    entry.record_count.max(highest)
 }
 
 /// Extends the last instruction when `physical` continues it, else starts a new one (entries

@@ -3,8 +3,13 @@
 //! Opening a shard costs one metadata request (its size, compared with the reference's
 //! `stored_bytes`: a mismatch is a corruption error for that shard only) and two small reads
 //! (postscript block and footer chunk). After that each record read is one ranged read of the
-//! chunk that holds it. `record_indices` are checked against the shard's record count here,
-//! the first moment the count is known.
+//! chunk that holds it.
+//!
+//! A shard may be shared by several entries (views with `record_indices`), so a reader is keyed
+//! by its path alone and checked against nothing entry-specific when opened. Whether a record's
+//! physical index exists is checked per record ([`check_in_shard`]): an out-of-range
+//! `record_indices` entry must fail only the records it addresses, not every record of the
+//! shard, and a check done once at open would be skipped for every other entry sharing it.
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
@@ -13,8 +18,9 @@ use bytes::Bytes;
 use lru::LruCache;
 
 use super::error::DatasetError;
+use super::pages::RecordLocation;
 use crate::arrayrecord::{ArrayRecordReader, ByteSource};
-use crate::format::documents::{Reference, ShardEntry};
+use crate::format::documents::Reference;
 use crate::format::path::RelPath;
 use crate::storage::{ObjectReader, ObjectStore};
 
@@ -45,17 +51,16 @@ impl ShardCache {
         }
     }
 
-    /// The open reader of the shard `reference` points at, checked against `entry`.
+    /// The open reader of the shard `reference` points at (its size checked on first open).
     pub(crate) fn reader(
         &self,
         store: &Arc<dyn ObjectStore>,
         reference: &Reference,
-        entry: &ShardEntry,
     ) -> Result<Arc<ShardReader>, DatasetError> {
         if let Some(reader) = self.lock().get(&reference.path) {
             return Ok(reader.clone());
         }
-        let reader = Arc::new(open_shard(store, reference, entry)?);
+        let reader = Arc::new(open_shard(store, reference)?);
         self.lock().put(reference.path.clone(), reader.clone());
         Ok(reader)
     }
@@ -68,7 +73,6 @@ impl ShardCache {
 fn open_shard(
     store: &Arc<dyn ObjectStore>,
     reference: &Reference,
-    entry: &ShardEntry,
 ) -> Result<ShardReader, DatasetError> {
     let object = store.describe(&reference.path);
     let source = ObjectReader::open(store.clone(), reference.path.clone(), reference.generation)?;
@@ -82,40 +86,30 @@ fn open_shard(
             actual: size,
         });
     }
-    let reader =
-        ArrayRecordReader::open(source, object.clone()).map_err(|source| DatasetError::Shard {
-            object: object.clone(),
-            source,
-        })?;
-    check_entry_fits(&reader, entry, &object)?;
-    Ok(reader)
+    ArrayRecordReader::open(source, object.clone())
+        .map_err(|source| DatasetError::Shard { object, source })
 }
 
-/// Every record the entry addresses must exist in the shard.
-fn check_entry_fits(
-    reader: &ShardReader,
-    entry: &ShardEntry,
-    object: &str,
+/// Checks that the record at `location` exists in `shard`, naming the ordinal and, for a view,
+/// the `record_indices` entry that points past the end. Done per record rather than once per
+/// shard so that one bad index fails only the records it addresses (profile section 4).
+pub(crate) fn check_in_shard(
+    shard: &ShardReader,
+    location: &RecordLocation,
 ) -> Result<(), DatasetError> {
-    let len = reader.len();
-    match &entry.record_indices {
-        None if entry.record_count > len => Err(DatasetError::corrupt(
-            object,
-            format!(
-                "the shard entry addresses {} records but the shard holds {len}",
-                entry.record_count
-            ),
-        )),
-        Some(indices) => match indices.iter().position(|i| *i >= len) {
-            Some(k) => Err(DatasetError::corrupt(
-                object,
-                format!(
-                    "record_indices[{k}] = {} is out of range: the shard holds {len} records",
-                    indices[k]
-                ),
-            )),
-            None => Ok(()),
-        },
-        None => Ok(()),
+    let len = shard.len();
+    let physical = location.physical_index;
+    if physical < len {
+        return Ok(());
     }
+    let ordinal = location.ordinal;
+    let k = location.index_in_entry;
+    let how = match location.entry().and_then(|e| e.record_indices.as_ref()) {
+        Some(_) => format!("record_indices[{k}] = {physical} is out of range"),
+        None => format!("the shard entry addresses record {physical}, which is out of range"),
+    };
+    Err(DatasetError::corrupt(
+        shard.name(),
+        format!("ordinal {ordinal}: {how}: the shard holds {len} records"),
+    ))
 }

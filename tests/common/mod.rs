@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+pub mod datasets;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -1,0 +1,463 @@
+//! Builders for the dataset tests: realistic records, datasets published into temporary
+//! directories through `write_shard` + `publish`, hand-written control documents, and a
+//! counting `ObjectStore` decorator that records which objects a reader touches.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use sdsfs::dataset::{
+    publish, write_shard, Dataset, OpenOptions, PublishOptions, PublishSummary, ShardOptions,
+    ShardReceipt,
+};
+use sdsfs::format::documents::{DatasetRoot, ManifestPage, ManifestRef, Reference, Snapshot};
+use sdsfs::format::dtype::{DType, ALL_DTYPES};
+use sdsfs::format::json::{self, Object, Value};
+use sdsfs::format::path::RelPath;
+use sdsfs::format::record::{Axis, Coordinate, Field, Record};
+use sdsfs::storage::{CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version};
+use tempfile::TempDir;
+
+/// A small deterministic generator (xorshift), so datasets are reproducible without seeds.
+pub struct Bits(u64);
+
+impl Bits {
+    pub fn new(seed: u64) -> Bits {
+        Bits(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+pub fn obj(pairs: &[(&str, Value)]) -> Object {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+/// Data of `count` elements of `dtype` (bools are 0/1).
+fn data_for(dtype: DType, count: u64, bits: &mut Bits) -> Vec<u8> {
+    let len = (count * dtype.itemsize()) as usize;
+    let mut data = bits.bytes(len);
+    if dtype == DType::Bool {
+        data.iter_mut().for_each(|b| *b &= 1);
+    }
+    data
+}
+
+/// Record `serial`: an IQ capture (`complex64` with a regular time coordinate), a label field
+/// cycling through every dtype (0-d every fourth record), record metadata, and a scene id on
+/// even serials.
+pub fn record(serial: usize) -> Record {
+    let mut bits = Bits::new(serial as u64 + 1);
+    let samples = 8 + (serial % 5) as u64;
+    let iq = Field::new(
+        DType::C64,
+        vec![samples],
+        data_for(DType::C64, samples, &mut bits),
+    )
+    .unwrap()
+    .with_axes(vec![Axis::new("time", samples)
+        .with_role("time")
+        .with_id("t")
+        .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
+    .with_metadata(obj(&[("center_hz", Value::Float(2.4e9 + serial as f64))]));
+    let dtype = ALL_DTYPES[serial % ALL_DTYPES.len()];
+    let shape: Vec<u64> = if serial % 4 == 0 {
+        vec![]
+    } else {
+        vec![(serial % 3) as u64 + 1, 2]
+    };
+    let count: u64 = shape.iter().product();
+    let label = Field::new(dtype, shape.clone(), data_for(dtype, count, &mut bits))
+        .unwrap()
+        .with_axes(
+            shape
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| Axis::new(format!("a{i}"), n))
+                .collect(),
+        );
+    let mut record = Record::new(format!("capture-{serial:05}"))
+        .with_metadata(obj(&[
+            ("serial", Value::Int(serial as i128)),
+            ("snr_db", Value::Float(0.5 * serial as f64)),
+            ("tags", Value::Array(vec!["rf".into(), "ü".into()])),
+        ]))
+        .with_field("iq", iq)
+        .with_field("label", label);
+    if serial % 2 == 0 {
+        record = record.with_scene_id(format!("scene-{}", serial % 3));
+    }
+    record
+}
+
+/// A dataset published in a temporary directory.
+pub struct Published {
+    pub dir: TempDir,
+    pub store: Arc<LocalStore>,
+    /// Every record, in ordinal order.
+    pub records: Vec<Record>,
+    /// The receipts `publish` received, in work order.
+    pub receipts: Vec<ShardReceipt>,
+    pub summary: PublishSummary,
+    pub options: PublishOptions,
+}
+
+impl Published {
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn open(&self) -> Dataset {
+        Dataset::open(self.store.clone(), OpenOptions::default()).unwrap()
+    }
+
+    /// Opens through a counting decorator, returning both.
+    pub fn open_counting(&self, options: OpenOptions) -> (Dataset, Arc<CountingStore>) {
+        let counting = Arc::new(CountingStore::new(self.store.clone()));
+        let dataset = Dataset::open(counting.clone(), options).unwrap();
+        (dataset, counting)
+    }
+
+    /// The absolute path of a dataset-relative object.
+    pub fn file(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
+}
+
+pub fn local_store(dir: &Path) -> Arc<LocalStore> {
+    Arc::new(LocalStore::open(dir).unwrap())
+}
+
+/// Work id of shard `i`.
+pub fn work_id(i: usize) -> String {
+    format!("work-{i:03}")
+}
+
+/// Writes one shard per entry of `shard_sizes` (records numbered consecutively; a 0 writes an
+/// empty shard, which publication leaves out) and returns the receipts and the records.
+pub fn write_shards(
+    store: &dyn ObjectStore,
+    shard_sizes: &[usize],
+) -> (Vec<ShardReceipt>, Vec<Record>) {
+    let mut receipts = Vec::new();
+    let mut all = Vec::new();
+    let mut serial = 0;
+    for (i, &size) in shard_sizes.iter().enumerate() {
+        let records: Vec<Record> = (serial..serial + size).map(record).collect();
+        serial += size;
+        let receipt = write_shard(
+            store,
+            records.clone(),
+            &work_id(i),
+            0,
+            &ShardOptions::default(),
+        )
+        .unwrap();
+        receipts.push(receipt);
+        all.extend(records);
+    }
+    (receipts, all)
+}
+
+/// Publishes shards of `shard_sizes` records with at most `shards_per_manifest` per page.
+pub fn publish_dataset(shard_sizes: &[usize], shards_per_manifest: usize) -> Published {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let (receipts, records) = write_shards(store.as_ref(), shard_sizes);
+    let mut options = PublishOptions::new("ds-test", "snap-1");
+    options.shards_per_manifest = shards_per_manifest;
+    options.metadata = obj(&[("campaign", "unit-tests".into())]);
+    let summary = publish(store.as_ref(), &receipts, &options).unwrap();
+    Published {
+        dir,
+        store,
+        records,
+        receipts,
+        summary,
+        options,
+    }
+}
+
+/// Writes `text` create-only at `path` and returns a reference to it.
+pub fn put_document(store: &dyn ObjectStore, path: &str, text: &str) -> Reference {
+    let path = RelPath::new(path).unwrap();
+    store.create(&path, text.as_bytes()).unwrap();
+    Reference::new(path, text.len() as u64)
+}
+
+/// Publishes `pages` (each a list of shard entries with global first ordinals) as snapshot
+/// `snapshot_id` with a root, by hand, without any of `publish`'s checks. Returns the root
+/// directory-relative paths of the page documents.
+pub fn write_documents_by_hand(
+    store: &dyn ObjectStore,
+    dataset_id: &str,
+    snapshot_id: &str,
+    pages: Vec<Vec<sdsfs::format::documents::ShardEntry>>,
+) -> Vec<String> {
+    let mut manifests = Vec::new();
+    let mut paths = Vec::new();
+    let mut first = 0;
+    for (index, shards) in pages.into_iter().enumerate() {
+        let page = ManifestPage::from_shards(snapshot_id, index as u64, first, shards).unwrap();
+        first += page.record_count;
+        let id = sdsfs::format::documents::ids::page_id(snapshot_id, index as u64);
+        let path = sdsfs::format::documents::ids::manifest_path(&id).unwrap();
+        let reference = put_document(store, path.as_str(), &page.to_json());
+        paths.push(path.to_string());
+        manifests.push(ManifestRef::for_page(&page, reference));
+    }
+    let snapshot =
+        Snapshot::from_manifests(dataset_id, snapshot_id, Object::new(), manifests).unwrap();
+    let snapshot_rel = sdsfs::format::documents::ids::snapshot_path(snapshot_id).unwrap();
+    let snapshot_ref = put_document(store, snapshot_rel.as_str(), &snapshot.to_json());
+    let root = DatasetRoot::new(dataset_id, snapshot_id, snapshot_ref, Object::new());
+    put_document(store, "root.json", &root.to_json());
+    paths
+}
+
+/// Copies every object of `from` (a dataset directory) into a fresh directory, except those
+/// whose relative path satisfies `skip`.
+pub fn copy_tree(from: &Path, skip: impl Fn(&str) -> bool) -> TempDir {
+    let to = tempfile::tempdir().unwrap();
+    let mut stack = vec![from.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(from)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            if skip(&rel) {
+                continue;
+            }
+            let target = to.path().join(&rel);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+    to
+}
+
+/// Every file below `dir`, relative path → bytes.
+pub fn snapshot_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_string();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A record as comparable JSON (the shape `dataset_tool.py read` prints): id, scene id,
+/// metadata, and per field dtype, shape, axes, metadata and the SHA-256 of its bytes.
+pub fn record_summary(record: &Record) -> serde_json::Value {
+    let mut fields = serde_json::Map::new();
+    for (name, field) in &record.fields {
+        let meta = &field.meta;
+        let axes: Vec<Value> = meta.axes.iter().map(axis_value).collect();
+        fields.insert(
+            name.clone(),
+            serde_json::json!({
+                "dtype": meta.dtype.numpy_name(),
+                "shape": meta.shape,
+                "sha256": sdsfs::format::documents::ids::sha256_hex(&field.data),
+                "axes": to_serde(&Value::Array(axes)),
+                "metadata": to_serde(&Value::Object(meta.metadata.clone())),
+            }),
+        );
+    }
+    serde_json::json!({
+        "id": record.id,
+        "scene_id": record.scene_id,
+        "metadata": to_serde(&Value::Object(record.metadata.clone())),
+        "fields": fields,
+    })
+}
+
+/// An axis in its descriptor JSON form (every key present).
+fn axis_value(axis: &Axis) -> Value {
+    let coordinate = axis.coordinate.as_ref().map_or(Value::Null, |c| {
+        let opt = |v: &Option<Value>| v.clone().unwrap_or(Value::Null);
+        let opt_s = |v: &Option<String>| v.clone().map_or(Value::Null, Value::from);
+        Value::Object(obj(&[
+            ("metadata", Value::Object(c.metadata.clone())),
+            ("reference", opt_s(&c.reference)),
+            ("start", opt(&c.start)),
+            ("step", opt(&c.step)),
+            ("unit", opt_s(&c.unit)),
+            ("values", c.values.clone().map_or(Value::Null, Value::Array)),
+        ]))
+    });
+    let opt_s = |v: &Option<String>| v.clone().map_or(Value::Null, Value::from);
+    Value::Object(obj(&[
+        ("coordinate", coordinate),
+        ("id", opt_s(&axis.id)),
+        ("length", Value::Int(axis.length as i128)),
+        ("metadata", Value::Object(axis.metadata.clone())),
+        ("name", axis.name.as_str().into()),
+        ("role", opt_s(&axis.role)),
+    ]))
+}
+
+/// Our JSON value as serde_json's (through deterministic text, so numbers keep int/float).
+pub fn to_serde(value: &Value) -> serde_json::Value {
+    serde_json::from_str(&json::to_compact(value)).unwrap()
+}
+
+/// One storage call a [`CountingStore`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub op: &'static str,
+    pub path: String,
+}
+
+/// Delegates to a store and records every call (operation and relative path).
+#[derive(Debug)]
+pub struct CountingStore {
+    inner: Arc<dyn ObjectStore>,
+    calls: Mutex<Vec<Call>>,
+}
+
+impl CountingStore {
+    pub fn new(inner: Arc<dyn ObjectStore>) -> CountingStore {
+        CountingStore {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn log(&self, op: &'static str, path: &RelPath) {
+        self.calls.lock().unwrap().push(Call {
+            op,
+            path: path.as_str().to_string(),
+        });
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    pub fn clear(&self) {
+        self.calls.lock().unwrap().clear();
+    }
+
+    /// Every object touched by any call since the last clear.
+    pub fn touched(&self) -> BTreeSet<String> {
+        self.calls().into_iter().map(|c| c.path).collect()
+    }
+
+    /// Objects whose content was read (not just stat'ed).
+    pub fn content_reads(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.op != "info")
+            .map(|c| c.path)
+            .collect()
+    }
+
+    /// How many whole-object reads of `path` happened.
+    pub fn whole_reads(&self, path: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.path == path && (c.op == "read" || c.op == "read_limited"))
+            .count()
+    }
+}
+
+impl ObjectStore for CountingStore {
+    fn describe(&self, path: &RelPath) -> String {
+        self.inner.describe(path)
+    }
+
+    fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
+        self.log("read", path);
+        self.inner.read(path, generation)
+    }
+
+    fn read_limited(
+        &self,
+        path: &RelPath,
+        generation: Option<u64>,
+        max_bytes: u64,
+    ) -> Result<Bytes, StorageError> {
+        self.log("read_limited", path);
+        self.inner.read_limited(path, generation, max_bytes)
+    }
+
+    fn read_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        generation: Option<u64>,
+    ) -> Result<Bytes, StorageError> {
+        self.log("read_range", path);
+        self.inner.read_range(path, range, generation)
+    }
+
+    fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
+        self.log("info", path);
+        self.inner.info(path, generation)
+    }
+
+    fn create(&self, path: &RelPath, data: &[u8]) -> Result<CreateOutcome, StorageError> {
+        self.log("create", path);
+        self.inner.create(path, data)
+    }
+
+    fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
+        self.log("create_from_file", path);
+        self.inner.create_from_file(path, file)
+    }
+
+    fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
+        self.log("read_versioned", path);
+        self.inner.read_versioned(path)
+    }
+
+    fn compare_and_swap(
+        &self,
+        path: &RelPath,
+        data: &[u8],
+        expected: Option<&Version>,
+    ) -> Result<Version, StorageError> {
+        self.log("compare_and_swap", path);
+        self.inner.compare_and_swap(path, data, expected)
+    }
+
+    fn supports_generations(&self) -> bool {
+        self.inner.supports_generations()
+    }
+}
