@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::counting::CountingStore;
+use common::datasets::CountingStore;
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::record::{Axis, Field, Record};
@@ -58,7 +58,7 @@ fn dataset(records: u64, per_shard: u64) -> tempfile::TempDir {
 
 fn mount_core(dir: &std::path::Path) -> (Arc<CountingStore>, Namespace) {
     let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
-    let counting = CountingStore::new(local);
+    let counting = Arc::new(CountingStore::new(local));
     let store: Arc<dyn ObjectStore> = counting.clone();
     let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
     (

@@ -374,6 +374,12 @@ impl CountingStore {
         self.calls.lock().unwrap().clear();
     }
 
+    /// Paths of every call since the last clear, in order; then clears.
+    pub fn take_paths(&self) -> Vec<String> {
+        let calls = std::mem::take(&mut *self.calls.lock().unwrap());
+        calls.into_iter().map(|c| c.path).collect()
+    }
+
     /// Every object touched by any call since the last clear.
     pub fn touched(&self) -> BTreeSet<String> {
         self.calls().into_iter().map(|c| c.path).collect()

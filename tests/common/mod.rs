@@ -54,5 +54,4 @@ pub fn run_python(script: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
     output.stdout
 }
 
-pub mod counting;
 pub mod mount;
