@@ -1,3 +1,4 @@
 //! The `sdsfs` and `sds` command lines. The binaries in `src/bin/` only call into this module.
 
+pub mod sds;
 pub mod size;
