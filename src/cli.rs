@@ -1,4 +1,6 @@
 //! The `sdsfs` and `sds` command lines. The binaries in `src/bin/` only call into this module.
 
+pub mod location;
 pub mod mount;
+pub mod sds;
 pub mod size;

@@ -1,1 +1,4 @@
-fn main() {}
+//! The `sds` binary: everything lives in [`sdsfs::cli::sds`].
+fn main() -> std::process::ExitCode {
+    sdsfs::cli::sds::main()
+}

@@ -22,11 +22,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use super::size::parse_size;
-use crate::dataset::{Dataset, OpenOptions};
+use crate::dataset::Dataset;
 use crate::fs::cache::CacheConfig;
 use crate::fs::fuse::{Ownership, SdsFuse};
 use crate::fs::namespace::{Namespace, NamespaceConfig};
-use crate::storage::{LocalStore, ObjectStore};
 
 /// Environment variable carrying the readiness pipe's file descriptor to the daemon.
 const READY_FD_ENV: &str = "SDSFS_READY_FD";
@@ -176,22 +175,9 @@ fn is_generic_option(name: &str) -> bool {
     GENERIC.contains(&name) || name.starts_with("x-") || name.starts_with("comment")
 }
 
-/// Opens the dataset named on the command line.
+/// Opens the dataset named on the command line (shared with `sds`).
 pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
-    let store = open_store(argument)?;
-    Dataset::open(store, OpenOptions::default()).map_err(|e| format!("cannot open {argument}: {e}"))
-}
-
-fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
-    if argument.starts_with("s3://") || argument.starts_with("gs://") {
-        return Err(format!(
-            "{argument}: object stores are not supported yet; use a local path"
-        ));
-    }
-    let path = argument.strip_prefix("file://").unwrap_or(argument);
-    let store =
-        LocalStore::open(Path::new(path)).map_err(|e| format!("cannot open {argument}: {e}"))?;
-    Ok(Arc::new(store))
+    super::location::open_dataset(argument).map_err(|e| e.0)
 }
 
 fn mount(mut args: MountArgs) -> Result<(), String> {

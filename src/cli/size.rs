@@ -1,4 +1,5 @@
-//! Byte sizes on the command line: `1073741824`, `512M`, `2G`, `1GiB`, `64KiB` (binary units).
+//! Byte sizes on the command line: `1073741824`, `512M`, `2G`, `1GiB`, `64KiB` (binary units),
+//! and back: [`format_size`] writes a count for people (`1.4 MiB`).
 
 /// Parses a byte count with an optional binary suffix (K, M, G, T; optional `i`/`iB`/`B`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -23,9 +24,33 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("invalid size {text:?}: too large"))
 }
 
+/// A byte count for people, in binary units with one decimal: `512 B`, `1.5 KiB`, `1.4 MiB`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{format_size, parse_size};
+
+    #[test]
+    fn formats_for_people() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(3 << 20), "3.0 MiB");
+        assert_eq!(format_size(u64::MAX), "16.0 EiB");
+    }
 
     #[test]
     fn parses_units() {

@@ -1,0 +1,144 @@
+//! `sds info DATASET [--json]`: what a dataset is, from its control documents and one metadata
+//! row (record 0), never a data shard.
+//!
+//! The JSON form is one object with exactly the keys `dataset_id`, `snapshot_id`,
+//! `layout_version`, `record_count`, `shard_count`, `stored_bytes`, `manifest_pages` and
+//! `first_record`. `first_record` is `null` for an empty dataset, else
+//! `{"fields": {<name>: {"dtype": <NumPy name>, "shape": [<int>, ...]}}, "id", "scene_id"}`
+//! (`scene_id` may be `null`). It is written as pretty deterministic JSON (keys sorted, one
+//! final newline), so scripts can rely on both the keys and the bytes.
+
+use crate::dataset::Dataset;
+use crate::format::json::{object_to_pretty, Object, Value};
+use crate::format::record::RecordMeta;
+
+use super::super::size::format_size;
+use crate::cli::location;
+
+/// Everything `sds info` reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Info {
+    pub dataset_id: String,
+    pub snapshot_id: String,
+    pub layout_version: String,
+    pub record_count: u64,
+    pub shard_count: u64,
+    pub stored_bytes: u64,
+    pub manifest_pages: u64,
+    /// Metadata row of record 0; `None` for an empty dataset.
+    pub first_record: Option<RecordMeta>,
+}
+
+/// Gathers the report: the open dataset's documents plus, when there is one, record 0's row.
+pub fn gather(dataset: &Dataset) -> Result<Info, String> {
+    let snapshot = dataset.snapshot();
+    let first_record = if dataset.is_empty() {
+        None
+    } else {
+        let row = dataset.record_meta(0).map_err(|e| {
+            location::one_line(&format!(
+                "cannot read the metadata row of record 0: {}",
+                location::describe(&e, dataset.store().as_ref())
+            ))
+        })?;
+        Some(row)
+    };
+    Ok(Info {
+        dataset_id: dataset.root().dataset_id.clone(),
+        snapshot_id: snapshot.snapshot_id.clone(),
+        layout_version: crate::format::documents::LAYOUT_VERSION.to_string(),
+        record_count: snapshot.record_count,
+        shard_count: snapshot.shard_count,
+        stored_bytes: snapshot.stored_bytes,
+        manifest_pages: snapshot.manifests.len() as u64,
+        first_record,
+    })
+}
+
+/// A shape as Python writes a tuple: `()`, `(79,)`, `(64, 79)`.
+fn shape_text(shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    match dims.as_slice() {
+        [one] => format!("({one},)"),
+        _ => format!("({})", dims.join(", ")),
+    }
+}
+
+/// The human-readable report.
+pub fn to_text(info: &Info) -> String {
+    let mut out = String::new();
+    let mut line = |key: &str, value: String| out.push_str(&format!("{key:<16}{value}\n"));
+    line("dataset_id", info.dataset_id.clone());
+    line("snapshot_id", info.snapshot_id.clone());
+    line("layout_version", info.layout_version.clone());
+    line("record_count", info.record_count.to_string());
+    line("shard_count", info.shard_count.to_string());
+    line(
+        "stored_bytes",
+        format!("{} ({})", info.stored_bytes, format_size(info.stored_bytes)),
+    );
+    line("manifest_pages", info.manifest_pages.to_string());
+    match &info.first_record {
+        None => line("first_record", "none (the dataset is empty)".into()),
+        Some(row) => {
+            let scene = row.scene_id.as_deref().unwrap_or("none");
+            line("first_record", format!("id {}, scene {scene}", row.id));
+            out.push_str(&fields_table(row));
+        }
+    }
+    out
+}
+
+/// The first record's fields, one per line: name, dtype, shape, in code-point order.
+fn fields_table(row: &RecordMeta) -> String {
+    let width = row
+        .fields
+        .keys()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = format!("fields ({}):\n", row.fields.len());
+    for (name, field) in &row.fields {
+        out.push_str(&format!(
+            "  {name:<width$}  {:<10} {}\n",
+            field.dtype.numpy_name(),
+            shape_text(&field.shape)
+        ));
+    }
+    out
+}
+
+/// The JSON report (see the module documentation for its keys).
+pub fn to_json(info: &Info) -> String {
+    let mut doc = Object::new();
+    doc.insert("dataset_id".into(), info.dataset_id.as_str().into());
+    doc.insert("snapshot_id".into(), info.snapshot_id.as_str().into());
+    doc.insert("layout_version".into(), info.layout_version.as_str().into());
+    doc.insert("record_count".into(), info.record_count.into());
+    doc.insert("shard_count".into(), info.shard_count.into());
+    doc.insert("stored_bytes".into(), info.stored_bytes.into());
+    doc.insert("manifest_pages".into(), info.manifest_pages.into());
+    let first = info
+        .first_record
+        .as_ref()
+        .map_or(Value::Null, first_record_json);
+    doc.insert("first_record".into(), first);
+    object_to_pretty(&doc)
+}
+
+fn first_record_json(row: &RecordMeta) -> Value {
+    let mut fields = Object::new();
+    for (name, field) in &row.fields {
+        let shape: Vec<Value> = field.shape.iter().map(|d| Value::from(*d)).collect();
+        let mut entry = Object::new();
+        entry.insert("dtype".into(), field.dtype.numpy_name().into());
+        entry.insert("shape".into(), shape.into());
+        fields.insert(name.clone(), entry.into());
+    }
+    let mut out = Object::new();
+    out.insert("fields".into(), fields.into());
+    out.insert("id".into(), row.id.as_str().into());
+    let scene = row.scene_id.as_deref().map_or(Value::Null, Value::from);
+    out.insert("scene_id".into(), scene);
+    out.into()
+}
