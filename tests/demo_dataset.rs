@@ -1,6 +1,8 @@
 //! The embedded demo dataset (`fixtures/demo/`): `sds demo` regenerates it byte for byte, it
 //! stays small, it opens, and every record decodes and agrees with its metadata row.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,28 +17,7 @@ fn committed() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo")
 }
 
-/// Every file below `root`, by relative path, with its bytes.
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .to_string();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
+use common::datasets::snapshot_tree as files;
 
 fn open(root: &Path) -> Dataset {
     let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(root).unwrap());

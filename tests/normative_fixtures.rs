@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -101,28 +100,7 @@ fn publish_graph(root: &Path) {
     publish(store.as_ref(), &[receipt], &options).unwrap();
 }
 
-/// Every file below `root`, by relative path, with its bytes.
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .to_string();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
+use common::datasets::snapshot_tree as files;
 
 /// Compares `actual` with the fixture `name`, or writes it when regenerating.
 fn check_bytes(name: &str, actual: &[u8]) {
