@@ -15,7 +15,7 @@ mod shards;
 pub use error::DatasetError;
 pub use pages::RecordLocation;
 pub use publish::{
-    publish, write_shard, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
+    publish, publish_entries, write_shard, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
 };
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
