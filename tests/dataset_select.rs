@@ -20,7 +20,10 @@ fn read_all(dir: &std::path::Path) -> Vec<sdsfs::format::record::Record> {
 
 #[test]
 fn index_specifications() {
-    assert_eq!(parse_indices("0:3,7,9:", 11).unwrap(), vec![0, 1, 2, 7, 9, 10]);
+    assert_eq!(
+        parse_indices("0:3,7,9:", 11).unwrap(),
+        vec![0, 1, 2, 7, 9, 10]
+    );
     assert_eq!(parse_indices(":2, 5", 6).unwrap(), vec![0, 1, 5]);
     assert_eq!(parse_indices("4:4", 6).unwrap(), Vec::<u64>::new());
     for bad in ["", "1,,2", "6", "0:7", "3:2", "-1", "a:b", "1:2:3"] {
@@ -44,7 +47,10 @@ fn view_shares_shards_and_reads_back_the_selection() {
     assert_eq!(summary.publication.record_count, 6);
     // Runs: [1,2] shard 0, [4] shard 1, [8] shard 2, [0] shard 0, [5] shard 2.
     assert_eq!(summary.publication.shard_count, 5);
-    let expected: Vec<_> = chosen.iter().map(|&o| source.records[o as usize].clone()).collect();
+    let expected: Vec<_> = chosen
+        .iter()
+        .map(|&o| source.records[o as usize].clone())
+        .collect();
     assert_eq!(read_all(dest.path()), expected);
     let view = sdsfs::dataset::Dataset::open(store.clone(), Default::default()).unwrap();
     let first = view.locate(0).unwrap();
@@ -87,10 +93,16 @@ fn materialized_selection_has_new_compact_shards() {
     )
     .unwrap();
     assert_eq!((summary.record_count, summary.shard_count), (4, 2));
-    let expected: Vec<_> = chosen.iter().map(|&o| source.records[o as usize].clone()).collect();
+    let expected: Vec<_> = chosen
+        .iter()
+        .map(|&o| source.records[o as usize].clone())
+        .collect();
     assert_eq!(read_all(dest.path()), expected);
     let view = sdsfs::dataset::Dataset::open(store.clone(), Default::default()).unwrap();
-    assert_eq!(view.locate(0).unwrap().entry().unwrap().record_indices, None);
+    assert_eq!(
+        view.locate(0).unwrap().entry().unwrap().record_indices,
+        None
+    );
     let report = verify_store(store, VerifyOptions { deep: true });
     assert!(report.is_ok(), "{:?}", report.problems);
 }
@@ -131,7 +143,14 @@ fn cli_select_by_indices_and_scene() {
         .arg("select")
         .arg(source.root())
         .arg(out.path().join("bad"))
-        .args(["--indices", "0:99", "--dataset-id", "b", "--snapshot-id", "s"])
+        .args([
+            "--indices",
+            "0:99",
+            "--dataset-id",
+            "b",
+            "--snapshot-id",
+            "s",
+        ])
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(1));

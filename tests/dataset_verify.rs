@@ -82,7 +82,10 @@ fn bad_page_is_reported_and_other_pages_still_checked() {
     let report = check(published.root(), NORMAL);
     assert_eq!(find(&report, &page, None).len(), 1, "{:?}", report.problems);
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
-    assert_eq!(report.records_checked, 5, "page 0's records are still checked");
+    assert_eq!(
+        report.records_checked, 5,
+        "page 0's records are still checked"
+    );
 }
 
 #[test]
@@ -98,8 +101,17 @@ fn size_mismatch_and_truncation_name_the_shard() {
     let report = check(published.root(), NORMAL);
     let grown_problems = find(&report, &grown, None);
     assert_eq!(grown_problems.len(), 1, "{:?}", report.problems);
-    assert!(grown_problems[0].rule.contains("stored_bytes"), "{:?}", grown_problems);
-    assert_eq!(find(&report, &truncated, None).len(), 1, "{:?}", report.problems);
+    assert!(
+        grown_problems[0].rule.contains("stored_bytes"),
+        "{:?}",
+        grown_problems
+    );
+    assert_eq!(
+        find(&report, &truncated, None).len(),
+        1,
+        "{:?}",
+        report.problems
+    );
     // The records of those shards are not re-reported one by one.
     assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
     assert_eq!(report.records_checked, 2);
@@ -112,13 +124,20 @@ fn flipped_byte_in_a_data_chunk_names_the_ordinal() {
     flip_in_record(&published, &shard, 1);
     let report = check(published.root(), NORMAL);
     // Shard 2 starts at ordinal 5: physical record 1 is ordinal 6.
-    assert_eq!(find(&report, &shard, Some(6)).len(), 1, "{:?}", report.problems);
+    assert_eq!(
+        find(&report, &shard, Some(6)).len(),
+        1,
+        "{:?}",
+        report.problems
+    );
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     // Deep verification also sees it in the content address and the chunk walk.
     let deep = check(published.root(), DEEP);
     assert_eq!(find(&deep, &shard, Some(6)).len(), 1);
     assert!(
-        find(&deep, &shard, None).iter().any(|p| p.rule.contains("SHA-256")),
+        find(&deep, &shard, None)
+            .iter()
+            .any(|p| p.rule.contains("SHA-256")),
         "{:?}",
         deep.problems
     );
@@ -250,9 +269,15 @@ fn several_problems_are_all_reported_by_the_cli() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 4, "{stdout}");
-    assert!(lines.iter().any(|l| l.contains(&grown) && l.contains("stored_bytes")));
-    assert!(lines.iter().any(|l| l.contains(&missing) && l.contains("not found")));
-    assert!(lines.iter().any(|l| l.contains(&flipped) && l.contains("ordinal 8:")));
+    assert!(lines
+        .iter()
+        .any(|l| l.contains(&grown) && l.contains("stored_bytes")));
+    assert!(lines
+        .iter()
+        .any(|l| l.contains(&missing) && l.contains("not found")));
+    assert!(lines
+        .iter()
+        .any(|l| l.contains(&flipped) && l.contains("ordinal 8:")));
     assert!(lines[3].starts_with("3 problems"), "{stdout}");
 }
 
@@ -266,7 +291,10 @@ fn cli_clean_dataset_exits_zero_and_unopenable_exits_one() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.starts_with("ok (deep verification): 9 of 9 records"), "{stdout}");
+    assert!(
+        stdout.starts_with("ok (deep verification): 9 of 9 records"),
+        "{stdout}"
+    );
 
     std::fs::remove_file(published.file("root.json")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_sds"))
@@ -276,5 +304,8 @@ fn cli_clean_dataset_exits_zero_and_unopenable_exits_one() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.contains("root.json: cannot open the dataset"), "{stdout}");
+    assert!(
+        stdout.contains("root.json: cannot open the dataset"),
+        "{stdout}"
+    );
 }

@@ -35,11 +35,20 @@ fn assert_never_dangling(root: &Path, when: &str) {
         return;
     }
     let report = verify_store(local_store(root), VerifyOptions { deep: false });
-    assert!(report.is_ok(), "{when}: root.json visible with {:?}", report.problems);
+    assert!(
+        report.is_ok(),
+        "{when}: root.json visible with {:?}",
+        report.problems
+    );
 }
 
 /// Runs `args` up to `kills` times killed after a random delay, then once to completion.
-fn run_with_crashes(args: &[&str], kills: usize, rng: &mut rand::rngs::StdRng, root: &Path) -> usize {
+fn run_with_crashes(
+    args: &[&str],
+    kills: usize,
+    rng: &mut rand::rngs::StdRng,
+    root: &Path,
+) -> usize {
     let mut killed = 0;
     for _ in 0..kills {
         let mut child = spawn(args);
@@ -54,7 +63,11 @@ fn run_with_crashes(args: &[&str], kills: usize, rng: &mut rand::rngs::StdRng, r
         assert_never_dangling(root, &format!("after killing {args:?} at {delay:?}"));
     }
     let out = Command::new(SDS).args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_never_dangling(root, &format!("after completing {args:?}"));
     killed
 }
@@ -80,20 +93,38 @@ fn killed_publications_converge() {
             let work = format!("w{i}");
             let receipt_s = receipt.to_str().unwrap().to_string();
             let args = [
-                "write-shard", &root_s, "--work-id", &work, "--from-dataset", &src, "--range",
-                &range, "--receipt-out", &receipt_s,
+                "write-shard",
+                &root_s,
+                "--work-id",
+                &work,
+                "--from-dataset",
+                &src,
+                "--range",
+                &range,
+                "--receipt-out",
+                &receipt_s,
             ];
             kills += run_with_crashes(&args, rng.gen_range(0..3), &mut rng, &root);
             receipt_files.push(receipt_s);
         }
         let mut args = vec![
-            "publish", &root_s, "--dataset-id", "crash", "--snapshot-id", "s1",
-            "--expected-work-ids", "w0,w1,w2,w3", "--receipts",
+            "publish",
+            &root_s,
+            "--dataset-id",
+            "crash",
+            "--snapshot-id",
+            "s1",
+            "--expected-work-ids",
+            "w0,w1,w2,w3",
+            "--receipts",
         ];
         args.extend(receipt_files.iter().map(String::as_str));
         kills += run_with_crashes(&args, rng.gen_range(1..4), &mut rng, &root);
 
-        let verify = Command::new(SDS).args(["verify", "--deep", &root_s]).output().unwrap();
+        let verify = Command::new(SDS)
+            .args(["verify", "--deep", &root_s])
+            .output()
+            .unwrap();
         assert!(
             verify.status.success(),
             "iteration {iterations}: {}",
@@ -101,7 +132,10 @@ fn killed_publications_converge() {
         );
         let dataset = Dataset::open(local_store(&root), Default::default()).unwrap();
         let records: Vec<_> = dataset.iter_records().map(Result::unwrap).collect();
-        assert_eq!(records, source.records, "iteration {iterations}: lost or duplicated records");
+        assert_eq!(
+            records, source.records,
+            "iteration {iterations}: lost or duplicated records"
+        );
     }
     eprintln!("{iterations} iterations, {kills} processes killed before finishing");
     assert!(iterations >= 5);

@@ -30,7 +30,10 @@ fn local_copy_is_a_hard_link_and_create_only() {
     let (tmp, a, b) = two_roots();
     let path = rel("objects/data/ab/abc.arrayrecord");
     a.create(&path, b"shard bytes").unwrap();
-    assert_eq!(b.copy_from(&a, &path, &path).unwrap(), CreateOutcome::Created);
+    assert_eq!(
+        b.copy_from(&a, &path, &path).unwrap(),
+        CreateOutcome::Created
+    );
     let src = std::fs::metadata(tmp.path().join("a").join(path.as_str())).unwrap();
     let dst = std::fs::metadata(tmp.path().join("b").join(path.as_str())).unwrap();
     assert_eq!(src.ino(), dst.ino(), "a local copy shares the inode");

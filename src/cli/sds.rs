@@ -200,7 +200,8 @@ pub fn run(command: Command) -> Result<(), String> {
                 start,
                 stop,
             };
-            let line = distributed::write(&root, &work_id, attempt, &input, receipt_out.as_deref())?;
+            let line =
+                distributed::write(&root, &work_id, attempt, &input, receipt_out.as_deref())?;
             print(&line)
         }
         Command::Publish {

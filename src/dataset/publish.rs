@@ -251,10 +251,7 @@ pub fn publish_entries(
 ) -> Result<PublishSummary, DatasetError> {
     check_ids(options)?;
     let mut first_ordinal = 0u64;
-    let mut entries: Vec<ShardEntry> = entries
-        .into_iter()
-        .filter(|e| e.record_count > 0)
-        .collect();
+    let mut entries: Vec<ShardEntry> = entries.into_iter().filter(|e| e.record_count > 0).collect();
     for entry in &mut entries {
         entry.first_ordinal = first_ordinal;
         first_ordinal = first_ordinal

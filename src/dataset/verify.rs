@@ -147,7 +147,12 @@ struct Verifier<'a> {
 }
 
 impl Verifier<'_> {
-    fn problem(&mut self, object: impl Into<String>, ordinal: Option<u64>, rule: impl Into<String>) {
+    fn problem(
+        &mut self,
+        object: impl Into<String>,
+        ordinal: Option<u64>,
+        rule: impl Into<String>,
+    ) {
         self.report.problems.push(Problem {
             object: object.into(),
             ordinal,
@@ -208,7 +213,11 @@ impl Verifier<'_> {
         for k in 0..entry.record_count {
             let ordinal = entry.first_ordinal.saturating_add(k);
             let Some(physical) = entry.physical_index(k) else {
-                self.problem(page, Some(ordinal), "the shard entry has no physical index for it");
+                self.problem(
+                    page,
+                    Some(ordinal),
+                    "the shard entry has no physical index for it",
+                );
                 continue;
             };
             let mut in_range = true;
@@ -268,9 +277,7 @@ impl Verifier<'_> {
                     .and_then(|bytes| {
                         record::decode(bytes, &record_limits)
                             .map(|record| record.meta())
-                            .and_then(|meta| {
-                                record::validate(&meta, &record_limits).map(|()| meta)
-                            })
+                            .and_then(|meta| record::validate(&meta, &record_limits).map(|()| meta))
                             .map_err(|source| DatasetError::Record {
                                 ordinal,
                                 object: data_object.clone(),

@@ -11,8 +11,7 @@ use std::collections::BTreeSet;
 
 use crate::cli::location::{self, open_dataset};
 use crate::dataset::{
-    dedup_in_order, materialize, parse_indices, select_view, Dataset, PublishOptions,
-    ShardOptions,
+    dedup_in_order, materialize, parse_indices, select_view, Dataset, PublishOptions, ShardOptions,
 };
 
 /// What to select and how to publish it.
