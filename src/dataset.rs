@@ -4,21 +4,31 @@
 //!   LRU, ordinal → shard entry → physical index in O(log n), records and metadata rows, read
 //!   instructions for callers that fetch themselves.
 //! - [`publish`]: `write_shard` and `publish` (profile section 5): create-only, content
-//!   addressed, resumable after an interruption at any point.
+//!   addressed, resumable after an interruption at any point; `publish_entries` is its commit
+//!   step alone, shared with views.
+//! - [`verify`](mod@verify): every rule checked eagerly over a whole dataset, every problem
+//!   reported (`sds verify`).
+//! - [`view`]: selections of records published as lightweight views (shared shards,
+//!   `record_indices`) or materialized into new shards (`sds select`).
 
 mod error;
 mod pages;
 pub mod publish;
 pub mod reader;
 mod shards;
+pub mod verify;
+pub mod view;
 
 pub use error::DatasetError;
 pub use pages::RecordLocation;
 pub use publish::{
-    publish, write_shard, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
+    publish, publish_entries, write_shard, PublishOptions, PublishSummary, ShardOptions,
+    ShardReceipt,
 };
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
+pub use verify::{verify, verify_store, Problem, VerifyOptions, VerifyReport};
+pub use view::{dedup_in_order, materialize, parse_indices, select_view, ViewSummary};
 
 use crate::format::limits::{JsonLimits, RecordLimits};
 

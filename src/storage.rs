@@ -135,6 +135,29 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
 
     /// Whether reads can be pinned to a numeric generation.
     fn supports_generations(&self) -> bool;
+
+    /// Create-only copy of `src` in `src_store` to `dst` in this store, with the semantics of
+    /// [`create`](ObjectStore::create): an identical existing `dst` is
+    /// [`CreateOutcome::AlreadyIdentical`], a different one [`StorageError::Collision`].
+    ///
+    /// The default reads the whole source into memory and creates it. Backends override it
+    /// with something cheaper (hard links, server-side copies); the result must be
+    /// indistinguishable to readers.
+    fn copy_from(
+        &self,
+        src_store: &dyn ObjectStore,
+        src: &RelPath,
+        dst: &RelPath,
+    ) -> Result<CreateOutcome, StorageError> {
+        let bytes = src_store.read(src, None)?;
+        self.create(dst, &bytes)
+    }
+
+    /// This store as a local directory, when it is one: lets [`copy_from`](ObjectStore::copy_from)
+    /// hard-link between two local roots. Other backends keep the default `None`.
+    fn as_local(&self) -> Option<&LocalStore> {
+        None
+    }
 }
 
 /// Positional reads of one object, for the ArrayRecord reader's byte source.

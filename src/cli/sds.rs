@@ -5,13 +5,22 @@
 //! - `sds ls DATASET [--start N] [--limit N]`: one line per record from its metadata row
 //!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard.
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
+//! - `sds write-shard ROOT --work-id W [--attempt A] --from-dataset SRC --range A:B`: one
+//!   worker of a distributed publication; prints its receipt ([`distributed`]).
+//! - `sds publish ROOT --receipts FILE... --dataset-id D --snapshot-id S`: the coordinator.
+//! - `sds verify DATASET [--deep]`: every rule, every problem ([`verify`]).
+//! - `sds select SOURCE DEST --indices SPEC ...`: views and materialized selections
+//!   ([`select`]).
 //!
 //! Exit status: 0 on success, 1 when a dataset cannot be opened or read (exactly one line on
 //! stderr, `sds: ...`, naming the document or object and the rule broken), 2 for usage errors
 //! (clap's convention). `src/bin/sds.rs` only calls [`main`].
 
 pub mod demo;
+pub mod distributed;
 pub mod info;
+pub mod select;
+pub mod verify;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,7 +29,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use super::location::{self, one_line, open_dataset};
-use crate::dataset::Dataset;
+use crate::dataset::{Dataset, PublishOptions};
 
 /// Explore and publish Signal Dataset (SDS) layout 0.1 datasets.
 #[derive(Debug, Parser)]
@@ -74,6 +83,85 @@ pub enum Command {
         /// Output directory (the dataset root).
         out: PathBuf,
     },
+    /// Write one shard pair (data + metadata) into ROOT and print its receipt as one line of
+    /// JSON: one worker of a distributed publication (profile section 5).
+    ///
+    /// Create-only and content addressed: re-running after a crash writes the same bytes and
+    /// succeeds. Input: --from-dataset SRC --range A:B re-encodes records A..B of SRC.
+    WriteShard {
+        /// Dataset root directory (created if missing).
+        root: String,
+        /// This worker's unit of work (e.g. $JOB_COMPLETION_INDEX, $SLURM_ARRAY_TASK_ID).
+        #[arg(long)]
+        work_id: String,
+        /// Attempt number (publication keeps the lowest attempt per work id).
+        #[arg(long, default_value_t = 0)]
+        attempt: u64,
+        /// Source dataset whose records are re-encoded.
+        #[arg(long)]
+        from_dataset: String,
+        /// Records A..B (half-open) of the source.
+        #[arg(long)]
+        range: String,
+        /// Also write the receipt to this file (atomically).
+        #[arg(long)]
+        receipt_out: Option<PathBuf>,
+    },
+    /// Commit receipts as one snapshot in ROOT: manifest pages, snapshot, then root.json last,
+    /// all create-only. Safe to re-run after a crash.
+    Publish {
+        /// Dataset root directory.
+        root: String,
+        /// Files holding receipts, one JSON receipt per line ("-": stdin).
+        #[arg(long, required = true, num_args = 1..)]
+        receipts: Vec<PathBuf>,
+        #[arg(long)]
+        dataset_id: String,
+        #[arg(long)]
+        snapshot_id: String,
+        /// Exactly these work ids must be present; shards are ordered by them
+        /// (space- or comma-separated).
+        #[arg(long, num_args = 1.., value_delimiter = ',')]
+        expected_work_ids: Option<Vec<String>>,
+        /// At most this many shards per manifest page.
+        #[arg(long, default_value_t = 10_000)]
+        shards_per_manifest: usize,
+    },
+    /// Check a whole dataset: control documents, counts, ranges, sizes, every record and
+    /// metadata row, their agreement, annotation sets. Prints every problem, one per line
+    /// (OBJECT[ ordinal N]: RULE), then a summary; exits 1 if any.
+    Verify {
+        /// Dataset directory or file:// URL.
+        dataset: String,
+        /// Also check every shard's SHA-256 content address and walk every chunk.
+        #[arg(long)]
+        deep: bool,
+    },
+    /// Publish a selection of SOURCE's records as a new dataset in DEST: by default a
+    /// lightweight view (shards hard-linked or copied at their content addresses, entries with
+    /// record_indices, nothing re-encoded); --materialize re-encodes into new shards.
+    Select {
+        /// Source dataset directory or file:// URL.
+        source: String,
+        /// Destination dataset root (created if missing).
+        dest: String,
+        /// Ordinals and half-open ranges, e.g. 0:100,250,300: (open ends allowed).
+        #[arg(long)]
+        indices: Option<String>,
+        /// Also select every record of this scene (repeatable).
+        #[arg(long = "scene")]
+        scenes: Vec<String>,
+        #[arg(long)]
+        dataset_id: String,
+        #[arg(long)]
+        snapshot_id: String,
+        /// Re-encode the selected records into new compact shards.
+        #[arg(long)]
+        materialize: bool,
+        /// Records per new shard with --materialize.
+        #[arg(long, default_value_t = 10_000)]
+        records_per_shard: usize,
+    },
 }
 
 /// Parses the command line, runs the command and returns the exit status.
@@ -98,6 +186,72 @@ pub fn run(command: Command) -> Result<(), String> {
             limit,
         } => run_ls(&dataset, start, limit),
         Command::Demo { out } => run_demo(&out),
+        Command::WriteShard {
+            root,
+            work_id,
+            attempt,
+            from_dataset,
+            range,
+            receipt_out,
+        } => {
+            let (start, stop) = distributed::parse_range(&range)?;
+            let input = distributed::ShardInput::Dataset {
+                source: from_dataset,
+                start,
+                stop,
+            };
+            let line =
+                distributed::write(&root, &work_id, attempt, &input, receipt_out.as_deref())?;
+            print(&line)
+        }
+        Command::Publish {
+            root,
+            receipts,
+            dataset_id,
+            snapshot_id,
+            expected_work_ids,
+            shards_per_manifest,
+        } => {
+            let mut options = PublishOptions::new(dataset_id, snapshot_id);
+            options.expected_work_ids = expected_work_ids;
+            options.shards_per_manifest = shards_per_manifest;
+            print(&distributed::commit(&root, &receipts, &options)?)
+        }
+        Command::Verify { dataset, deep } => run_verify(&dataset, deep),
+        Command::Select {
+            source,
+            dest,
+            indices,
+            scenes,
+            dataset_id,
+            snapshot_id,
+            materialize,
+            records_per_shard,
+        } => {
+            let selection = select::Selection {
+                indices,
+                scenes,
+                materialize,
+                records_per_shard,
+            };
+            let options = PublishOptions::new(dataset_id, snapshot_id);
+            print(&select::run(&source, &dest, &selection, &options)?)
+        }
+    }
+}
+
+fn run_verify(dataset: &str, deep: bool) -> Result<(), String> {
+    let root = location::local_root(dataset).map_err(|e| e.0)?;
+    let store = crate::storage::LocalStore::open(&root)
+        .map_err(|e| location::one_line(&format!("cannot open {e}")))?;
+    let report = crate::dataset::verify_store(
+        std::sync::Arc::new(store),
+        crate::dataset::VerifyOptions { deep },
+    );
+    print(&verify::to_text(&report))?;
+    match report.problems.len() {
+        0 => Ok(()),
+        n => Err(format!("{dataset}: verification found {n} problem(s)")),
     }
 }
 

@@ -235,6 +235,29 @@ pub fn publish(
     check_ids(options)?;
     let chosen = choose_receipts(receipts, options.expected_work_ids.as_deref())?;
     let entries = shard_entries(store, &chosen)?;
+    publish_entries(store, entries, options)
+}
+
+/// The commit step of [`publish`], for callers that prepared their shard entries themselves
+/// (lightweight views carry `record_indices` into shards that already exist): writes manifest
+/// pages, the snapshot, then `root.json`, all create-only. `options.expected_work_ids` is not
+/// used here. Each entry's `first_ordinal` is renumbered so that the entries tile the dataset in
+/// the order given, and entries with no record are left out; the caller is responsible for
+/// every referenced shard existing with its `stored_bytes` before calling.
+pub fn publish_entries(
+    store: &dyn ObjectStore,
+    entries: Vec<ShardEntry>,
+    options: &PublishOptions,
+) -> Result<PublishSummary, DatasetError> {
+    check_ids(options)?;
+    let mut first_ordinal = 0u64;
+    let mut entries: Vec<ShardEntry> = entries.into_iter().filter(|e| e.record_count > 0).collect();
+    for entry in &mut entries {
+        entry.first_ordinal = first_ordinal;
+        first_ordinal = first_ordinal
+            .checked_add(entry.record_count)
+            .ok_or_else(|| DatasetError::Publication("record count overflows 64 bits".into()))?;
+    }
     let per_page = options.shards_per_manifest.max(1);
     let mut manifests = Vec::new();
     let mut first_ordinal = 0u64;

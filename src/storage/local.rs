@@ -19,6 +19,15 @@
 //! content, streamed, and reports [`CreateOutcome::AlreadyIdentical`] or
 //! [`StorageError::Collision`].
 //!
+//! **Copies between roots.** [`ObjectStore::copy_from`] from another local root hard-links the
+//! source inode under the destination name (`linkat` between the two root-confined parent
+//! descriptors): no byte is copied, and since the link appears atomically and fails with
+//! `EEXIST` if the name is taken, it has exactly the create-only semantics above. The source is
+//! first opened with `O_NOFOLLOW` and must be a regular file. Across filesystems (`EXDEV`) or
+//! where links are not permitted (`EPERM`, `EMLINK`, `ENOTSUP`) it falls back to a streamed
+//! create-only copy. Shared inodes are safe because nothing published is ever modified in place
+//! (the one mutable object, the catalog, is replaced by rename, never rewritten).
+//!
 //! **Compare-and-swap.** Writers serialise on an exclusive `flock` of a sibling `<name>.lock`
 //! file (kept, never deleted: unlinking a lock file lets two writers lock different inodes).
 //! Under the lock the current version is re-checked, the new content is written to a temporary
@@ -338,6 +347,59 @@ impl ObjectStore for LocalStore {
 
     fn supports_generations(&self) -> bool {
         true
+    }
+
+    fn copy_from(
+        &self,
+        src_store: &dyn ObjectStore,
+        src: &RelPath,
+        dst: &RelPath,
+    ) -> Result<CreateOutcome, StorageError> {
+        let Some(src_local) = src_store.as_local() else {
+            let bytes = src_store.read(src, None)?;
+            return self.create(dst, &bytes);
+        };
+        let src_object = src_local.describe(src);
+        let (src_dir, src_leaf) = src_local.parent_dir(src, Walk::Existing)?;
+        let opened = open_regular(src_dir.fd(), &src_leaf, &src_object)?.ok_or_else(|| {
+            StorageError::NotFound {
+                object: src_object.clone(),
+            }
+        })?;
+        let content = Content::Local {
+            len: opened.meta.len(),
+            file: opened.file,
+            shown: src_object,
+        };
+        let object = self.describe(dst);
+        let (dir, leaf) = self.parent_dir(dst, Walk::CreateMissing)?;
+        if let Some(outcome) = compare_existing(dir.fd(), &leaf, &content, &object)? {
+            return Ok(outcome);
+        }
+        match sys::link_between(src_dir.fd(), &src_leaf, dir.fd(), &leaf) {
+            Ok(()) => {
+                sys::fsync_dir(dir.fd()).map_err(|e| StorageError::io(&object, e))?;
+                Ok(CreateOutcome::Created)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                compare_existing(dir.fd(), &leaf, &content, &object)?.ok_or_else(|| {
+                    StorageError::io(&object, io::Error::other("object vanished during copy"))
+                })
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EXDEV | libc::EPERM | libc::EMLINK | libc::ENOTSUP)
+                ) =>
+            {
+                self.create_content(dst, &content)
+            }
+            Err(e) => Err(StorageError::io(object, e)),
+        }
+    }
+
+    fn as_local(&self) -> Option<&LocalStore> {
+        Some(self)
     }
 }
 

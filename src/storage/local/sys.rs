@@ -63,6 +63,28 @@ pub(super) fn link_at(dir: BorrowedFd<'_>, old: &CStr, new: &CStr) -> io::Result
     check(unsafe { libc::linkat(raw, old.as_ptr(), raw, new.as_ptr(), 0) }).map(drop)
 }
 
+/// Hard-links `old` in `old_dir` to `new` in `new_dir` (possibly another store's root); fails
+/// with EEXIST if `new` exists, EXDEV across filesystems.
+pub(super) fn link_between(
+    old_dir: BorrowedFd<'_>,
+    old: &CStr,
+    new_dir: BorrowedFd<'_>,
+    new: &CStr,
+) -> io::Result<()> {
+    // SAFETY: both descriptors are live and both names are valid NUL-terminated strings.
+    // Flags 0: do not follow `old` if it were a symlink.
+    check(unsafe {
+        libc::linkat(
+            old_dir.as_raw_fd(),
+            old.as_ptr(),
+            new_dir.as_raw_fd(),
+            new.as_ptr(),
+            0,
+        )
+    })
+    .map(drop)
+}
+
 /// Atomically renames `old` over `new` within `dir`.
 pub(super) fn rename_at(dir: BorrowedFd<'_>, old: &CStr, new: &CStr) -> io::Result<()> {
     let raw = dir.as_raw_fd();

@@ -1,0 +1,162 @@
+//! `sds write-shard` and `sds publish`: distributed publication (profile section 5) from the
+//! command line, one process per worker and one for the coordinator.
+//!
+//! A worker writes one shard pair and prints its receipt (one line of compact JSON) on stdout;
+//! the coordinator collects receipts (files holding one receipt per line, or `-` for stdin) and
+//! commits them. Both are create-only and content addressed, so either can be killed at any
+//! point (`kill -9` included) and simply re-run: a re-run writes the same bytes to the same
+//! paths, finds what is already there identical, and completes; `root.json` is written last, so
+//! a reader never sees a root pointing at a missing object.
+//!
+//! Inputs of `write-shard` are a [`ShardInput`]. Today there is one kind, a range of records
+//! of an existing dataset (`--from-dataset SRC --range A:B`), which re-encodes them and makes
+//! fan-out examples self-contained. Importers (`sds create`'s directory readers) plug in as
+//! further variants: each only has to yield [`Record`]s in a deterministic order, since
+//! determinism is what makes a repeated attempt converge on the same content address.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cli::location::{self, open_dataset};
+use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
+use crate::format::record::Record;
+use crate::storage::{LocalStore, ObjectStore};
+
+/// Where a worker's records come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardInput {
+    /// Records `start..stop` of an existing dataset, re-encoded.
+    Dataset {
+        source: String,
+        start: u64,
+        stop: u64,
+    },
+}
+
+/// Parses `A:B` (both ends required) for `--range`.
+pub fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("--range {text:?}: expected A:B with integers A <= B");
+    let (a, b) = text.split_once(':').ok_or_else(bad)?;
+    let a: u64 = a.trim().parse().map_err(|_| bad())?;
+    let b: u64 = b.trim().parse().map_err(|_| bad())?;
+    if a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// Opens (creating if missing) the local directory a dataset is written into.
+pub fn writable_root(argument: &str) -> Result<LocalStore, String> {
+    let root = location::local_root(argument).map_err(|e| e.0)?;
+    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    LocalStore::open(&root).map_err(|e| format!("cannot open {e}"))
+}
+
+/// Reads the records of `input` (all of them, in order).
+fn records(input: &ShardInput) -> Result<Vec<Record>, String> {
+    match input {
+        ShardInput::Dataset {
+            source,
+            start,
+            stop,
+        } => {
+            let dataset = open_dataset(source).map_err(|e| e.0)?;
+            if *stop > dataset.len() {
+                return Err(format!(
+                    "--range {start}:{stop} is not within the {} records of {source}",
+                    dataset.len()
+                ));
+            }
+            (*start..*stop)
+                .map(|ordinal| {
+                    dataset.read_record(ordinal).map_err(|e| {
+                        format!(
+                            "cannot read record {ordinal} of {source}: {}",
+                            location::describe(&e, dataset.store().as_ref())
+                        )
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+/// Runs `sds write-shard`: returns the receipt line (also written to `receipt_out`).
+pub fn write(
+    root: &str,
+    work_id: &str,
+    attempt: u64,
+    input: &ShardInput,
+    receipt_out: Option<&Path>,
+) -> Result<String, String> {
+    let store = writable_root(root)?;
+    let records = records(input)?;
+    let receipt = write_shard(&store, records, work_id, attempt, &ShardOptions::default())
+        .map_err(|e| format!("work {work_id}: cannot write its shard: {e}"))?;
+    let line = format!("{}\n", receipt.to_json());
+    if let Some(path) = receipt_out {
+        write_atomically(path, line.as_bytes())?;
+    }
+    Ok(line)
+}
+
+/// Writes a small local file via a temporary sibling and a rename, so a killed worker never
+/// leaves a half-written receipt for the coordinator to choke on.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let shown = path.display();
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("cannot write the receipt {shown}: {e}"))?;
+    std::io::Write::write_all(&mut temp, bytes)
+        .and_then(|()| temp.as_file().sync_all())
+        .map_err(|e| format!("cannot write the receipt {shown}: {e}"))?;
+    temp.persist(path)
+        .map_err(|e| format!("cannot write the receipt {shown}: {e}"))?;
+    Ok(())
+}
+
+/// Reads every receipt in `files` (one per nonempty line; `-` is stdin).
+pub fn read_receipts(files: &[PathBuf]) -> Result<Vec<ShardReceipt>, String> {
+    let mut receipts = Vec::new();
+    for file in files {
+        let text = if file.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin())
+                .map_err(|e| format!("cannot read receipts from stdin: {e}"))?
+        } else {
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read receipts from {}: {e}", file.display()))?
+        };
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let receipt = ShardReceipt::parse(line.as_bytes())
+                .map_err(|e| format!("{} line {}: {e}", file.display(), n + 1))?;
+            receipts.push(receipt);
+        }
+    }
+    Ok(receipts)
+}
+
+/// Runs `sds publish`: returns the summary line.
+pub fn commit(
+    root: &str,
+    receipt_files: &[PathBuf],
+    options: &PublishOptions,
+) -> Result<String, String> {
+    let receipts = read_receipts(receipt_files)?;
+    let store: Arc<dyn ObjectStore> = Arc::new(writable_root(root)?);
+    let summary = publish(store.as_ref(), &receipts, options).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "published {} ({}) in {root}: {} records, {} shards, {} manifest pages, {} bytes\n",
+        options.dataset_id,
+        options.snapshot_id,
+        summary.record_count,
+        summary.shard_count,
+        summary.manifest_pages,
+        summary.stored_bytes
+    ))
+}

@@ -1,0 +1,557 @@
+//! Verification of a whole published dataset (`sds verify`): every rule a reader checks lazily,
+//! checked eagerly, with every problem reported rather than the first.
+//!
+//! What is checked, in order:
+//!
+//! 1. `root.json` and the snapshot ([`Dataset::open`] already did; a dataset that cannot be
+//!    opened is one problem and nothing else can be walked).
+//! 2. Every manifest page: its size against its reference, its shape, and
+//!    [`ManifestPage::validate_against`] (identity, range, totals, tiling, sums).
+//! 3. Every shard object referenced by an entry, once per path (views share shards): present,
+//!    size equal to `stored_bytes`, an ArrayRecord file that opens. Data and metadata shards of
+//!    one entry hold the same number of records.
+//! 4. Every record: its physical index exists in both shards (`record_indices` bounds), its
+//!    metadata row parses and follows the record rules, its payload decodes (chunk hash checked
+//!    on read) and follows the rules, and row and record agree.
+//! 5. Annotation sets reachable from `annotations/catalog.json`: the pointer, the revision, each
+//!    set root (checked against the snapshot), and each set object's size and record count.
+//!    (This walks the documents of `format::documents::annotation` directly; the carrier
+//!    records' own rules belong to the annotation layer and are only decoded here.)
+//!
+//! `deep` adds what costs a full read of every byte: each shard's and annotation object's
+//! SHA-256 equals the content address its path carries, and a walk of every chunk of the file
+//! from offset 0 (block headers and hashes, including chunks no index entry points at). The
+//! normal mode still reads every record, so a flipped byte inside a record's chunk is found
+//! either way; deep also finds damage in padding, the footer walk and renamed objects.
+//!
+//! Rationale for "report all": an operator repairing a dataset wants the full list at once. A
+//! problem therefore never stops the walk; it only skips what depends on the broken object (the
+//! records of a missing shard are not re-reported one by one: the shard's problem says it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::error::DatasetError;
+use super::reader::{read_control, Dataset};
+use super::shards::ShardReader;
+use crate::arrayrecord::ArrayRecordReader;
+use crate::format::documents::ids::{catalog_path, is_sha256_hex};
+use crate::format::documents::{
+    CatalogPointer, DocumentError, ManifestPage, Reference, Revision, SetRoot,
+};
+use crate::format::limits::JsonLimits;
+use crate::format::path::RelPath;
+use crate::format::record::{self, RecordMeta};
+use crate::storage::{ObjectReader, ObjectStore};
+
+/// How thorough a verification is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VerifyOptions {
+    /// Also hash every shard (content address) and walk every chunk.
+    pub deep: bool,
+}
+
+/// One broken rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Location of the object that breaks the rule (as the store describes it).
+    pub object: String,
+    /// The record concerned, when the problem is about one record.
+    pub ordinal: Option<u64>,
+    /// The rule broken, and how.
+    pub rule: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.ordinal {
+            Some(ordinal) => write!(f, "{} ordinal {ordinal}: {}", self.object, self.rule),
+            None => write!(f, "{}: {}", self.object, self.rule),
+        }
+    }
+}
+
+/// What a verification found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    pub problems: Vec<Problem>,
+    /// Records fully checked (row, payload, agreement), whether or not they had problems.
+    pub records_checked: u64,
+    /// The snapshot's record count.
+    pub record_count: u64,
+    pub pages_checked: u64,
+    /// Distinct shard objects checked.
+    pub shards_checked: u64,
+    pub annotation_sets_checked: u64,
+    pub deep: bool,
+}
+
+impl VerifyReport {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Opens the dataset at the root of `store` and verifies it; a dataset that cannot be opened
+/// is reported as one problem.
+pub fn verify_store(store: Arc<dyn ObjectStore>, options: VerifyOptions) -> VerifyReport {
+    match Dataset::open(store.clone(), super::OpenOptions::default()) {
+        Ok(dataset) => verify(&dataset, options),
+        Err(e) => {
+            let fallback = RelPath::new(super::reader::ROOT_JSON)
+                .map(|p| store.describe(&p))
+                .unwrap_or_else(|_| super::reader::ROOT_JSON.to_string());
+            let (object, rule) = split_error(&e, &fallback, store.as_ref());
+            VerifyReport {
+                problems: vec![Problem {
+                    object,
+                    ordinal: None,
+                    rule: format!("cannot open the dataset: {rule}"),
+                }],
+                deep: options.deep,
+                ..VerifyReport::default()
+            }
+        }
+    }
+}
+
+/// Verifies an open dataset.
+pub fn verify(dataset: &Dataset, options: VerifyOptions) -> VerifyReport {
+    let mut verifier = Verifier {
+        dataset,
+        store: dataset.store().clone(),
+        options,
+        limits: dataset.options().control_limits,
+        shards: HashMap::new(),
+        report: VerifyReport {
+            record_count: dataset.len(),
+            deep: options.deep,
+            ..VerifyReport::default()
+        },
+    };
+    verifier.pages();
+    verifier.annotations();
+    verifier.report
+}
+
+struct Verifier<'a> {
+    dataset: &'a Dataset,
+    store: Arc<dyn ObjectStore>,
+    options: VerifyOptions,
+    limits: JsonLimits,
+    /// Shards already checked, by path: the open reader, or `None` if it could not be used.
+    shards: HashMap<RelPath, Option<Arc<ShardReader>>>,
+    report: VerifyReport,
+}
+
+impl Verifier<'_> {
+    fn problem(
+        &mut self,
+        object: impl Into<String>,
+        ordinal: Option<u64>,
+        rule: impl Into<String>,
+    ) {
+        self.report.problems.push(Problem {
+            object: object.into(),
+            ordinal,
+            rule: rule.into(),
+        });
+    }
+
+    fn error(&mut self, fallback: &str, ordinal: Option<u64>, error: &DatasetError) {
+        let (object, rule) = split_error(error, fallback, self.store.as_ref());
+        self.problem(object, ordinal, rule);
+    }
+
+    fn pages(&mut self) {
+        let snapshot = self.dataset.snapshot().clone();
+        for (index, reference) in snapshot.manifests.iter().enumerate() {
+            let object = self.store.describe(&reference.object.path);
+            let page = read_control(self.store.as_ref(), &reference.object, &self.limits)
+                .and_then(|bytes| {
+                    ManifestPage::parse(&bytes, &self.limits)
+                        .map_err(|e| e.with_document(&object).into())
+                })
+                .and_then(|page| {
+                    page.validate_against(reference, &snapshot.snapshot_id, index as u64)
+                        .map_err(|e| e.with_document(&object))?;
+                    Ok(page)
+                });
+            match page {
+                Ok(page) => {
+                    self.report.pages_checked += 1;
+                    for entry in &page.shards {
+                        self.entry(&object, entry);
+                    }
+                }
+                Err(e) => self.error(&object, None, &e),
+            }
+        }
+    }
+
+    fn entry(&mut self, page: &str, entry: &crate::format::documents::ShardEntry) {
+        let data = self.shard(&entry.data);
+        let metadata = self.shard(&entry.metadata);
+        let data_object = self.store.describe(&entry.data.path);
+        let metadata_object = self.store.describe(&entry.metadata.path);
+        if let (Some(d), Some(m)) = (&data, &metadata) {
+            if d.len() != m.len() {
+                self.problem(
+                    &data_object,
+                    None,
+                    format!(
+                        "holds {} records but its metadata shard {metadata_object} holds {}: the shards of an entry are aligned (profile section 4)",
+                        d.len(),
+                        m.len()
+                    ),
+                );
+            }
+        }
+        let record_limits = self.dataset.options().record_limits;
+        for k in 0..entry.record_count {
+            let ordinal = entry.first_ordinal.saturating_add(k);
+            let Some(physical) = entry.physical_index(k) else {
+                self.problem(
+                    page,
+                    Some(ordinal),
+                    "the shard entry has no physical index for it",
+                );
+                continue;
+            };
+            let mut in_range = true;
+            for shard in [&data, &metadata].into_iter().flatten() {
+                if physical >= shard.len() {
+                    in_range = false;
+                    let how = match entry.record_indices {
+                        Some(_) => format!("record_indices[{k}] = {physical}"),
+                        None => format!("physical record {physical}"),
+                    };
+                    self.problem(
+                        page,
+                        Some(ordinal),
+                        format!(
+                            "{how} is out of range: {} holds {} records (profile section 4)",
+                            shard.name(),
+                            shard.len()
+                        ),
+                    );
+                    break;
+                }
+            }
+            if !in_range {
+                continue;
+            }
+            let row = metadata.as_ref().and_then(|shard| {
+                let parsed = shard
+                    .read(physical)
+                    .map_err(|source| DatasetError::Shard {
+                        object: metadata_object.clone(),
+                        source,
+                    })
+                    .and_then(|bytes| {
+                        RecordMeta::parse_row(&bytes, &record_limits)
+                            .and_then(|row| record::validate(&row, &record_limits).map(|()| row))
+                            .map_err(|source| DatasetError::Record {
+                                ordinal,
+                                object: metadata_object.clone(),
+                                source,
+                            })
+                    });
+                match parsed {
+                    Ok(row) => Some(row),
+                    Err(e) => {
+                        self.error(&metadata_object, Some(ordinal), &e);
+                        None
+                    }
+                }
+            });
+            let decoded = data.as_ref().and_then(|shard| {
+                let decoded = shard
+                    .read(physical)
+                    .map_err(|source| DatasetError::Shard {
+                        object: data_object.clone(),
+                        source,
+                    })
+                    .and_then(|bytes| {
+                        record::decode(bytes, &record_limits)
+                            .map(|record| record.meta())
+                            .and_then(|meta| record::validate(&meta, &record_limits).map(|()| meta))
+                            .map_err(|source| DatasetError::Record {
+                                ordinal,
+                                object: data_object.clone(),
+                                source,
+                            })
+                    });
+                match decoded {
+                    Ok(meta) => Some(meta),
+                    Err(e) => {
+                        self.error(&data_object, Some(ordinal), &e);
+                        None
+                    }
+                }
+            });
+            if let (Some(row), Some(meta)) = (&row, &decoded) {
+                if let Err(e) = record::check_row_agrees(row, meta) {
+                    self.problem(
+                        &data_object,
+                        Some(ordinal),
+                        format!("record and its metadata row disagree: {e}"),
+                    );
+                }
+            }
+            if data.is_some() && metadata.is_some() {
+                self.report.records_checked += 1;
+            }
+        }
+    }
+
+    /// Opens and checks the shard `reference` points at, once per path.
+    fn shard(&mut self, reference: &Reference) -> Option<Arc<ShardReader>> {
+        if let Some(known) = self.shards.get(&reference.path) {
+            return known.clone();
+        }
+        let object = self.store.describe(&reference.path);
+        let opened = self.check_object(reference, &object);
+        self.shards.insert(reference.path.clone(), opened.clone());
+        opened
+    }
+
+    /// Size, ArrayRecord structure and (deep) content address and chunk walk of one object.
+    fn check_object(&mut self, reference: &Reference, object: &str) -> Option<Arc<ShardReader>> {
+        self.report.shards_checked += 1;
+        let source = match ObjectReader::open(
+            self.store.clone(),
+            reference.path.clone(),
+            reference.generation,
+        ) {
+            Ok(source) => source,
+            Err(e) => {
+                self.error(object, None, &e.into());
+                return None;
+            }
+        };
+        let size = source.size().unwrap_or(0);
+        if size != reference.stored_bytes {
+            self.problem(
+                object,
+                None,
+                format!(
+                    "size {size} differs from the {} bytes its reference records (stored_bytes)",
+                    reference.stored_bytes
+                ),
+            );
+            return None;
+        }
+        if self.options.deep {
+            self.content_address(reference, object);
+        }
+        let reader = match ArrayRecordReader::open(source, object.to_string()) {
+            Ok(reader) => reader,
+            Err(source) => {
+                let e = DatasetError::Shard {
+                    object: object.to_string(),
+                    source,
+                };
+                self.error(object, None, &e);
+                return None;
+            }
+        };
+        if self.options.deep {
+            if let Err(source) = reader.verify_all() {
+                let e = DatasetError::Shard {
+                    object: object.to_string(),
+                    source,
+                };
+                self.error(object, None, &e);
+            }
+        }
+        Some(Arc::new(reader))
+    }
+
+    /// Deep only: the object's SHA-256 is the hex digest its file name carries.
+    fn content_address(&mut self, reference: &Reference, object: &str) {
+        let name = reference.path.as_str().rsplit('/').next().unwrap_or("");
+        let stem = name.strip_suffix(".arrayrecord").unwrap_or(name);
+        if !is_sha256_hex(stem) {
+            self.problem(
+                object,
+                None,
+                "its name is not a content address (<sha256>.arrayrecord, profile section 4)",
+            );
+            return;
+        }
+        match hash_object(self.store.as_ref(), reference) {
+            Ok(actual) if actual == stem => {}
+            Ok(actual) => self.problem(
+                object,
+                None,
+                format!("SHA-256 is {actual}, not the content address {stem} its name carries (profile section 4)"),
+            ),
+            Err(e) => self.error(object, None, &e),
+        }
+    }
+
+    fn annotations(&mut self) {
+        let Ok(path) = catalog_path() else {
+            return;
+        };
+        let object = self.store.describe(&path);
+        let bytes = match self.store.read_versioned(&path) {
+            Ok(None) => return,
+            Ok(Some((bytes, _))) => bytes,
+            Err(e) => return self.error(&object, None, &e.into()),
+        };
+        let pointer = match CatalogPointer::parse(&bytes, &self.limits) {
+            Ok(pointer) => pointer,
+            Err(e) => return self.error(&object, None, &e.with_document(&object).into()),
+        };
+        let revision_path = pointer.revision.path.clone();
+        let revision_object = self.store.describe(&revision_path);
+        let revision = self
+            .store
+            .read_limited(
+                &revision_path,
+                pointer.revision.generation,
+                self.limits.max_bytes as u64,
+            )
+            .map_err(DatasetError::from)
+            .and_then(|bytes| {
+                let revision = Revision::parse(&bytes, &self.limits)?;
+                revision.validate()?;
+                Ok(revision)
+            });
+        let revision = match revision {
+            Ok(revision) => revision,
+            Err(e) => return self.error(&revision_object, None, &with_doc(e, &revision_object)),
+        };
+        for (name, reference) in &revision.sets {
+            self.annotation_set(name, reference);
+        }
+    }
+
+    fn annotation_set(&mut self, name: &str, reference: &Reference) {
+        let object = self.store.describe(&reference.path);
+        let snapshot = self.dataset.snapshot();
+        let set = read_control(self.store.as_ref(), reference, &self.limits).and_then(|bytes| {
+            let set = SetRoot::parse(&bytes, &self.limits)?;
+            set.validate()?;
+            set.validate_against_snapshot(snapshot)?;
+            Ok(set)
+        });
+        let set = match set {
+            Ok(set) => set,
+            Err(e) => return self.error(&object, None, &with_doc(e, &object)),
+        };
+        if set.name != name {
+            self.problem(
+                &object,
+                None,
+                format!(
+                    "name {:?} differs from the revision's key {name:?}",
+                    set.name
+                ),
+            );
+        }
+        self.report.annotation_sets_checked += 1;
+        let record_limits = self.dataset.options().record_limits;
+        for shard in &set.shards {
+            let shard_object = self.store.describe(&shard.object.path);
+            let Some(reader) = self.check_object(&shard.object, &shard_object) else {
+                continue;
+            };
+            if reader.len() != shard.record_count {
+                self.problem(
+                    &shard_object,
+                    None,
+                    format!(
+                        "holds {} carrier records but the set root says {} (profile section 6)",
+                        reader.len(),
+                        shard.record_count
+                    ),
+                );
+                continue;
+            }
+            for k in 0..reader.len() {
+                let ordinal = shard.first_ordinal.saturating_add(k);
+                let decoded = reader
+                    .read(k)
+                    .map_err(|source| DatasetError::Shard {
+                        object: shard_object.clone(),
+                        source,
+                    })
+                    .and_then(|bytes| {
+                        record::decode(bytes, &record_limits).map_err(|source| {
+                            DatasetError::Record {
+                                ordinal,
+                                object: shard_object.clone(),
+                                source,
+                            }
+                        })
+                    });
+                if let Err(e) = decoded {
+                    self.error(&shard_object, Some(ordinal), &e);
+                }
+            }
+        }
+    }
+}
+
+fn with_doc(error: DatasetError, document: &str) -> DatasetError {
+    match error {
+        DatasetError::Document(e) => DatasetError::Document(e.with_document(document)),
+        other => other,
+    }
+}
+
+/// SHA-256 of a whole object, streamed in 1 MiB ranged reads.
+fn hash_object(store: &dyn ObjectStore, reference: &Reference) -> Result<String, DatasetError> {
+    const STEP: u64 = 1 << 20;
+    let mut hasher = Sha256::new();
+    let mut offset = 0u64;
+    while offset < reference.stored_bytes {
+        let end = offset.saturating_add(STEP).min(reference.stored_bytes);
+        let bytes = store.read_range(&reference.path, offset..end, reference.generation)?;
+        hasher.update(&bytes);
+        offset = end;
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// The object a dataset error concerns (when it names one) and its rule, without repeating the
+/// object in the rule.
+fn split_error(error: &DatasetError, fallback: &str, store: &dyn ObjectStore) -> (String, String) {
+    let text = error.to_string();
+    let object = match error {
+        DatasetError::Document(document) => {
+            let name = document.document();
+            let named = RelPath::new(name)
+                .map(|p| store.describe(&p))
+                .unwrap_or_else(|_| name.to_string());
+            let rule = match document {
+                DocumentError::Json { source, .. } => format!("invalid JSON: {source}"),
+                DocumentError::Rule { rule, .. } => rule.clone(),
+                other => other.to_string(),
+            };
+            return (named, rule);
+        }
+        DatasetError::Record { object, source, .. } => {
+            return (object.clone(), source.to_string());
+        }
+        DatasetError::SizeMismatch { object, .. }
+        | DatasetError::Shard { object, .. }
+        | DatasetError::Corrupt { object, .. } => object.clone(),
+        _ => fallback.to_string(),
+    };
+    let rule = text
+        .strip_prefix(&format!("{object}: "))
+        .map(str::to_string)
+        .unwrap_or(text.clone());
+    // An ArrayRecord error names the file again inside: drop that repetition too.
+    let rule = rule
+        .strip_prefix(&format!("{object}: "))
+        .map(str::to_string)
+        .unwrap_or(rule);
+    (object, rule)
+}

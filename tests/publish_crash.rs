@@ -1,0 +1,143 @@
+//! Crash test of distributed publication: `sds write-shard` and `sds publish` run as child
+//! processes and are killed with SIGKILL after random (seeded) delays, several times per step,
+//! then re-run to completion. After every kill no `root.json` may exist whose graph is broken
+//! (a reader never sees a root pointing at a missing object); at the end every run must pass
+//! `sds verify --deep` and hold exactly the expected records, in order: none lost, none
+//! duplicated.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::datasets::*;
+use rand::{Rng, SeedableRng};
+use sdsfs::dataset::{verify_store, Dataset, VerifyOptions};
+
+const SDS: &str = env!("CARGO_BIN_EXE_sds");
+/// Work units of the fan-out: ranges of the source's records.
+const RANGES: [(u64, u64); 4] = [(0, 4), (4, 9), (9, 10), (10, 14)];
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(SDS)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Whatever state a kill left: if `root.json` exists, the whole graph it references is there
+/// and valid.
+fn assert_never_dangling(root: &Path, when: &str) {
+    if !root.join("root.json").exists() {
+        return;
+    }
+    let report = verify_store(local_store(root), VerifyOptions { deep: false });
+    assert!(
+        report.is_ok(),
+        "{when}: root.json visible with {:?}",
+        report.problems
+    );
+}
+
+/// Runs `args` up to `kills` times killed after a random delay, then once to completion.
+fn run_with_crashes(
+    args: &[&str],
+    kills: usize,
+    rng: &mut rand::rngs::StdRng,
+    root: &Path,
+) -> usize {
+    let mut killed = 0;
+    for _ in 0..kills {
+        let mut child = spawn(args);
+        let delay = Duration::from_micros(rng.gen_range(0..50_000));
+        std::thread::sleep(delay);
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().ok(); // SIGKILL
+        child.wait().unwrap();
+        if !finished {
+            killed += 1;
+        }
+        assert_never_dangling(root, &format!("after killing {args:?} at {delay:?}"));
+    }
+    let out = Command::new(SDS).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_never_dangling(root, &format!("after completing {args:?}"));
+    killed
+}
+
+#[test]
+fn killed_publications_converge() {
+    let source = publish_dataset(&[5, 4, 5], 2);
+    assert_eq!(source.records.len() as u64, RANGES[3].1);
+    let src = source.root().to_str().unwrap().to_string();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5d5_c4a5);
+    let started = Instant::now();
+    let mut iterations = 0;
+    let mut kills = 0;
+    while iterations < 40 && started.elapsed() < Duration::from_secs(40) {
+        iterations += 1;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("out");
+        let root_s = root.to_str().unwrap().to_string();
+        let mut receipt_files = Vec::new();
+        for (i, (a, b)) in RANGES.iter().enumerate() {
+            let receipt = tmp.path().join(format!("r{i}.json"));
+            let range = format!("{a}:{b}");
+            let work = format!("w{i}");
+            let receipt_s = receipt.to_str().unwrap().to_string();
+            let args = [
+                "write-shard",
+                &root_s,
+                "--work-id",
+                &work,
+                "--from-dataset",
+                &src,
+                "--range",
+                &range,
+                "--receipt-out",
+                &receipt_s,
+            ];
+            kills += run_with_crashes(&args, rng.gen_range(0..3), &mut rng, &root);
+            receipt_files.push(receipt_s);
+        }
+        let mut args = vec![
+            "publish",
+            &root_s,
+            "--dataset-id",
+            "crash",
+            "--snapshot-id",
+            "s1",
+            "--expected-work-ids",
+            "w0,w1,w2,w3",
+            "--receipts",
+        ];
+        args.extend(receipt_files.iter().map(String::as_str));
+        kills += run_with_crashes(&args, rng.gen_range(1..4), &mut rng, &root);
+
+        let verify = Command::new(SDS)
+            .args(["verify", "--deep", &root_s])
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "iteration {iterations}: {}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
+        let dataset = Dataset::open(local_store(&root), Default::default()).unwrap();
+        let records: Vec<_> = dataset.iter_records().map(Result::unwrap).collect();
+        assert_eq!(
+            records, source.records,
+            "iteration {iterations}: lost or duplicated records"
+        );
+    }
+    eprintln!("{iterations} iterations, {kills} processes killed before finishing");
+    assert!(iterations >= 5);
+    assert!(kills > 0, "no kill landed mid-run; the delays are too long");
+}
