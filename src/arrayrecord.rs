@@ -32,6 +32,7 @@
 
 mod chunk;
 mod compress;
+mod cursor;
 mod error;
 mod hash;
 mod layout;

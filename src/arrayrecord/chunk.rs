@@ -8,7 +8,7 @@ use std::io;
 
 use bytes::Bytes;
 
-use super::compress::{self, DecodeCaps};
+use super::compress;
 use super::error::{corrupt, Fault};
 use super::hash::hash;
 use super::options::Compression;
@@ -150,34 +150,6 @@ impl Records {
     }
 }
 
-/// The two buffers of a simple chunk payload, still compressed.
-pub struct SimpleLayout {
-    pub compression_type: u8,
-    /// Byte range of the sizes buffer within the payload.
-    pub sizes: std::ops::Range<usize>,
-    /// Offset of the values buffer within the payload (it runs to the end).
-    pub values_start: usize,
-}
-
-/// Parses the compression byte and the sizes-buffer length of a simple chunk payload.
-pub fn parse_layout(data: &[u8]) -> Result<SimpleLayout, Fault> {
-    let (&compression_type, rest) = data
-        .split_first()
-        .ok_or_else(|| corrupt("simple chunk payload is empty"))?;
-    let (sizes_len, n) = varint::get(rest).ok_or_else(|| corrupt("bad sizes-buffer length"))?;
-    let start = 1 + n;
-    let end = usize::try_from(sizes_len)
-        .ok()
-        .and_then(|l| start.checked_add(l))
-        .filter(|&e| e <= data.len())
-        .ok_or_else(|| corrupt("sizes buffer runs past the chunk payload"))?;
-    Ok(SimpleLayout {
-        compression_type,
-        sizes: start..end,
-        values_start: end,
-    })
-}
-
 /// Most bytes `num_records` size varints can take.
 pub fn max_sizes_len(num_records: u64) -> u64 {
     num_records.saturating_mul(10)
@@ -218,50 +190,6 @@ pub fn parse_sizes(
     Ok(sizes)
 }
 
-/// Decodes a whole simple chunk payload held in memory.
-pub fn decode_simple(
-    data: &Bytes,
-    header: &ChunkHeader,
-    caps: DecodeCaps,
-) -> Result<Records, Fault> {
-    let layout = parse_layout(data)?;
-    let sizes_raw = data.get(layout.sizes.clone()).unwrap_or_default();
-    let values_raw = data.slice(layout.values_start.min(data.len())..);
-    let ct = layout.compression_type;
-    let sizes_buf = if ct == 0 {
-        sizes_raw.to_vec()
-    } else {
-        compress::decompress_buffer(
-            ct,
-            sizes_raw,
-            max_sizes_len(header.num_records),
-            false,
-            caps,
-        )?
-    };
-    let sizes = parse_sizes(&sizes_buf, header.num_records, header.decoded_data_size)?;
-    let values = if ct == 0 {
-        // Uncompressed: the records are a slice of what was read; no copy.
-        values_raw
-    } else {
-        Bytes::from(compress::decompress_buffer(
-            ct,
-            &values_raw,
-            header.decoded_data_size,
-            true,
-            caps,
-        )?)
-    };
-    if values.len() as u64 != header.decoded_data_size {
-        return Err(corrupt(format!(
-            "values buffer has {} bytes, header says {}",
-            values.len(),
-            header.decoded_data_size
-        )));
-    }
-    Ok(Records { values, sizes })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,23 +210,12 @@ mod tests {
     }
 
     #[test]
-    fn simple_payload_round_trip_and_size_rules() {
+    fn simple_payload_encoding_and_size_rules() {
         let payload = encode_simple(&Compression::None, &[2, 8], b"r0record-1").unwrap();
         assert_eq!(hex::encode(&payload), "0002020872307265636f72642d31");
-        let header = ChunkHeader::for_data(SIMPLE, &payload, 2, 10);
-        let caps = DecodeCaps {
-            zstd_window_log_max: 31,
-        };
-        let recs = decode_simple(&Bytes::from(payload.clone()), &header, caps).unwrap();
-        assert_eq!(recs.get(1).unwrap(), &b"record-1"[..]);
-        assert_eq!(recs.into_vec().len(), 2);
-        let mut wrong = header;
-        wrong.decoded_data_size = 11;
-        assert!(decode_simple(&Bytes::from(payload.clone()), &wrong, caps).is_err());
-        wrong = header;
-        wrong.num_records = 3;
-        assert!(decode_simple(&Bytes::from(payload), &wrong, caps).is_err());
+        assert_eq!(parse_sizes(&[2, 8], 2, 10).unwrap(), vec![2, 8]);
+        assert!(parse_sizes(&[2, 8], 2, 11).is_err());
+        assert!(parse_sizes(&[2, 8], 3, 10).is_err());
         assert!(parse_sizes(&[1, 2, 3], 2, 3).is_err());
-        assert!(parse_layout(&[0, 9, 1]).is_err());
     }
 }

@@ -180,6 +180,232 @@ fn zstd_bulk(
     Ok(out)
 }
 
+/// A zstd decompression context driven through `ZSTD_decompressStream`, for input that
+/// arrives in runs (the cursor's block-bounded pieces) and output written straight into the
+/// spare capacity of a `Vec` (no zero fill, no intermediate copy).
+///
+/// With `stable_output`, libzstd is told (`ZSTD_d_stableOutBuffer`, a documented parameter of
+/// libzstd's advanced API, stable since 1.4.x) that the output buffer never moves between
+/// calls: it then decodes straight into it and uses it as its window, instead of decoding into
+/// an internal window buffer and copying out. The caller guarantees this by never
+/// reallocating the `Vec` and always passing the same limit.
+pub(crate) struct ZstdDecoder {
+    ctx: std::ptr::NonNull<zstd_sys::ZSTD_DCtx>,
+    stable_output: bool,
+}
+
+// SAFETY: a ZSTD_DCtx has no thread affinity; it only must not be used concurrently, which
+// `&mut self` on every use guarantees.
+unsafe impl Send for ZstdDecoder {}
+
+fn zstd_check(code: usize) -> Result<usize, Fault> {
+    // SAFETY: ZSTD_isError and ZSTD_getErrorName accept any value and return a static,
+    // NUL-terminated string.
+    unsafe {
+        if zstd_sys::ZSTD_isError(code) != 0 {
+            let name = std::ffi::CStr::from_ptr(zstd_sys::ZSTD_getErrorName(code));
+            return Err(corrupt(format!(
+                "decompression failed: {}",
+                name.to_string_lossy()
+            )));
+        }
+    }
+    Ok(code)
+}
+
+impl ZstdDecoder {
+    pub(crate) fn new(caps: DecodeCaps, stable_output: bool) -> Result<Self, Fault> {
+        // SAFETY: plain constructor; a null result (out of memory) is handled.
+        let raw = unsafe { zstd_sys::ZSTD_createDCtx() };
+        let ctx = std::ptr::NonNull::new(raw)
+            .ok_or_else(|| Fault::Io(io::Error::other("cannot allocate a zstd context")))?;
+        let d = Self { ctx, stable_output };
+        d.set(
+            zstd_sys::ZSTD_dParameter::ZSTD_d_windowLogMax,
+            caps.zstd_window_log_max as i32,
+        )?;
+        if stable_output {
+            // ZSTD_d_stableOutBuffer (zstd.h: `#define ZSTD_d_stableOutBuffer
+            // ZSTD_d_experimentalParam2`).
+            d.set(zstd_sys::ZSTD_dParameter::ZSTD_d_experimentalParam2, 1)?;
+        }
+        Ok(d)
+    }
+
+    fn set(&self, param: zstd_sys::ZSTD_dParameter, value: i32) -> Result<(), Fault> {
+        // SAFETY: `ctx` is a live context owned by `self`; setting a parameter before the
+        // first frame is allowed, and an out-of-range value is reported as an error code.
+        let code = unsafe { zstd_sys::ZSTD_DCtx_setParameter(self.ctx.as_ptr(), param, value) };
+        zstd_check(code).map(|_| ())
+    }
+
+    /// Decodes from `input` into `out`'s spare capacity, never letting `out` grow beyond
+    /// `limit` bytes (nor its capacity). Returns the input bytes consumed and whether the
+    /// frame is complete. With `stable_output`, `out` must not have been reallocated and
+    /// `limit` must be the same as in the previous calls of this frame.
+    pub(crate) fn decompress(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<(usize, bool), Fault> {
+        let size = limit.min(out.capacity());
+        if out.len() > size {
+            return Err(corrupt("zstd output beyond its limit"));
+        }
+        let mut output = zstd_sys::ZSTD_outBuffer {
+            dst: out.as_mut_ptr().cast(),
+            size,
+            pos: out.len(),
+        };
+        let mut inb = zstd_sys::ZSTD_inBuffer {
+            src: input.as_ptr().cast(),
+            size: input.len(),
+            pos: 0,
+        };
+        // SAFETY: `output` describes `out`'s allocation (`size` <= capacity, `pos` = len, the
+        // bytes before `pos` initialized); `inb` describes `input`. libzstd only writes
+        // output bytes in [pos, size) and only reads input bytes in [0, input.len()); both
+        // buffers outlive the call. In stable mode the same buffer and size were passed
+        // before, as the caller guarantees.
+        let code =
+            unsafe { zstd_sys::ZSTD_decompressStream(self.ctx.as_ptr(), &mut output, &mut inb) };
+        let code = zstd_check(code)?;
+        let new_len = output.pos.min(size);
+        // SAFETY: libzstd initialized the output bytes [old len, output.pos), and
+        // output.pos <= size <= capacity.
+        unsafe { out.set_len(new_len) };
+        Ok((inb.pos.min(input.len()), code == 0))
+    }
+
+    /// Forgets any frame in progress (parameters are kept).
+    fn reset_session(&mut self) -> Result<(), Fault> {
+        // SAFETY: `ctx` is a live context owned by `self`.
+        let code = unsafe {
+            zstd_sys::ZSTD_DCtx_reset(
+                self.ctx.as_ptr(),
+                zstd_sys::ZSTD_ResetDirective::ZSTD_reset_session_only,
+            )
+        };
+        zstd_check(code).map(|_| ())
+    }
+
+    /// A stable-output decoder for `caps`, reusing this thread's spare one when it fits:
+    /// creating a context costs more than decoding a small record.
+    fn stable(caps: DecodeCaps) -> Result<Self, Fault> {
+        if let Some((window, mut d)) = SPARE_ZSTD.with(|s| s.borrow_mut().take()) {
+            if window == caps.zstd_window_log_max && d.reset_session().is_ok() {
+                return Ok(d);
+            }
+        }
+        Self::new(caps, true)
+    }
+
+    /// Keeps a stable-output decoder as this thread's spare.
+    fn recycle(self, caps: DecodeCaps) {
+        if self.stable_output {
+            SPARE_ZSTD.with(|s| *s.borrow_mut() = Some((caps.zstd_window_log_max, self)));
+        }
+    }
+
+    /// Whether the output buffer must stay put between calls.
+    pub(crate) fn stable_output(&self) -> bool {
+        self.stable_output
+    }
+}
+
+thread_local! {
+    /// One spare stable-output zstd context per thread, with the window limit it was set to.
+    static SPARE_ZSTD: std::cell::RefCell<Option<(u32, ZstdDecoder)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl Drop for ZstdDecoder {
+    fn drop(&mut self) {
+        // SAFETY: `ctx` came from ZSTD_createDCtx and is freed exactly once, here.
+        unsafe {
+            zstd_sys::ZSTD_freeDCtx(self.ctx.as_ptr());
+        }
+    }
+}
+
+/// Decodes the zstd frame the cursor's data holds from here on (its riegeli length prefix
+/// already consumed) into exactly `expected` bytes. Up to [`EXACT_ALLOC_MAX`] the output is
+/// allocated at once and decoded in place; beyond, it grows with the actual output. The frame
+/// must use up the data: trailing bytes are corruption.
+pub(crate) fn zstd_from_runs(
+    runs: &mut dyn RunSource,
+    expected: u64,
+    caps: DecodeCaps,
+) -> Result<Vec<u8>, Fault> {
+    let exact = expected <= EXACT_ALLOC_MAX;
+    let too_big = || corrupt(format!("values decompress to more than {expected} bytes"));
+    let expected = usize::try_from(expected).map_err(|_| too_big())?;
+    let (mut out, limit) = if exact {
+        (Vec::with_capacity(expected), expected)
+    } else {
+        (
+            Vec::with_capacity(EXACT_ALLOC_MAX as usize),
+            expected.saturating_add(1),
+        )
+    };
+    let mut d = if exact {
+        ZstdDecoder::stable(caps)?
+    } else {
+        ZstdDecoder::new(caps, false)?
+    };
+    let result = zstd_loop(&mut d, runs, &mut out, limit);
+    d.recycle(caps);
+    result?;
+    if runs.left() > 0 {
+        return Err(corrupt("trailing bytes after the zstd frame"));
+    }
+    check_len(out.len() as u64, expected as u64, true)?;
+    Ok(out)
+}
+
+/// Feeds the runs to the decoder until the frame ends.
+fn zstd_loop(
+    d: &mut ZstdDecoder,
+    runs: &mut dyn RunSource,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), Fault> {
+    let too_big = || corrupt("values decompress to more bytes than the chunk header says");
+    loop {
+        if !d.stable_output() && out.len() == out.capacity() && out.len() < limit {
+            let more = out.len().min(limit - out.len());
+            out.reserve_exact(more);
+        }
+        let input = runs.next_run()?;
+        let input_len = input.len();
+        let before = out.len();
+        let (used, done) = d.decompress(input, out, limit)?;
+        runs.consume_run(used);
+        if done {
+            return Ok(());
+        }
+        if used == 0 && out.len() == before {
+            return Err(if input_len == 0 {
+                corrupt("zstd frame is truncated")
+            } else {
+                // No room left for the output the frame still has.
+                too_big()
+            });
+        }
+    }
+}
+
+/// Input handed out in runs (implemented by the chunk cursor).
+pub(crate) trait RunSource {
+    /// The next run of input (empty at the end).
+    fn next_run(&mut self) -> Result<&[u8], Fault>;
+    /// Marks `n` bytes of the last run as used.
+    fn consume_run(&mut self, n: usize);
+    /// Input bytes not used yet.
+    fn left(&self) -> u64;
+}
+
 fn check_len(got: u64, expected: u64, exact: bool) -> Result<(), Fault> {
     if got > expected || (exact && got != expected) {
         return Err(corrupt(format!(

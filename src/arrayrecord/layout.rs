@@ -2,14 +2,11 @@
 //!
 //! Writer side: [`PhysicalWriter`] turns "write this chunk" into bytes with a block header
 //! at every 64 KiB boundary, tracking the file position itself so the sink can be any
-//! `Write` (no seeking, nothing retained). Reader side: [`Span`] is a window of physical
-//! bytes read in one go; logical ranges are gathered from it (zero-copy when no block header
-//! interrupts them) and the block headers inside a chunk are verified against the chunk's
-//! begin and end, like the reference reader does.
+//! `Write` (no seeking, nothing retained). Reader side: [`check_block_header`] verifies a block
+//! header against the chunk it interrupts, like the reference reader does (the walk itself is
+//! in `cursor` and `stream`).
 
 use std::io::{self, Write};
-
-use bytes::{Bytes, BytesMut};
 
 use super::chunk::{self, ChunkHeader};
 use super::error::{corrupt, Fault};
@@ -126,78 +123,6 @@ impl<W: Write> PhysicalWriter<W> {
     }
 }
 
-/// Physical bytes `[base, base + bytes.len())` of a file, read in one go.
-pub struct Span {
-    pub base: u64,
-    pub bytes: Bytes,
-}
-
-impl Span {
-    /// The end of the span (exclusive).
-    pub fn end(&self) -> u64 {
-        self.base + self.bytes.len() as u64
-    }
-
-    /// Physical bytes `[pos, pos + len)`, if inside the span.
-    fn slice(&self, pos: u64, len: u64) -> Result<Bytes, Fault> {
-        let start = pos
-            .checked_sub(self.base)
-            .and_then(|s| usize::try_from(s).ok());
-        let end = start.and_then(|s| s.checked_add(usize::try_from(len).ok()?));
-        match (start, end) {
-            (Some(s), Some(e)) if e <= self.bytes.len() => Ok(self.bytes.slice(s..e)),
-            _ => Err(corrupt(format!(
-                "bytes {pos}..+{len} lie beyond the chunk's extent"
-            ))),
-        }
-    }
-
-    /// Logical bytes `[l0, l0 + len)` of the chunk beginning at `begin`. Zero-copy when no
-    /// block header interrupts the range.
-    pub fn gather(&self, begin: u64, l0: u64, len: u64) -> Result<Bytes, Fault> {
-        let overflow = || corrupt("chunk position overflow");
-        let mut p = position::physical_of_logical(begin, l0).ok_or_else(overflow)?;
-        let first = position::remaining_in_block(p).min(len);
-        if first == len {
-            return self.slice(p, len);
-        }
-        let mut out = BytesMut::with_capacity(usize::try_from(len).map_err(|_| overflow())?);
-        let mut left = len;
-        while left > 0 {
-            if p % BLOCK == 0 {
-                p = p.checked_add(BLOCK_HEADER).ok_or_else(overflow)?;
-            }
-            let n = position::remaining_in_block(p).min(left);
-            out.extend_from_slice(&self.slice(p, n)?);
-            p += n;
-            left -= n;
-        }
-        Ok(out.freeze())
-    }
-
-    /// Verifies every block header inside the chunk `[begin, end)`.
-    pub fn verify_blocks(&self, begin: u64, end: u64) -> Result<(), Fault> {
-        let mut at = position::next_boundary_at_or_after(begin)
-            .ok_or_else(|| corrupt("chunk position overflow"))?;
-        while at < end {
-            check_block_header(&self.slice(at, BLOCK_HEADER)?, at, begin, end)?;
-            at = match at.checked_add(BLOCK) {
-                Some(next) => next,
-                None => break,
-            };
-        }
-        Ok(())
-    }
-
-    /// Reads and checks the chunk header of the chunk beginning at `begin`.
-    pub fn chunk_header(&self, begin: u64) -> Result<ChunkHeader, Fault> {
-        let raw = self.gather(begin, 0, CHUNK_HEADER)?;
-        let mut bytes = [0u8; 40];
-        bytes.copy_from_slice(&raw);
-        ChunkHeader::decode(&bytes)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,28 +133,5 @@ mod tests {
             hex::encode(block_header(0, 64)),
             "83af70d10d884a3f00000000000000004000000000000000"
         );
-    }
-
-    #[test]
-    fn chunk_written_across_boundaries_reads_back() {
-        let mut w = PhysicalWriter::new(Vec::new());
-        let sig = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
-        w.write_chunk(&sig, b"").unwrap();
-        let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
-        let header = ChunkHeader::for_data(chunk::SIMPLE, &data, 1, 1);
-        let begin = w.write_chunk(&header, &data).unwrap();
-        let end = w.pos();
-        w.pad_to_block_boundary().unwrap();
-        assert_eq!(w.pos() % BLOCK, 0);
-        let file = w.into_inner();
-        assert_eq!(file.len() as u64 % BLOCK, 0);
-        let span = Span {
-            base: 0,
-            bytes: Bytes::from(file),
-        };
-        assert_eq!(span.chunk_header(begin).unwrap(), header);
-        assert_eq!(span.gather(begin, 40, data.len() as u64).unwrap(), data);
-        span.verify_blocks(begin, end).unwrap();
-        assert!(span.verify_blocks(begin, end + 1).is_err());
     }
 }

@@ -50,6 +50,7 @@ pub fn chunk_end(b: u64, data_size: u64, num_records: u64) -> Option<u64> {
 
 /// Physical position of logical byte `l` of the chunk beginning at `b` (header byte 0 is
 /// logical byte 0). A position landing on a boundary is moved past that block header.
+#[cfg(test)]
 pub fn physical_of_logical(b: u64, l: u64) -> Option<u64> {
     let end = add_with_overhead(b, l)?;
     if end % BLOCK == 0 {

@@ -13,14 +13,12 @@ use bytes::Bytes;
 
 use super::chunk::{self, ChunkHeader, Records};
 use super::compress::{self, DecodeCaps};
+use super::cursor::ChunkCursor;
 use super::error::{corrupt, Error, Fault, Result};
-use super::hash::hash;
-use super::layout::Span;
-use super::position::{self, BLOCK, CHUNK_HEADER};
+use super::position::{self, BLOCK, BLOCK_HEADER, CHUNK_HEADER};
 use super::proto::{FooterEntry, Metadata, Postscript, POSTSCRIPT_MAGIC};
 use super::source::ByteSource;
-use super::stream::{io_to_fault, HashingReader, LogicalStream};
-use super::varint;
+use super::stream::io_to_fault;
 
 /// Memory limits against hostile or oversized files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +76,23 @@ pub(crate) fn read_header<S: ByteSource + ?Sized>(
         .filter(|&e| e <= limit)
         .ok_or_else(|| corrupt(format!("chunk header runs past {limit}")))?;
     let bytes = source.read_at(begin, (header_end - begin) as usize)?;
-    let span = Span { base: begin, bytes };
-    let header = span.chunk_header(begin)?;
+    // The 40 logical bytes, stepping over a block header that may interrupt them.
+    let mut raw = [0u8; 40];
+    let (mut got, mut p) = (0usize, begin);
+    while got < raw.len() {
+        if p % BLOCK == 0 {
+            p += BLOCK_HEADER;
+        }
+        let n = position::remaining_in_block(p).min((raw.len() - got) as u64) as usize;
+        let at = (p - begin) as usize;
+        let piece = bytes
+            .get(at..at + n)
+            .ok_or_else(|| corrupt("short chunk header read"))?;
+        raw[got..got + n].copy_from_slice(piece);
+        got += n;
+        p += n as u64;
+    }
+    let header = ChunkHeader::decode(&raw)?;
     let end = position::chunk_end(begin, header.data_size, header.num_records)
         .filter(|&e| e <= limit)
         .ok_or_else(|| {
@@ -104,14 +117,18 @@ fn require_simple(header: &ChunkHeader) -> Result<(), Fault> {
     }
 }
 
-/// Decodes the simple chunk at `begin` inside `span` (hashes, block headers, sizes).
-fn decode_in_span(
-    span: &Span,
+/// Reads, verifies and decodes the simple chunk at `begin` (ending by `limit`) in memory, in
+/// one pass: block headers are checked as they are crossed, the data is hashed as it is fed to
+/// the decompressor, and the data hash and the zero fill are checked at the end. A data-hash or
+/// block-header fault takes precedence over a decoding fault it may have caused.
+pub(crate) fn decode_chunk<S: ByteSource + ?Sized>(
+    source: &S,
     begin: u64,
+    limit: u64,
     caps: DecodeCaps,
     max: u64,
 ) -> Result<(ChunkHeader, Records), Fault> {
-    let header = span.chunk_header(begin)?;
+    let (mut cursor, header) = ChunkCursor::open(source, begin, limit)?;
     require_simple(&header)?;
     if header.decoded_data_size > max {
         return Err(Fault::Limit(format!(
@@ -119,21 +136,92 @@ fn decode_in_span(
             header.decoded_data_size
         )));
     }
-    let end = position::chunk_end(begin, header.data_size, header.num_records)
-        .filter(|&e| e <= span.end())
-        .ok_or_else(|| {
-            corrupt(format!(
-                "chunk runs past {} (next chunk or footer)",
-                span.end()
-            ))
-        })?;
-    span.verify_blocks(begin, end)?;
-    let data = span.gather(begin, CHUNK_HEADER, header.data_size)?;
-    if hash(&data) != header.data_hash {
-        return Err(corrupt("data hash mismatch"));
+    match decode_payload(&mut cursor, &header, caps) {
+        Ok(records) => {
+            cursor.finish()?;
+            Ok((header, records))
+        }
+        Err(Fault::Io(e)) => Err(Fault::Io(e)),
+        Err(fault) => {
+            cursor.finish()?;
+            Err(fault)
+        }
     }
-    let records = chunk::decode_simple(&data, &header, caps)?;
-    Ok((header, records))
+}
+
+/// Reads the compression byte, the sizes buffer (decoded and checked) of a simple chunk.
+fn read_sizes<S: ByteSource + ?Sized>(
+    cursor: &mut ChunkCursor<'_, S>,
+    header: &ChunkHeader,
+    caps: DecodeCaps,
+) -> Result<(u8, Vec<u64>), Fault> {
+    let mut ct = [0u8; 1];
+    cursor
+        .read_exact(&mut ct)
+        .map_err(|_| corrupt("simple chunk payload is empty"))?;
+    let sizes_len = cursor.read_varint()?;
+    let sizes_cap = chunk::max_sizes_len(header.num_records)
+        .saturating_mul(2)
+        .saturating_add(1024);
+    if sizes_len > cursor.data_left() {
+        return Err(corrupt("sizes buffer runs past the chunk payload"));
+    }
+    if sizes_len > sizes_cap {
+        return Err(corrupt(format!(
+            "sizes buffer length {sizes_len} is implausible"
+        )));
+    }
+    let sizes_raw = cursor.read_vec(sizes_len)?;
+    let sizes_buf = if ct[0] == 0 {
+        sizes_raw
+    } else {
+        compress::decompress_buffer(
+            ct[0],
+            &sizes_raw,
+            chunk::max_sizes_len(header.num_records),
+            false,
+            caps,
+        )?
+    };
+    let sizes = chunk::parse_sizes(&sizes_buf, header.num_records, header.decoded_data_size)?;
+    Ok((ct[0], sizes))
+}
+
+/// Decodes a simple chunk payload from the cursor into memory.
+fn decode_payload<S: ByteSource + ?Sized>(
+    cursor: &mut ChunkCursor<'_, S>,
+    header: &ChunkHeader,
+    caps: DecodeCaps,
+) -> Result<Records, Fault> {
+    let (ct, sizes) = read_sizes(cursor, header, caps)?;
+    let expected = header.decoded_data_size;
+    let values = match ct {
+        // Uncompressed: the records are a slice of what was read when no block header
+        // interrupts them.
+        0 => cursor.read_rest()?,
+        b'z' => {
+            // The riegeli length prefix: read, not trusted (the cap is the header's).
+            cursor.read_varint()?;
+            Bytes::from(compress::zstd_from_runs(cursor, expected, caps)?)
+        }
+        _ => {
+            cursor.read_varint()?;
+            let initial = expected.min(cursor.data_left().saturating_mul(4).saturating_add(4096));
+            let mut out = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
+            compress::decoder(ct, &mut *cursor, caps)?
+                .take(expected.saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(io_to_fault)?;
+            Bytes::from(out)
+        }
+    };
+    if values.len() as u64 != expected {
+        return Err(corrupt(format!(
+            "values buffer has {} bytes, header says {expected}",
+            values.len(),
+        )));
+    }
+    Ok(Records { values, sizes })
 }
 
 impl<S: ByteSource> ArrayRecordReader<S> {
@@ -188,12 +276,7 @@ impl<S: ByteSource> ArrayRecordReader<S> {
             ));
         }
         let begin = self.size - BLOCK;
-        let bytes = self
-            .source
-            .read_at(begin, BLOCK as usize)
-            .map_err(|e| Fault::Io(e).at(&self.name, begin))?;
-        let span = Span { base: begin, bytes };
-        let (_, records) = decode_in_span(&span, begin, self.caps(), BLOCK)
+        let (_, records) = decode_chunk(&self.source, begin, self.size, self.caps(), BLOCK)
             .map_err(|f| f.at(&self.name, begin))?;
         let first = records
             .get(0)
@@ -221,17 +304,9 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     fn read_footer(&mut self, footer_offset: u64) -> Result<()> {
         let fo = footer_offset;
         let limit = self.size - BLOCK;
-        let (header, end) =
-            read_header(&self.source, fo, limit).map_err(|f| f.at(&self.name, fo))?;
-        let len = usize::try_from(end - fo).map_err(|_| self.corrupt_at(fo, "footer too large"))?;
-        let bytes = self
-            .source
-            .read_at(fo, len)
-            .map_err(|e| Fault::Io(e).at(&self.name, fo))?;
-        let span = Span { base: fo, bytes };
         let max = self.limits.max_in_memory_record_bytes;
-        let (_, records) =
-            decode_in_span(&span, fo, self.caps(), max).map_err(|f| f.at(&self.name, fo))?;
+        let (header, records) = decode_chunk(&self.source, fo, limit, self.caps(), max)
+            .map_err(|f| f.at(&self.name, fo))?;
         let mut records = records.into_vec().into_iter();
         let meta = records
             .next()
@@ -427,16 +502,8 @@ impl<S: ByteSource> ArrayRecordReader<S> {
             ))
             .at(&self.name, span.start));
         }
-        let bytes = self
-            .source
-            .read_at(span.start, len as usize)
-            .map_err(|e| Fault::Io(e).at(&self.name, span.start))?;
-        let view = Span {
-            base: span.start,
-            bytes,
-        };
         let expected = self.index.get(k).map_or(0, |e| e.num_records);
-        let (header, records) = decode_in_span(&view, span.start, self.caps(), max)
+        let (header, records) = decode_chunk(&self.source, span.start, span.end, self.caps(), max)
             .map_err(|f| f.at(&self.name, span.start))?;
         if header.num_records != expected {
             return Err(self.corrupt_at(
@@ -489,8 +556,7 @@ impl<S: ByteSource> ArrayRecordReader<S> {
         local: usize,
         sink: &mut dyn Write,
     ) -> Result<u64, Fault> {
-        let begin = span.start;
-        let (header, end) = read_header(&self.source, begin, span.end)?;
+        let (mut cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
         require_simple(&header)?;
         if header.num_records != expected {
             return Err(corrupt(format!(
@@ -504,25 +570,28 @@ impl<S: ByteSource> ArrayRecordReader<S> {
                 header.decoded_data_size, self.limits.max_streamed_record_bytes
             )));
         }
-        let mut stream = LogicalStream::new(&self.source, begin, end);
-        (&mut stream)
-            .take(CHUNK_HEADER)
-            .read_to_end(&mut Vec::new())
-            .map_err(io_to_fault)?;
-        let mut data = HashingReader::new((&mut stream).take(header.data_size));
-        let written = stream_payload(&mut data, &header, local, self.caps(), sink)?;
-        pump(&mut data, u64::MAX, None)?;
-        if data.hasher.finish() != header.data_hash {
-            return Err(corrupt("data hash mismatch"));
+        match stream_payload(&mut cursor, &header, local, self.caps(), sink) {
+            Ok(written) => {
+                cursor.finish()?;
+                Ok(written)
+            }
+            Err(Fault::Io(e)) => Err(Fault::Io(e)),
+            Err(fault) => {
+                cursor.finish()?;
+                Err(fault)
+            }
         }
-        stream.finish()?;
-        Ok(written)
     }
 }
 
-/// Copies up to `n` bytes from `reader` to `sink` (or discards them); returns the count.
-fn pump(reader: &mut dyn Read, n: u64, mut sink: Option<&mut dyn Write>) -> Result<u64, Fault> {
-    let mut buf = vec![0u8; 256 * 1024];
+/// Copies up to `n` bytes from `reader` to `sink` (or discards them) through `buf`; returns
+/// the count.
+fn pump(
+    reader: &mut dyn Read,
+    n: u64,
+    buf: &mut [u8],
+    mut sink: Option<&mut dyn Write>,
+) -> Result<u64, Fault> {
     let mut done = 0u64;
     while done < n {
         let want = (n - done).min(buf.len() as u64) as usize;
@@ -540,60 +609,34 @@ fn pump(reader: &mut dyn Read, n: u64, mut sink: Option<&mut dyn Write>) -> Resu
     Ok(done)
 }
 
-/// Decodes a simple chunk payload from a stream, writing record `local` to `sink`.
-fn stream_payload(
-    data: &mut dyn Read,
+/// Decodes a simple chunk payload from the cursor, writing record `local` to `sink`. Memory
+/// stays at one piece of the cursor, the decoder state and one 256 KiB buffer.
+fn stream_payload<S: ByteSource + ?Sized>(
+    cursor: &mut ChunkCursor<'_, S>,
     header: &ChunkHeader,
     local: usize,
     caps: DecodeCaps,
     sink: &mut dyn Write,
 ) -> Result<u64, Fault> {
-    let mut ct = [0u8; 1];
-    data.read_exact(&mut ct)
-        .map_err(|_| corrupt("simple chunk payload is empty"))?;
-    let sizes_len = read_varint(data)?;
-    let sizes_cap = chunk::max_sizes_len(header.num_records)
-        .saturating_mul(2)
-        .saturating_add(1024);
-    if sizes_len > sizes_cap || sizes_len > header.data_size {
-        return Err(corrupt(format!(
-            "sizes buffer length {sizes_len} is implausible"
-        )));
-    }
-    let mut sizes_raw = Vec::with_capacity(sizes_len as usize);
-    data.take(sizes_len)
-        .read_to_end(&mut sizes_raw)
-        .map_err(io_to_fault)?;
-    if sizes_raw.len() as u64 != sizes_len {
-        return Err(corrupt("sizes buffer runs past the chunk payload"));
-    }
-    let sizes_buf = if ct[0] == 0 {
-        sizes_raw
-    } else {
-        compress::decompress_buffer(
-            ct[0],
-            &sizes_raw,
-            chunk::max_sizes_len(header.num_records),
-            false,
-            caps,
-        )?
-    };
-    let sizes = chunk::parse_sizes(&sizes_buf, header.num_records, header.decoded_data_size)?;
+    let (ct, sizes) = read_sizes(cursor, header, caps)?;
     let skip: u64 = sizes.iter().take(local).sum();
     let len = *sizes
         .get(local)
         .ok_or_else(|| corrupt("record missing from chunk"))?;
-    if ct[0] != 0 {
+    if ct != 0 {
         // The riegeli length prefix of the values buffer: read, not trusted (the cap is the
         // header's decoded_data_size).
-        read_varint(data)?;
+        cursor.read_varint()?;
     }
-    let input = io::BufReader::with_capacity(256 * 1024, data);
-    let mut values =
-        compress::decoder(ct[0], input, caps)?.take(header.decoded_data_size.saturating_add(1));
-    let skipped = pump(&mut values, skip, None)?;
-    let written = pump(&mut values, len, Some(sink))?;
-    let rest = pump(&mut values, u64::MAX, None)?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let (skipped, written, rest) = {
+        let mut values = compress::decoder(ct, &mut *cursor, caps)?
+            .take(header.decoded_data_size.saturating_add(1));
+        let skipped = pump(&mut values, skip, &mut buf, None)?;
+        let written = pump(&mut values, len, &mut buf, Some(sink))?;
+        let rest = pump(&mut values, u64::MAX, &mut buf, None)?;
+        (skipped, written, rest)
+    };
     if skipped + written + rest != header.decoded_data_size || written != len {
         return Err(corrupt(format!(
             "values decode to {} bytes, header says {}",
@@ -601,21 +644,8 @@ fn stream_payload(
             header.decoded_data_size
         )));
     }
-    Ok(written)
-}
-
-fn read_varint(r: &mut dyn Read) -> Result<u64, Fault> {
-    let mut buf = Vec::with_capacity(10);
-    let mut byte = [0u8; 1];
-    while buf.len() < 10 {
-        r.read_exact(&mut byte)
-            .map_err(|_| corrupt("truncated varint"))?;
-        buf.push(byte[0]);
-        if byte[0] & 0x80 == 0 {
-            break;
-        }
+    if ct == b'z' && cursor.data_left() > 0 {
+        return Err(corrupt("trailing bytes after the zstd frame"));
     }
-    varint::get(&buf)
-        .map(|(v, _)| v)
-        .ok_or_else(|| corrupt("bad varint"))
+    Ok(written)
 }

@@ -1,0 +1,401 @@
+//! Reading one chunk piece by piece: the fused read path (spec 3, 4.1, 4.2).
+//!
+//! [`ChunkCursor`] reads a chunk's physical bytes in pieces of at most a few MiB and hands out
+//! its logical data bytes as runs that never cross a block boundary, straight out of the
+//! piece that was read (no gathering copy). Every block header it steps over is checked
+//! against the chunk's begin and end; every data byte is hashed exactly once, when it is
+//! consumed, so decompressors can be fed from the runs while they are still in cache and the
+//! data hash is known as soon as the last byte went through. [`ChunkCursor::finish`] drains
+//! what the decoder did not consume, checks the data hash and the block headers in the zero
+//! fill, so the checking is the same as reading the whole chunk and verifying it first.
+//!
+//! The cursor is also a `BufRead` (faults travel as `io::Error`, see `stream`), which is how
+//! the streaming decoders and `read_into` consume it.
+
+use std::io;
+
+use bytes::Bytes;
+
+use super::chunk::ChunkHeader;
+use super::compress::RunSource;
+use super::error::{corrupt, Fault};
+use super::hash::Hasher;
+use super::layout::check_block_header;
+use super::position::{self, BLOCK, BLOCK_HEADER, CHUNK_HEADER};
+use super::source::ByteSource;
+use super::stream::fault_to_io;
+use super::varint;
+
+/// Largest positional read the cursor issues (a multiple of the block size). A chunk span no
+/// larger than this is read in one go.
+pub const PIECE: u64 = 4 << 20;
+
+/// The data bytes of one chunk, read piecewise.
+pub struct ChunkCursor<'a, S: ?Sized> {
+    source: &'a S,
+    begin: u64,
+    /// Physical end of the chunk (before the header is known: the limit).
+    end: u64,
+    /// Physical position of the next byte to deliver.
+    pos: u64,
+    /// Physical bytes `[piece_pos, piece_pos + piece.len())`.
+    piece: Bytes,
+    piece_pos: u64,
+    /// Data bytes not consumed yet.
+    data_left: u64,
+    data_hash: u64,
+    hasher: Hasher,
+}
+
+impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
+    /// Opens the chunk at `begin`, which must end by `limit`: reads and checks its header
+    /// (hash, extent) and the block headers it crosses. The cursor then stands at the first
+    /// data byte.
+    pub fn open(source: &'a S, begin: u64, limit: u64) -> Result<(Self, ChunkHeader), Fault> {
+        if !position::is_chunk_boundary(begin) {
+            return Err(corrupt("chunk offset is not a valid chunk boundary"));
+        }
+        position::add_with_overhead(begin, CHUNK_HEADER)
+            .filter(|&e| e <= limit)
+            .ok_or_else(|| corrupt(format!("chunk header runs past {limit}")))?;
+        let mut cursor = Self {
+            source,
+            begin,
+            end: limit,
+            pos: begin,
+            piece: Bytes::new(),
+            piece_pos: begin,
+            data_left: 0,
+            data_hash: 0,
+            hasher: Hasher::new(),
+        };
+        // The chunk end is unknown until the header is decoded: step over block headers
+        // unchecked, then check them once the end is known.
+        let mut raw = [0u8; 40];
+        let mut got = 0usize;
+        while got < raw.len() {
+            if cursor.pos % BLOCK == 0 {
+                cursor.pos += BLOCK_HEADER;
+            }
+            let run = position::remaining_in_block(cursor.pos).min((raw.len() - got) as u64);
+            let bytes = cursor.physical(cursor.pos, run)?;
+            raw[got..got + bytes.len()].copy_from_slice(bytes);
+            got += bytes.len();
+            cursor.pos += run;
+        }
+        let header = ChunkHeader::decode(&raw)?;
+        cursor.end = position::chunk_end(begin, header.data_size, header.num_records)
+            .filter(|&e| e <= limit)
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "chunk (data_size {}, {} records) runs past {limit}",
+                    header.data_size, header.num_records
+                ))
+            })?;
+        let mut at = position::next_boundary_at_or_after(begin)
+            .ok_or_else(|| corrupt("chunk position overflow"))?;
+        while at < cursor.pos {
+            cursor.check_block_header(at)?;
+            at += BLOCK;
+        }
+        cursor.data_left = header.data_size;
+        cursor.data_hash = header.data_hash;
+        Ok((cursor, header))
+    }
+
+    /// Data bytes not consumed yet.
+    pub fn data_left(&self) -> u64 {
+        self.data_left
+    }
+
+    /// Physical bytes `[pos, pos + len)` (inside the chunk), reading a new piece if needed.
+    /// A piece ends at a block boundary (or the chunk end), so a block header is never split.
+    fn physical(&mut self, pos: u64, len: u64) -> Result<&[u8], Fault> {
+        let piece_end = self.piece_pos + self.piece.len() as u64;
+        if pos < self.piece_pos || pos.saturating_add(len) > piece_end {
+            let want_end = pos.saturating_add(len);
+            if want_end > self.end {
+                return Err(corrupt(format!(
+                    "bytes {pos}..+{len} lie beyond the chunk's extent"
+                )));
+            }
+            let aligned = (pos.saturating_add(PIECE)) / BLOCK * BLOCK;
+            let read_end = aligned.min(self.end).max(want_end);
+            self.piece = self.source.read_at(pos, (read_end - pos) as usize)?;
+            self.piece_pos = pos;
+        }
+        let start = (pos - self.piece_pos) as usize;
+        Ok(&self.piece[start..start + len as usize])
+    }
+
+    fn check_block_header(&mut self, at: u64) -> Result<(), Fault> {
+        let (begin, end) = (self.begin, self.end);
+        let bytes = self.physical(at, BLOCK_HEADER)?;
+        check_block_header(bytes, at, begin, end)
+    }
+
+    /// Length of the run of data bytes available at the cursor (0 at the end of the data),
+    /// after stepping over (and checking) a block header at the cursor.
+    fn prepare_run(&mut self) -> Result<u64, Fault> {
+        if self.data_left == 0 {
+            return Ok(0);
+        }
+        if self.pos % BLOCK == 0 {
+            self.check_block_header(self.pos)?;
+            self.pos += BLOCK_HEADER;
+        }
+        let run = position::remaining_in_block(self.pos).min(self.data_left);
+        self.physical(self.pos, run)?;
+        Ok(run)
+    }
+
+    /// The next run of data bytes (empty at the end of the data); not consumed yet.
+    pub fn fill(&mut self) -> Result<&[u8], Fault> {
+        let run = self.prepare_run()? as usize;
+        if run == 0 {
+            return Ok(&[]);
+        }
+        // `prepare_run` made the piece cover the run.
+        let start = (self.pos - self.piece_pos) as usize;
+        Ok(&self.piece[start..start + run])
+    }
+
+    /// Consumes (and hashes) `n` bytes of the run returned by the last `fill`.
+    pub fn consume(&mut self, n: usize) {
+        let Some(start) = self.pos.checked_sub(self.piece_pos) else {
+            return;
+        };
+        let start = start as usize;
+        let avail = (position::remaining_in_block(self.pos).min(self.data_left) as usize)
+            .min(self.piece.len().saturating_sub(start));
+        let n = n.min(avail);
+        if n == 0 {
+            return;
+        }
+        self.hasher.update(&self.piece[start..start + n]);
+        self.pos += n as u64;
+        self.data_left -= n as u64;
+    }
+
+    /// Fills `out` with the next data bytes.
+    pub fn read_exact(&mut self, out: &mut [u8]) -> Result<(), Fault> {
+        let mut got = 0;
+        while got < out.len() {
+            let run = self.fill()?;
+            if run.is_empty() {
+                return Err(corrupt("simple chunk payload is truncated"));
+            }
+            let n = run.len().min(out.len() - got);
+            out[got..got + n].copy_from_slice(&run[..n]);
+            got += n;
+            self.consume(n);
+        }
+        Ok(())
+    }
+
+    /// Reads a varint from the data.
+    pub fn read_varint(&mut self) -> Result<u64, Fault> {
+        let mut buf = [0u8; 10];
+        for i in 0..buf.len() {
+            self.read_exact(&mut buf[i..i + 1])?;
+            if buf[i] & 0x80 == 0 {
+                return varint::get(&buf[..=i])
+                    .map(|(v, _)| v)
+                    .ok_or_else(|| corrupt("bad varint"));
+            }
+        }
+        Err(corrupt("bad varint"))
+    }
+
+    /// The next `n` data bytes, which the caller has bounded.
+    pub fn read_vec(&mut self, n: u64) -> Result<Vec<u8>, Fault> {
+        if n > self.data_left {
+            return Err(corrupt("simple chunk payload is truncated"));
+        }
+        let mut out = vec![0u8; n as usize];
+        self.read_exact(&mut out)?;
+        Ok(out)
+    }
+
+    /// All remaining data bytes: a slice of the piece (no copy) when no block boundary
+    /// interrupts them, else one copy.
+    pub fn read_rest(&mut self) -> Result<Bytes, Fault> {
+        let n = self.data_left;
+        let run = self.prepare_run()?;
+        if run == n && n > 0 {
+            let start = (self.pos - self.piece_pos) as usize;
+            let out = self.piece.slice(start..start + run as usize);
+            self.consume(run as usize);
+            return Ok(out);
+        }
+        Ok(Bytes::from(self.read_vec(n)?))
+    }
+
+    /// Consumes the rest of the data, checks the data hash, then the block headers in the zero
+    /// fill after the data.
+    pub fn finish(mut self) -> Result<(), Fault> {
+        while self.data_left > 0 {
+            let n = self.prepare_run()?;
+            if n == 0 {
+                return Err(corrupt("chunk data runs past the chunk's extent"));
+            }
+            self.consume(n as usize);
+        }
+        let mut at = position::next_boundary_at_or_after(self.pos).unwrap_or(u64::MAX);
+        while at < self.end {
+            self.check_block_header(at)?;
+            at = at.saturating_add(BLOCK);
+        }
+        if self.hasher.finish() != self.data_hash {
+            return Err(corrupt("data hash mismatch"));
+        }
+        Ok(())
+    }
+}
+
+impl<S: ByteSource + ?Sized> io::Read for ChunkCursor<'_, S> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let run = self.fill().map_err(fault_to_io)?;
+        let n = run.len().min(out.len());
+        out[..n].copy_from_slice(&run[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<S: ByteSource + ?Sized> io::BufRead for ChunkCursor<'_, S> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.fill().map_err(fault_to_io)
+    }
+
+    fn consume(&mut self, n: usize) {
+        ChunkCursor::consume(self, n)
+    }
+}
+
+impl<S: ByteSource + ?Sized> RunSource for ChunkCursor<'_, S> {
+    fn next_run(&mut self) -> Result<&[u8], Fault> {
+        self.fill()
+    }
+
+    fn consume_run(&mut self, n: usize) {
+        self.consume(n)
+    }
+
+    fn left(&self) -> u64 {
+        self.data_left
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrayrecord::chunk::{self, encode_simple};
+    use crate::arrayrecord::compress::DecodeCaps;
+    use crate::arrayrecord::layout::PhysicalWriter;
+    use crate::arrayrecord::options::Compression;
+    use crate::arrayrecord::reader::decode_chunk;
+
+    const CAPS: DecodeCaps = DecodeCaps {
+        zstd_window_log_max: 31,
+    };
+
+    /// A file holding the signature, one simple chunk of `records` and padding; returns the
+    /// file and the chunk's begin and end.
+    fn file_with(compression: Compression, records: &[&[u8]]) -> (Bytes, u64, u64) {
+        let mut w = PhysicalWriter::new(Vec::new());
+        let sig = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
+        w.write_chunk(&sig, b"").unwrap();
+        let sizes: Vec<u64> = records.iter().map(|r| r.len() as u64).collect();
+        let values = records.concat();
+        let data = encode_simple(&compression, &sizes, &values).unwrap();
+        let header = ChunkHeader::for_data(
+            chunk::SIMPLE,
+            &data,
+            sizes.len() as u64,
+            values.len() as u64,
+        );
+        let begin = w.write_chunk(&header, &data).unwrap();
+        let end = w.pos();
+        w.pad_to_block_boundary().unwrap();
+        (Bytes::from(w.into_inner()), begin, end)
+    }
+
+    #[test]
+    fn chunks_across_boundaries_decode_with_every_compressor() {
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 / 5) as u8).collect();
+        for c in [
+            Compression::None,
+            Compression::Zstd {
+                level: 3,
+                window_log: 20,
+            },
+            Compression::Brotli {
+                quality: 1,
+                window_log: None,
+            },
+            Compression::Snappy,
+        ] {
+            let (file, begin, end) = file_with(c, &[b"ab", &big, b""]);
+            let (header, records) = decode_chunk(&file, begin, end, CAPS, u64::MAX).unwrap();
+            assert_eq!(header.num_records, 3);
+            let all = records.into_vec();
+            assert_eq!(
+                (&all[0][..], &all[1][..], &all[2][..]),
+                (&b"ab"[..], &big[..], &b""[..])
+            );
+            // A limit before the chunk end is a corruption, never a panic.
+            assert!(decode_chunk(&file, begin, end - 1, CAPS, u64::MAX).is_err());
+            // The in-memory limit is enforced before decoding.
+            assert!(matches!(
+                decode_chunk(&file, begin, end, CAPS, 1000),
+                Err(Fault::Limit(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn uncompressed_records_inside_one_block_are_not_copied() {
+        let (file, begin, end) = file_with(Compression::None, &[b"hello", b"world"]);
+        let (_, records) = decode_chunk(&file, begin, end, CAPS, u64::MAX).unwrap();
+        let rec = records.get(1).unwrap();
+        assert_eq!(&rec[..], b"world");
+        let inside = file.as_ptr_range();
+        assert!(inside.contains(&rec.as_ptr()));
+    }
+
+    #[test]
+    fn every_block_header_and_the_data_hash_are_checked() {
+        let mut x = 0x9e37_79b9_u32;
+        let big: Vec<u8> = (0..200_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        let zstd = Compression::Zstd {
+            level: 3,
+            window_log: 20,
+        };
+        let (file, begin, end) = file_with(zstd, &[&big]);
+        decode_chunk(&file, begin, end, CAPS, u64::MAX).unwrap();
+        assert!(end > 3 * BLOCK);
+        let flip = |at: u64| {
+            let mut f = file.to_vec();
+            f[at as usize] ^= 1;
+            decode_chunk(&Bytes::from(f), begin, end, CAPS, u64::MAX).unwrap_err()
+        };
+        // A block header inside the chunk, one in its zero fill region's vicinity and a data
+        // byte right after a boundary.
+        for at in [BLOCK + 3, 2 * BLOCK + 20, BLOCK + 30, end - 5] {
+            let err = flip(at);
+            assert!(matches!(err, Fault::Corrupt(_)), "{at}: {err:?}");
+        }
+        match flip(2 * BLOCK + 100) {
+            Fault::Corrupt(msg) => assert_eq!(msg, "data hash mismatch"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
