@@ -5,11 +5,14 @@
 //! - `sds ls DATASET [--start N] [--limit N]`: one line per record from its metadata row
 //!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard.
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
+//! - `sds create OUT [inputs] [options]`: publishes a dataset from a copied mount tree, SigMF,
+//!   NumPy or raw files ([`create`]).
 //!
 //! Exit status: 0 on success, 1 when a dataset cannot be opened or read (exactly one line on
 //! stderr, `sds: ...`, naming the document or object and the rule broken), 2 for usage errors
 //! (clap's convention). `src/bin/sds.rs` only calls [`main`].
 
+pub mod create;
 pub mod demo;
 pub mod info;
 
@@ -74,6 +77,12 @@ pub enum Command {
         /// Output directory (the dataset root).
         out: PathBuf,
     },
+    /// Publish a dataset from a directory copied out of a mount (--from-dir), SigMF
+    /// recordings, .npy/.npz files or headerless captures, in one command.
+    ///
+    /// Deterministic: the same inputs, options and ids give a byte-identical dataset whatever
+    /// --jobs is. Ids not given are derived from the content and printed.
+    Create(Box<create::CreateArgs>),
 }
 
 /// Parses the command line, runs the command and returns the exit status.
@@ -98,6 +107,7 @@ pub fn run(command: Command) -> Result<(), String> {
             limit,
         } => run_ls(&dataset, start, limit),
         Command::Demo { out } => run_demo(&out),
+        Command::Create(args) => create::run(&args).and_then(|text| print(&text)),
     }
 }
 
