@@ -10,6 +10,7 @@
 //! | [`storage`] | objects behind a trait: local directories now, object stores later |
 //! | [`dataset`] | opening a published dataset, mapping ordinals to shards, reading records and rows, publication |
 //! | [`fs`] | the mounted tree (FUSE-free core) and the thin FUSE adapter |
+//! | [`import`] | importers (mounted-tree copies, SigMF, NPY, raw captures) and `sds create`'s parallel, deterministic publication; uses `fs::names` for the mount's name rule |
 //! | [`cli`] | the `sdsfs` and `sds` command lines |
 //!
 //! Every layer has one error enum; the FUSE boundary maps them to errno values.
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod dataset;
 pub mod format;
 pub mod fs;
+pub mod import;
 pub mod storage;
 
 /// The reader release whose reading rules this crate implements (profile section 8).

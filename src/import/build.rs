@@ -1,0 +1,310 @@
+//! Shard planning, parallel shard writing and publication: the engine behind `sds create`.
+//!
+//! Determinism: shard boundaries come from the records' planned payload sizes and the options
+//! only ([`plan_shards`]); each shard's bytes depend only on its records; work ids are the
+//! shard indexes (`create-shard-000000`, ...) and shards are published in that order. Workers
+//! (`--jobs`) take whole shards from a shared counter, so the number of threads changes only
+//! how fast the same bytes appear.
+//!
+//! Ids: a `dataset_id` or `snapshot_id` not given is derived from the content. Both come from
+//! SHA-256 of the compact JSON `{"dataset_id", "metadata", "shards": [[data path, metadata
+//! path, record count], ...]}` (data and metadata paths being content addresses):
+//! `sds-<16 hex>` for the dataset (computed with `dataset_id` null) and `snap-<16 hex>` for the
+//! snapshot. The same inputs and options therefore give the same ids, and different content
+//! different ids.
+//!
+//! A record that fails to load stops the import before anything is published; shards already
+//! written stay behind as unreferenced content-addressed objects (harmless: nothing references
+//! them, and a re-run reuses them).
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use super::{ImportError, Sources};
+use crate::arrayrecord::WriterOptions;
+use crate::dataset::{publish, write_shard, DatasetError, PublishOptions, PublishSummary};
+use crate::dataset::{ShardOptions, ShardReceipt};
+use crate::format::documents::ids::is_portable_id;
+use crate::format::json::{to_compact, Object, Value};
+use crate::storage::{LocalStore, ObjectStore};
+
+/// How `create` lays out and writes a dataset.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// Derived from the content when `None`.
+    pub dataset_id: Option<String>,
+    /// Derived from the content when `None`.
+    pub snapshot_id: Option<String>,
+    /// A new shard starts when a shard holds this many records.
+    pub records_per_shard: usize,
+    /// A new shard starts when the next record's tensor bytes would take a shard over this
+    /// (a larger record gets a shard of its own).
+    pub max_shard_bytes: u64,
+    /// Worker threads encoding and compressing shards.
+    pub jobs: usize,
+    pub writer_options: WriterOptions,
+    pub shards_per_manifest: usize,
+    /// The publication's metadata (root and snapshot).
+    pub metadata: Object,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions {
+            dataset_id: None,
+            snapshot_id: None,
+            records_per_shard: 1000,
+            max_shard_bytes: 1 << 30,
+            jobs: 1,
+            writer_options: WriterOptions::default(),
+            shards_per_manifest: 10_000,
+            metadata: Object::new(),
+        }
+    }
+}
+
+/// What `create` published.
+#[derive(Debug, Clone)]
+pub struct CreateSummary {
+    pub dataset_id: String,
+    pub snapshot_id: String,
+    pub published: PublishSummary,
+    /// Tensor bytes of all records.
+    pub payload_bytes: u64,
+}
+
+/// Told about each record as it is loaded, from worker threads.
+pub trait Progress: Sync {
+    fn record_loaded(&self, payload_bytes: u64);
+}
+
+impl Progress for () {
+    fn record_loaded(&self, _: u64) {}
+}
+
+/// Writes every record of `sources` into shards and publishes them as one dataset in `out`
+/// (created if missing).
+pub fn create(
+    out: &Path,
+    sources: &Sources,
+    options: &CreateOptions,
+    progress: &dyn Progress,
+) -> Result<CreateSummary, ImportError> {
+    check_options(options)?;
+    std::fs::create_dir_all(out).map_err(|e| ImportError::io(out, e))?;
+    let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(out).map_err(DatasetError::from)?);
+    let sizes: Vec<u64> = sources.iter().map(|s| s.payload_bytes()).collect();
+    let plan = plan_shards(&sizes, options.records_per_shard, options.max_shard_bytes);
+    let receipts = write_all(store.as_ref(), sources, &plan, options, progress)?;
+    let dataset_id = match &options.dataset_id {
+        Some(id) => id.clone(),
+        None => format!("sds-{}", content_digest(None, &options.metadata, &receipts)),
+    };
+    let snapshot_id = match &options.snapshot_id {
+        Some(id) => id.clone(),
+        None => format!(
+            "snap-{}",
+            content_digest(Some(&dataset_id), &options.metadata, &receipts)
+        ),
+    };
+    let mut publish_options = PublishOptions::new(dataset_id.clone(), snapshot_id.clone());
+    publish_options.metadata = options.metadata.clone();
+    publish_options.shards_per_manifest = options.shards_per_manifest;
+    publish_options.expected_work_ids = Some(receipts.iter().map(|r| r.work_id.clone()).collect());
+    let published = publish(store.as_ref(), &receipts, &publish_options)?;
+    Ok(CreateSummary {
+        dataset_id,
+        snapshot_id,
+        published,
+        payload_bytes: sizes.iter().fold(0, |a, b| a.saturating_add(*b)),
+    })
+}
+
+fn check_options(options: &CreateOptions) -> Result<(), ImportError> {
+    for (flag, id) in [
+        ("--dataset-id", &options.dataset_id),
+        ("--snapshot-id", &options.snapshot_id),
+    ] {
+        if let Some(id) = id.as_deref().filter(|id| !is_portable_id(id)) {
+            return Err(ImportError::Option(format!(
+                "{flag} {id:?} is not a portable id ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
+            )));
+        }
+    }
+    if options.records_per_shard == 0 || options.max_shard_bytes == 0 {
+        return Err(ImportError::Option(
+            "--records-per-shard and --max-shard-bytes must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Consecutive record ranges, one per shard: a shard closes before the record that would take
+/// it past `max_records` records or `max_bytes` tensor bytes; every shard holds at least one.
+pub fn plan_shards(sizes: &[u64], max_records: usize, max_bytes: u64) -> Vec<Range<usize>> {
+    let mut shards = Vec::new();
+    let (mut first, mut bytes) = (0usize, 0u64);
+    for (index, &size) in sizes.iter().enumerate() {
+        let full = index - first >= max_records || bytes.saturating_add(size) > max_bytes;
+        if index > first && full {
+            shards.push(first..index);
+            (first, bytes) = (index, 0);
+        }
+        bytes = bytes.saturating_add(size);
+    }
+    if first < sizes.len() {
+        shards.push(first..sizes.len());
+    }
+    shards
+}
+
+fn work_id(index: usize) -> String {
+    format!("create-shard-{index:06}")
+}
+
+type Slot = Mutex<Option<Result<ShardReceipt, ImportError>>>;
+
+/// Writes every planned shard on `options.jobs` threads; receipts in shard order, or the error
+/// of the first failing shard.
+fn write_all(
+    store: &dyn ObjectStore,
+    sources: &Sources,
+    plan: &[Range<usize>],
+    options: &CreateOptions,
+    progress: &dyn Progress,
+) -> Result<Vec<ShardReceipt>, ImportError> {
+    let slots: Vec<Slot> = plan.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let shard_options = ShardOptions {
+        writer_options: options.writer_options,
+        ..ShardOptions::default()
+    };
+    let worker = || loop {
+        let index = next.fetch_add(1, Ordering::SeqCst);
+        if index >= plan.len() || stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let result = write_one(
+            store,
+            sources,
+            plan[index].clone(),
+            index,
+            &shard_options,
+            progress,
+            &stop,
+        );
+        if result.is_err() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        if let Ok(mut slot) = slots[index].lock() {
+            *slot = Some(result);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, plan.len().max(1)) {
+            scope.spawn(worker);
+        }
+    });
+    collect(slots)
+}
+
+fn collect(slots: Vec<Slot>) -> Result<Vec<ShardReceipt>, ImportError> {
+    let mut receipts = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match slot.into_inner().ok().flatten() {
+            Some(result) => receipts.push(result?),
+            None => {
+                return Err(ImportError::Option(
+                    "an earlier shard failed (see above); nothing was published".into(),
+                ))
+            }
+        }
+    }
+    Ok(receipts)
+}
+
+/// Loads the records of one shard lazily and writes the shard.
+fn write_one(
+    store: &dyn ObjectStore,
+    sources: &Sources,
+    range: Range<usize>,
+    index: usize,
+    options: &ShardOptions,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<ShardReceipt, ImportError> {
+    let failure: RefCell<Option<ImportError>> = RefCell::new(None);
+    let records = range.map_while(|i| {
+        if stop.load(Ordering::Relaxed) {
+            failure.replace(Some(ImportError::Option(
+                "stopped: another shard failed".into(),
+            )));
+            return None;
+        }
+        match sources[i].load() {
+            Ok(record) => {
+                progress.record_loaded(sources[i].payload_bytes());
+                Some(record)
+            }
+            Err(e) => {
+                failure.replace(Some(e));
+                None
+            }
+        }
+    });
+    let receipt = write_shard(store, records, &work_id(index), 0, options);
+    if let Some(e) = failure.into_inner() {
+        return Err(e);
+    }
+    Ok(receipt?)
+}
+
+/// 16 hex digits of SHA-256 over the publication's content (see the module docs).
+fn content_digest(
+    dataset_id: Option<&str>,
+    metadata: &Object,
+    receipts: &[ShardReceipt],
+) -> String {
+    let shards = receipts
+        .iter()
+        .map(|r| {
+            Value::Array(vec![
+                Value::from(r.data_uri.as_str()),
+                Value::from(r.metadata_uri.as_str()),
+                Value::from(r.record_count),
+            ])
+        })
+        .collect();
+    let mut doc = Object::new();
+    doc.insert(
+        "dataset_id".into(),
+        dataset_id.map_or(Value::Null, Value::from),
+    );
+    doc.insert("metadata".into(), Value::Object(metadata.clone()));
+    doc.insert("shards".into(), Value::Array(shards));
+    hex::encode(Sha256::digest(to_compact(&Value::Object(doc)).as_bytes()))[..16].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_shards;
+
+    #[test]
+    fn shard_plans() {
+        assert_eq!(
+            plan_shards(&[1, 1, 1, 1, 1], 2, 100),
+            vec![0..2, 2..4, 4..5]
+        );
+        assert_eq!(
+            plan_shards(&[60, 60, 30, 200, 1], 10, 100),
+            vec![0..1, 1..3, 3..4, 4..5]
+        );
+        assert!(plan_shards(&[], 2, 100).is_empty());
+    }
+}

@@ -1,0 +1,266 @@
+//! `--from-dir DIR`: records laid out as the mount shows them (`mount-tree.md`), so that
+//! mount → `cp -r MOUNT/records DIR/` → edit → `sds create --from-dir DIR` is a round trip.
+//!
+//! Each `records/<n>/` directory is one record, in numeric order of `<n>`. Its `record.json`
+//! is authoritative for the id, scene id, record metadata and every field's dtype, shape, axes
+//! and metadata (it is the metadata row, which is all of that). Field bytes come from
+//! `fields/<encoded name>.raw`, or from `.npy` when there is no `.raw` (its header must agree
+//! with `record.json`). The encoded path is found by encoding the field name with the mount's
+//! rule; a data file that no field of `record.json` accounts for is refused, naming the field
+//! it belongs to (decoded with the same rule, or through the `name` in its `.json` for a
+//! shortened `%~` name), so an edit that adds a field without describing it is not silently
+//! dropped. `.json` and `.sigmf-*` views, `annotations/` and `ordinal` are ignored.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::npy::parse_header;
+use super::{checked, read_file, ImportError, RecordSource, Sources};
+use crate::format::json::{parse_object, ObjectExt};
+use crate::format::limits::RecordLimits;
+use crate::format::record::{Field, FieldMeta, Record, RecordMeta};
+use crate::fs::names::{decode_segment, encode_field_path};
+
+/// The record directories under `dir` (or `dir/records`), in ordinal order.
+pub fn sources(dir: &Path) -> Result<Sources, ImportError> {
+    let records = dir.join("records");
+    let root = if records.is_dir() {
+        records
+    } else {
+        dir.to_path_buf()
+    };
+    let mut numbered = Vec::new();
+    let entries = std::fs::read_dir(&root).map_err(|e| ImportError::io(&root, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| ImportError::io(&root, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let ordinal: u128 = name
+            .parse()
+            .map_err(|_| ImportError::invalid(&entry.path(), "record number too large"))?;
+        numbered.push((ordinal, entry.path()));
+    }
+    numbered.sort();
+    check_numbering(&root, &numbered)?;
+    numbered
+        .into_iter()
+        .map(|(_, path)| Ok(Box::new(DirRecord::open(path)?) as Box<dyn RecordSource>))
+        .collect()
+}
+
+fn check_numbering(root: &Path, numbered: &[(u128, PathBuf)]) -> Result<(), ImportError> {
+    if numbered.is_empty() {
+        return Err(ImportError::invalid(
+            root,
+            "no record directories (expected records/<n>/record.json, as copied from a mount)",
+        ));
+    }
+    for pair in numbered.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            let problem = format!(
+                "{} and {} number the same record",
+                pair[0].1.display(),
+                pair[1].1.display()
+            );
+            return Err(ImportError::invalid(root, problem));
+        }
+    }
+    Ok(())
+}
+
+/// One `records/<n>/` directory, its `record.json` already read.
+struct DirRecord {
+    dir: PathBuf,
+    meta: RecordMeta,
+}
+
+impl DirRecord {
+    fn open(dir: PathBuf) -> Result<DirRecord, ImportError> {
+        let path = dir.join("record.json");
+        let text = read_file(&path)?;
+        let limits = RecordLimits::default().descriptor_json();
+        let object = parse_object(&text, &limits)
+            .map_err(|e| ImportError::invalid(&path, format!("invalid JSON: {e}")))?;
+        let meta = RecordMeta::from_row_object(&object).map_err(|source| ImportError::Record {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(DirRecord { dir, meta })
+    }
+
+    /// `fields/<encoded name>` without a view suffix.
+    fn field_base(&self, name: &str) -> PathBuf {
+        let mut path = self.dir.join("fields");
+        for segment in encode_field_path(name) {
+            path.push(segment);
+        }
+        path
+    }
+
+    fn load_field(&self, name: &str, meta: &FieldMeta) -> Result<Field, ImportError> {
+        let base = self.field_base(name);
+        let raw = with_suffix(&base, ".raw");
+        let npy = with_suffix(&base, ".npy");
+        let data = if raw.is_file() {
+            read_raw(&raw, meta)?
+        } else if npy.is_file() {
+            read_npy(&npy, meta)?
+        } else {
+            let problem = format!("field {name:?} has neither a .raw nor a .npy file");
+            return Err(ImportError::invalid(&with_suffix(&base, ".raw"), problem));
+        };
+        Ok(Field {
+            meta: meta.clone(),
+            data,
+        })
+    }
+
+    /// Refuses `.raw`/`.npy` files under `fields/` that no field of `record.json` accounts for.
+    fn check_no_strays(&self) -> Result<(), ImportError> {
+        let expected: BTreeSet<PathBuf> = self
+            .meta
+            .fields
+            .keys()
+            .map(|n| self.field_base(n))
+            .collect();
+        let mut files = Vec::new();
+        walk(&self.dir.join("fields"), &mut files)?;
+        for file in files {
+            let Some(base) = data_file_base(&file) else {
+                continue;
+            };
+            if !expected.contains(&base) {
+                let name = self.stray_name(&base);
+                let problem = format!(
+                    "field {name:?} is not described in record.json (add its dtype, shape, axes and metadata there)"
+                );
+                return Err(ImportError::invalid(&file, problem));
+            }
+        }
+        Ok(())
+    }
+
+    /// The field name a stray data file stands for (best effort, for the message).
+    fn stray_name(&self, base: &Path) -> String {
+        let fields = self.dir.join("fields");
+        let relative = base.strip_prefix(&fields).unwrap_or(base);
+        let text = relative.to_string_lossy();
+        if text.contains("%~") {
+            if let Some(name) = json_name(&with_suffix(base, ".json")) {
+                return name;
+            }
+        }
+        text.split('/')
+            .map(|s| decode_segment(s).unwrap_or_else(|| s.to_string()))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
+
+impl RecordSource for DirRecord {
+    fn payload_bytes(&self) -> u64 {
+        self.meta
+            .fields
+            .values()
+            .map(|f| f.byte_len().unwrap_or(u64::MAX))
+            .fold(0, u64::saturating_add)
+    }
+
+    fn load(&self) -> Result<Record, ImportError> {
+        self.check_no_strays()?;
+        let mut record = Record::new(self.meta.id.clone());
+        record.scene_id = self.meta.scene_id.clone();
+        record.metadata = self.meta.metadata.clone();
+        for (name, meta) in &self.meta.fields {
+            record
+                .fields
+                .insert(name.clone(), self.load_field(name, meta)?);
+        }
+        checked(record, &self.dir.join("record.json"))
+    }
+}
+
+fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
+    let mut text = base.as_os_str().to_owned();
+    text.push(suffix);
+    PathBuf::from(text)
+}
+
+/// The field path of a `.raw` or `.npy` file, `None` for other views.
+fn data_file_base(file: &Path) -> Option<PathBuf> {
+    let text = file.to_str()?;
+    [".raw", ".npy"]
+        .iter()
+        .find_map(|s| text.strip_suffix(s))
+        .map(PathBuf::from)
+}
+
+fn json_name(path: &Path) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    let object = parse_object(&text, &RecordLimits::default().descriptor_json()).ok()?;
+    object.req_str("name").ok().map(str::to_string)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| ImportError::io(dir, e))? {
+        entries.push(entry.map_err(|e| ImportError::io(dir, e))?.path());
+    }
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read_raw(path: &Path, meta: &FieldMeta) -> Result<Bytes, ImportError> {
+    let expected = expected_len(path, meta)?;
+    let data = read_file(path)?;
+    if data.len() as u64 != expected {
+        let problem = format!(
+            "{} bytes, but record.json says {} {:?} ({expected} bytes)",
+            data.len(),
+            meta.dtype,
+            meta.shape
+        );
+        return Err(ImportError::invalid(path, problem));
+    }
+    Ok(Bytes::from(data))
+}
+
+fn read_npy(path: &Path, meta: &FieldMeta) -> Result<Bytes, ImportError> {
+    let expected = expected_len(path, meta)?;
+    let data = read_file(path)?;
+    let header = parse_header(&data).map_err(|p| ImportError::invalid(path, p))?;
+    if header.dtype != meta.dtype || header.shape != meta.shape {
+        let problem = format!(
+            "holds {} {:?}, but record.json says {} {:?}",
+            header.dtype, header.shape, meta.dtype, meta.shape
+        );
+        return Err(ImportError::invalid(path, problem));
+    }
+    let body = data.len().saturating_sub(header.data_start) as u64;
+    if body != expected {
+        let problem = format!("{body} data bytes after the header, shape needs {expected}");
+        return Err(ImportError::invalid(path, problem));
+    }
+    Ok(Bytes::from(data).slice(header.data_start..))
+}
+
+fn expected_len(path: &Path, meta: &FieldMeta) -> Result<u64, ImportError> {
+    meta.byte_len().map_err(|source| ImportError::Record {
+        path: path.display().to_string(),
+        source,
+    })
+}

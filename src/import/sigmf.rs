@@ -1,0 +1,519 @@
+//! `--from-sigmf FILES...`: SigMF recordings (`NAME.sigmf-meta` + `NAME.sigmf-data`).
+//!
+//! One record per recording, or one per `--segment-samples N` samples (the last segment may be
+//! shorter). What a record holds:
+//! - id `NAME` (segments: `NAME:seg000000`, ...), scene id `NAME`, so the segments of one
+//!   recording form one scene;
+//! - field `iq` (complex datatypes, `complex64`) or `samples` (real, `float32`/`float64`), axis
+//!   `time` with a regular coordinate in seconds (start = segment offset / rate, step = 1 / rate)
+//!   and a `uniform` `time_coordinates` block when `core:sample_rate` is given; field metadata
+//!   `center_frequency_hz` (the `core:frequency` of the capture in effect at the segment start)
+//!   and `source_datatype`; conversion rules in [`super::samples`];
+//! - when the recording has annotations, `labels/boxes/extent` (`float64`, `(boxes, 4)`:
+//!   start sample within the record, sample count, lower and upper frequency edge in Hz, NaN
+//!   when an edge is absent) and `labels/boxes/identity` (`int32`, `(boxes, 2)`: class id,
+//!   index of the annotation in the file), as the demo's box fields; annotations are clipped
+//!   to the segment; class ids number the recording's distinct `core:label`s in sorted order
+//!   (`class_names` in the field metadata), -1 for an unlabeled annotation;
+//! - record metadata `sigmf` (`global`, `captures`, and the annotations overlapping the
+//!   record, all as written in the file) and `source` (data file name, sample start, count).
+//!
+//! Multi-channel recordings and captures with `core:header_bytes` are refused.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::samples::SampleFormat;
+use super::{checked, read_file, stem_of, ImportError, RecordSource, Sources};
+use crate::format::dtype::DType;
+use crate::format::json::{parse_object, JsonLimits, Object, Value};
+use crate::format::record::{Axis, Coordinate, Field, FieldMeta, Record};
+
+pub const EXTENT_FIELD: &str = "labels/boxes/extent";
+pub const IDENTITY_FIELD: &str = "labels/boxes/identity";
+
+/// One annotation as the box fields need it, plus the object as written.
+#[derive(Debug, Clone)]
+struct Annotation {
+    object: Object,
+    start: u64,
+    count: Option<u64>,
+    lower: Option<f64>,
+    upper: Option<f64>,
+    label: Option<String>,
+}
+
+/// What a `.sigmf-meta` file says.
+#[derive(Debug, Clone)]
+struct SigmfMeta {
+    global: Object,
+    captures: Vec<Value>,
+    annotations: Vec<Annotation>,
+    labels: Vec<String>,
+}
+
+/// A recording: SigMF, or a headerless file described on the command line.
+#[derive(Debug)]
+pub struct Recording {
+    pub name: String,
+    pub data_path: PathBuf,
+    pub datatype: String,
+    pub format: SampleFormat,
+    pub sample_rate: Option<f64>,
+    pub total_samples: u64,
+    sigmf: Option<SigmfMeta>,
+}
+
+/// The records of SigMF recordings, each named by its `.sigmf-meta`, `.sigmf-data` or base path.
+pub fn sources(files: &[PathBuf], segment: Option<u64>) -> Result<Sources, ImportError> {
+    let mut out = Sources::new();
+    for file in files {
+        let recording = Arc::new(open(file)?);
+        out.extend(segments(&recording, segment)?);
+    }
+    Ok(out)
+}
+
+fn base_of(file: &Path) -> Result<PathBuf, ImportError> {
+    let text = file.to_string_lossy();
+    if text.ends_with(".sigmf") {
+        return Err(ImportError::invalid(
+            file,
+            "SigMF archives are not supported: extract the .sigmf-meta and .sigmf-data files first",
+        ));
+    }
+    let base = [".sigmf-meta", ".sigmf-data"]
+        .iter()
+        .find_map(|s| text.strip_suffix(s))
+        .unwrap_or(&text);
+    Ok(PathBuf::from(base))
+}
+
+fn open(file: &Path) -> Result<Recording, ImportError> {
+    let base = base_of(file)?;
+    let meta_path = PathBuf::from(format!("{}.sigmf-meta", base.display()));
+    let data_path = PathBuf::from(format!("{}.sigmf-data", base.display()));
+    let object = parse_object(&read_file(&meta_path)?, &JsonLimits::CONTROL)
+        .map_err(|e| ImportError::invalid(&meta_path, format!("invalid JSON: {e}")))?;
+    let bad = |problem: String| ImportError::invalid(&meta_path, problem);
+    let sigmf = parse_meta(&object).map_err(bad)?;
+    let datatype = match sigmf.global.get("core:datatype") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(bad("global \"core:datatype\" must be a string".into())),
+    };
+    let format = SampleFormat::parse(&datatype).map_err(bad)?;
+    let sample_rate = sample_rate(&sigmf.global).map_err(bad)?;
+    let name = stem_of(&PathBuf::from(format!("{}.x", base.display())))?;
+    let total_samples = sample_count(&data_path, &format)?;
+    Ok(Recording {
+        name,
+        data_path,
+        datatype,
+        format,
+        sample_rate,
+        total_samples,
+        sigmf: Some(sigmf),
+    })
+}
+
+impl Recording {
+    /// A headerless recording (`--from-raw`).
+    pub fn raw(path: &Path, datatype: &str, rate: f64) -> Result<Recording, ImportError> {
+        let format = SampleFormat::parse(datatype).map_err(ImportError::Option)?;
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(ImportError::Option(format!(
+                "--sample-rate {rate} must be a positive number of samples per second"
+            )));
+        }
+        Ok(Recording {
+            name: stem_of(path)?,
+            data_path: path.to_path_buf(),
+            datatype: datatype.to_string(),
+            format,
+            sample_rate: Some(rate),
+            total_samples: sample_count(path, &format)?,
+            sigmf: None,
+        })
+    }
+}
+
+fn sample_count(data_path: &Path, format: &SampleFormat) -> Result<u64, ImportError> {
+    let len = std::fs::metadata(data_path)
+        .map_err(|e| ImportError::io(data_path, e))?
+        .len();
+    let size = format.sample_bytes();
+    if len % size != 0 {
+        let problem = format!("{len} bytes is not a whole number of {size}-byte samples");
+        return Err(ImportError::invalid(data_path, problem));
+    }
+    Ok(len / size)
+}
+
+fn sample_rate(global: &Object) -> Result<Option<f64>, String> {
+    match global.get("core:sample_rate") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(rate) if rate.is_finite() && rate > 0.0 => Ok(Some(rate)),
+            _ => Err("global \"core:sample_rate\" must be a positive number".into()),
+        },
+    }
+}
+
+fn parse_meta(object: &Object) -> Result<SigmfMeta, String> {
+    let global = match object.get("global") {
+        Some(Value::Object(g)) => g.clone(),
+        _ => return Err("\"global\" must be an object".into()),
+    };
+    if let Some(channels) = global.get("core:num_channels") {
+        if channels.as_u64() != Some(1) {
+            return Err(
+                "only single-channel recordings are supported (core:num_channels 1)".into(),
+            );
+        }
+    }
+    let captures = array_of(object, "captures")?;
+    for capture in &captures {
+        let header = capture.as_object().and_then(|c| c.get("core:header_bytes"));
+        if header.is_some_and(|h| h.as_u64() != Some(0)) {
+            return Err("captures with core:header_bytes are not supported".into());
+        }
+    }
+    let annotations = array_of(object, "annotations")?
+        .iter()
+        .enumerate()
+        .map(|(i, a)| annotation(a).map_err(|p| format!("annotation {i}: {p}")))
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut labels: Vec<String> = annotations.iter().filter_map(|a| a.label.clone()).collect();
+    labels.sort();
+    labels.dedup();
+    Ok(SigmfMeta {
+        global,
+        captures,
+        annotations,
+        labels,
+    })
+}
+
+fn array_of(object: &Object, key: &str) -> Result<Vec<Value>, String> {
+    match object.get(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items.clone()),
+        Some(_) => Err(format!("{key:?} must be an array")),
+    }
+}
+
+fn annotation(value: &Value) -> Result<Annotation, String> {
+    let object = value.as_object().ok_or("must be an object")?;
+    let start = object
+        .get("core:sample_start")
+        .and_then(Value::as_u64)
+        .ok_or("\"core:sample_start\" must be a nonnegative integer")?;
+    let count = match object.get("core:sample_count") {
+        None => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or("\"core:sample_count\" must be a nonnegative integer")?,
+        ),
+    };
+    let edge = |key: &str| match object.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or(format!("{key:?} must be a number")),
+    };
+    let label = match object.get("core:label") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("\"core:label\" must be a string".into()),
+    };
+    Ok(Annotation {
+        object: object.clone(),
+        start,
+        count,
+        lower: edge("core:freq_lower_edge")?,
+        upper: edge("core:freq_upper_edge")?,
+        label,
+    })
+}
+
+/// The records of one recording: whole, or in segments of `segment` samples.
+pub fn segments(recording: &Arc<Recording>, segment: Option<u64>) -> Result<Sources, ImportError> {
+    let total = recording.total_samples;
+    let size = match segment {
+        Some(0) => {
+            return Err(ImportError::Option(
+                "--segment-samples must be at least 1".into(),
+            ))
+        }
+        Some(n) => n,
+        None => total.max(1),
+    };
+    let mut out = Sources::new();
+    let mut start = 0;
+    loop {
+        let count = size.min(total - start);
+        out.push(Box::new(Segment {
+            recording: Arc::clone(recording),
+            index: out.len() as u64,
+            start,
+            count,
+            segmented: segment.is_some(),
+        }));
+        start += count;
+        if start >= total {
+            return Ok(out);
+        }
+    }
+}
+
+/// Samples `[start, start + count)` of a recording, as one record.
+struct Segment {
+    recording: Arc<Recording>,
+    index: u64,
+    start: u64,
+    count: u64,
+    segmented: bool,
+}
+
+impl RecordSource for Segment {
+    fn payload_bytes(&self) -> u64 {
+        self.count * self.recording.format.dtype().itemsize()
+    }
+
+    fn load(&self) -> Result<Record, ImportError> {
+        let rec = &self.recording;
+        let samples = rec.format.convert(&self.read_samples()?);
+        let name = if rec.format.is_complex() {
+            "iq"
+        } else {
+            "samples"
+        };
+        let field = Field::from_meta(self.signal_meta(), samples).map_err(|source| {
+            ImportError::Record {
+                path: rec.data_path.display().to_string(),
+                source,
+            }
+        })?;
+        let id = if self.segmented {
+            format!("{}:seg{:06}", rec.name, self.index)
+        } else {
+            rec.name.clone()
+        };
+        let mut record = Record::new(id)
+            .with_scene_id(rec.name.clone())
+            .with_metadata(self.record_metadata())
+            .with_field(name, field);
+        if let Some(sigmf) = rec.sigmf.as_ref().filter(|s| !s.annotations.is_empty()) {
+            for (field_name, field) in self.box_fields(sigmf)? {
+                record = record.with_field(field_name, field);
+            }
+        }
+        checked(record, &rec.data_path)
+    }
+}
+
+impl Segment {
+    fn read_samples(&self) -> Result<Vec<u8>, ImportError> {
+        let rec = &self.recording;
+        let size = rec.format.sample_bytes();
+        let io = |e| ImportError::io(&rec.data_path, e);
+        let mut file = std::fs::File::open(&rec.data_path).map_err(io)?;
+        file.seek(SeekFrom::Start(self.start * size)).map_err(io)?;
+        let len = usize::try_from(self.count * size)
+            .map_err(|_| ImportError::invalid(&rec.data_path, "segment too large for memory"))?;
+        let mut buffer = vec![0u8; len];
+        file.read_exact(&mut buffer).map_err(io)?;
+        Ok(buffer)
+    }
+
+    fn signal_meta(&self) -> FieldMeta {
+        let rec = &self.recording;
+        let mut meta = FieldMeta::new(rec.format.dtype(), vec![self.count]);
+        let mut axis = Axis::new("time", self.count).with_role("time");
+        meta.metadata
+            .insert("source_datatype".into(), Value::from(rec.datatype.as_str()));
+        if let Some(rate) = rec.sample_rate {
+            let offset = self.start as f64 / rate;
+            axis = axis.with_coordinate(Coordinate::regular(offset, 1.0 / rate).with_unit("s"));
+            meta.metadata.insert(
+                "time_coordinates".into(),
+                time_block(rate, self.count, offset),
+            );
+        }
+        if let Some(frequency) = self.center_frequency() {
+            meta.metadata
+                .insert("center_frequency_hz".into(), frequency);
+        }
+        meta.axes = vec![axis];
+        meta
+    }
+
+    /// `core:frequency` of the last capture starting at or before the segment.
+    fn center_frequency(&self) -> Option<Value> {
+        let sigmf = self.recording.sigmf.as_ref()?;
+        sigmf
+            .captures
+            .iter()
+            .filter_map(Value::as_object)
+            .filter(|c| {
+                c.get("core:sample_start")
+                    .and_then(Value::as_u64)
+                    .is_none_or(|s| s <= self.start)
+            })
+            .filter_map(|c| c.get("core:frequency").cloned())
+            .next_back()
+    }
+
+    fn record_metadata(&self) -> Object {
+        let rec = &self.recording;
+        let file = rec
+            .data_path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let mut source = Object::new();
+        source.insert("file".into(), Value::from(file));
+        source.insert("sample_start".into(), Value::from(self.start));
+        source.insert("sample_count".into(), Value::from(self.count));
+        let mut metadata = Object::new();
+        match &rec.sigmf {
+            Some(sigmf) => {
+                metadata.insert("sigmf".into(), Value::Object(self.sigmf_metadata(sigmf)));
+            }
+            None => {
+                source.insert("datatype".into(), Value::from(rec.datatype.as_str()));
+            }
+        }
+        metadata.insert("source".into(), Value::Object(source));
+        metadata
+    }
+
+    fn sigmf_metadata(&self, sigmf: &SigmfMeta) -> Object {
+        let annotations = self
+            .overlapping(sigmf)
+            .map(|(_, a)| Value::Object(a.object.clone()))
+            .collect();
+        let mut out = Object::new();
+        out.insert("annotations".into(), Value::Array(annotations));
+        out.insert("captures".into(), Value::Array(sigmf.captures.clone()));
+        out.insert("global".into(), Value::Object(sigmf.global.clone()));
+        out
+    }
+
+    /// The annotations overlapping this segment, with their index in the file.
+    fn overlapping<'a>(
+        &'a self,
+        sigmf: &'a SigmfMeta,
+    ) -> impl Iterator<Item = (usize, &'a Annotation)> {
+        let end = self.start + self.count;
+        let total = self.recording.total_samples;
+        sigmf.annotations.iter().enumerate().filter(move |(_, a)| {
+            let a_end = a
+                .start
+                .saturating_add(a.count.unwrap_or(total.saturating_sub(a.start)));
+            if a_end == a.start {
+                return a.start >= self.start && a.start < end.max(self.start + 1);
+            }
+            a.start < end && a_end > self.start
+        })
+    }
+
+    fn box_fields(&self, sigmf: &SigmfMeta) -> Result<Vec<(&'static str, Field)>, ImportError> {
+        let total = self.recording.total_samples;
+        let end = self.start + self.count;
+        let (mut extent, mut identity) = (Vec::new(), Vec::new());
+        for (index, a) in self.overlapping(sigmf) {
+            let a_end = a
+                .start
+                .saturating_add(a.count.unwrap_or(total.saturating_sub(a.start)));
+            let first = a.start.max(self.start);
+            let last = a_end.min(end).max(first);
+            for value in [
+                (first - self.start) as f64,
+                (last - first) as f64,
+                a.lower.unwrap_or(f64::NAN),
+                a.upper.unwrap_or(f64::NAN),
+            ] {
+                extent.extend(value.to_le_bytes());
+            }
+            let class = a
+                .label
+                .as_ref()
+                .and_then(|l| sigmf.labels.iter().position(|x| x == l))
+                .map_or(-1, |p| p as i32);
+            identity.extend(class.to_le_bytes());
+            identity.extend((index as i32).to_le_bytes());
+        }
+        let boxes = (extent.len() / 32) as u64;
+        let make = |dtype, data: Vec<u8>, columns: &[&str], metadata| {
+            box_field(dtype, boxes, columns, data, metadata).map_err(|source| ImportError::Record {
+                path: self.recording.data_path.display().to_string(),
+                source,
+            })
+        };
+        let columns = [
+            "start_sample",
+            "sample_count",
+            "freq_lower_edge_hz",
+            "freq_upper_edge_hz",
+        ];
+        let extent = make(DType::F64, extent, &columns, self.extent_metadata())?;
+        let identity = make(
+            DType::I32,
+            identity,
+            &["class_id", "annotation_index"],
+            class_names(sigmf),
+        )?;
+        Ok(vec![(EXTENT_FIELD, extent), (IDENTITY_FIELD, identity)])
+    }
+
+    fn extent_metadata(&self) -> Object {
+        let mut metadata = Object::new();
+        metadata.insert("frequency_frame".into(), Value::from("absolute_hz"));
+        metadata.insert("time_frame".into(), Value::from("record_sample_index"));
+        if let Some(rate) = self.recording.sample_rate {
+            metadata.insert("sample_rate_hz".into(), Value::Float(rate));
+        }
+        metadata
+    }
+}
+
+fn class_names(sigmf: &SigmfMeta) -> Object {
+    let names = sigmf
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i.to_string(), Value::from(l.as_str())))
+        .collect();
+    let mut metadata = Object::new();
+    metadata.insert("class_names".into(), Value::Object(names));
+    metadata
+}
+
+fn box_field(
+    dtype: DType,
+    boxes: u64,
+    columns: &[&str],
+    data: Vec<u8>,
+    metadata: Object,
+) -> Result<Field, crate::format::record::RecordError> {
+    let values = columns.iter().map(|c| Value::from(*c)).collect();
+    let column = Axis::new("column", columns.len() as u64)
+        .with_role("column")
+        .with_coordinate(Coordinate::from_values(values));
+    let box_axis = Axis::new("box", boxes).with_role("box").with_id("box");
+    Ok(Field::new(dtype, vec![boxes, columns.len() as u64], data)?
+        .with_axes(vec![box_axis, column])
+        .with_metadata(metadata))
+}
+
+fn time_block(rate: f64, count: u64, offset: f64) -> Value {
+    let mut block = Object::new();
+    block.insert("axis".into(), Value::from("time"));
+    block.insert("count".into(), Value::from(count));
+    block.insert("kind".into(), Value::from("uniform"));
+    block.insert("sample_rate_hz".into(), Value::Float(rate));
+    block.insert("start_offset_s".into(), Value::Float(offset));
+    Value::Object(block)
+}

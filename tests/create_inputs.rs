@@ -1,0 +1,464 @@
+//! `sds create --from-sigmf / --from-npy / --from-raw`, and the errors bad inputs give; sample
+//! values are checked against what the library reads back.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use sdsfs::dataset::{Dataset, OpenOptions};
+use sdsfs::format::dtype::DType;
+use sdsfs::format::json::Value;
+use sdsfs::format::record::{Field, Record};
+use sdsfs::fs::views;
+use sdsfs::storage::{LocalStore, ObjectStore};
+
+fn sds(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sds"))
+        .args(args)
+        .output()
+        .expect("run sds")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = sds(args);
+    assert!(
+        out.status.success(),
+        "sds {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The one stderr line of a failed run.
+fn fails(args: &[&str]) -> String {
+    let out = sds(args);
+    assert_eq!(out.status.code(), Some(1), "sds {args:?} should fail");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("sds: "), "{stderr}");
+    stderr
+}
+
+fn open(root: &Path) -> Dataset {
+    let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(root).unwrap());
+    Dataset::open(store, OpenOptions::default()).unwrap()
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn f64s(bytes: &[u8]) -> Vec<f64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn i32s(bytes: &[u8]) -> Vec<i32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+const SAMPLES: usize = 100;
+
+/// Component `k` of a test signal as the exact value each datatype can hold, and its bytes.
+fn component(datatype: &str, k: usize) -> (f32, Vec<u8>) {
+    let x = (k * 37 % 251) as i64;
+    match datatype {
+        "cf32_le" | "rf32_le" => {
+            let v = x as f32 * 0.25 - 20.0;
+            (v, v.to_le_bytes().to_vec())
+        }
+        "ci16_le" => {
+            let v = (x * 261 - 32768) as i16;
+            (f32::from(v), v.to_le_bytes().to_vec())
+        }
+        "ci8" => {
+            let v = (x - 128) as i8;
+            (f32::from(v), vec![v as u8])
+        }
+        "cu8" => (x as f32, vec![x as u8]),
+        other => panic!("{other}"),
+    }
+}
+
+/// Writes `NAME.sigmf-data/-meta` with two annotations; returns the expected components.
+fn write_sigmf(dir: &Path, name: &str, datatype: &str) -> Vec<f32> {
+    let components = if datatype.starts_with('c') { 2 } else { 1 } * SAMPLES;
+    let mut data = Vec::new();
+    let mut expected = Vec::new();
+    for k in 0..components {
+        let (value, bytes) = component(datatype, k);
+        expected.push(value);
+        data.extend(bytes);
+    }
+    std::fs::write(dir.join(format!("{name}.sigmf-data")), data).unwrap();
+    let meta = format!(
+        r#"{{"global": {{"core:datatype": "{datatype}", "core:sample_rate": 1000000.0, "core:version": "1.2.0", "core:author": "test"}},
+  "captures": [{{"core:sample_start": 0, "core:frequency": 2400000000.0}}],
+  "annotations": [
+    {{"core:sample_start": 10, "core:sample_count": 20, "core:freq_lower_edge": 2399900000.0, "core:freq_upper_edge": 2400100000.0, "core:label": "burst"}},
+    {{"core:sample_start": 50, "core:sample_count": 30, "core:label": "beacon"}}]}}"#
+    );
+    std::fs::write(dir.join(format!("{name}.sigmf-meta")), meta).unwrap();
+    expected
+}
+
+#[test]
+fn sigmf_datatypes_convert_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let types = ["cf32_le", "ci16_le", "ci8", "cu8", "rf32_le"];
+    let mut expected = Vec::new();
+    let mut args = vec![
+        "create".to_string(),
+        dir.path().join("ds").display().to_string(),
+    ];
+    args.push("--from-sigmf".into());
+    for datatype in types {
+        expected.push(write_sigmf(
+            dir.path(),
+            &format!("rec_{datatype}"),
+            datatype,
+        ));
+        args.push(
+            dir.path()
+                .join(format!("rec_{datatype}.sigmf-meta"))
+                .display()
+                .to_string(),
+        );
+    }
+    args.push("-q".into());
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let dataset = open(&dir.path().join("ds"));
+    assert_eq!(dataset.len(), types.len() as u64);
+    for (ordinal, datatype) in types.iter().enumerate() {
+        let record = dataset.read_record(ordinal as u64).unwrap();
+        assert_eq!(record.id, format!("rec_{datatype}"));
+        assert_eq!(record.scene_id.as_deref(), Some(record.id.as_str()));
+        let name = if datatype.starts_with('c') {
+            "iq"
+        } else {
+            "samples"
+        };
+        let field = &record.fields[name];
+        let dtype = if datatype.starts_with('c') {
+            DType::C64
+        } else {
+            DType::F32
+        };
+        assert_eq!(
+            (field.meta.dtype, field.meta.shape.clone()),
+            (dtype, vec![SAMPLES as u64])
+        );
+        assert_eq!(f32s(&field.data), expected[ordinal], "{datatype}");
+        assert_eq!(views::sample_rate(&field.meta), Some(1e6));
+        assert_eq!(
+            field.meta.metadata["center_frequency_hz"],
+            Value::Float(2.4e9)
+        );
+        assert_eq!(
+            field.meta.metadata["source_datatype"],
+            Value::from(*datatype)
+        );
+        let sigmf = record.metadata["sigmf"].as_object().unwrap();
+        assert_eq!(
+            sigmf["global"].as_object().unwrap()["core:author"],
+            Value::from("test")
+        );
+        assert_eq!(sigmf["annotations"].as_array().unwrap().len(), 2);
+        let extent = &record.fields["labels/boxes/extent"];
+        assert_eq!(extent.meta.shape, vec![2, 4]);
+        let e = f64s(&extent.data);
+        assert_eq!(&e[..4], &[10.0, 20.0, 2399900000.0, 2400100000.0]);
+        assert_eq!(&e[4..6], &[50.0, 30.0]);
+        assert!(e[6].is_nan() && e[7].is_nan());
+        // Labels sorted: beacon 0, burst 1; then the annotation's index in the file.
+        let identity = &record.fields["labels/boxes/identity"];
+        assert_eq!(i32s(&identity.data), vec![1, 0, 0, 1]);
+        let classes = identity.meta.metadata["class_names"].as_object().unwrap();
+        assert_eq!(classes["0"], Value::from("beacon"));
+    }
+}
+
+#[test]
+fn sigmf_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = write_sigmf(dir.path(), "cap", "ci16_le");
+    let out = dir.path().join("ds");
+    let data = dir.path().join("cap.sigmf-data");
+    ok(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-sigmf",
+        data.to_str().unwrap(),
+        "--segment-samples",
+        "40",
+        "-q",
+    ]);
+    let dataset = open(&out);
+    assert_eq!(dataset.len(), 3);
+    let mut all = Vec::new();
+    for (ordinal, (count, boxes)) in [(40u64, 1u64), (40, 1), (20, 0)].iter().enumerate() {
+        let record = dataset.read_record(ordinal as u64).unwrap();
+        assert_eq!(record.id, format!("cap:seg{ordinal:06}"));
+        assert_eq!(record.scene_id.as_deref(), Some("cap"));
+        let iq = &record.fields["iq"];
+        assert_eq!(iq.meta.shape, vec![*count]);
+        let coordinate = iq.meta.axes[0].coordinate.as_ref().unwrap();
+        assert_eq!(
+            coordinate.start,
+            Some(Value::Float(ordinal as f64 * 40.0 / 1e6))
+        );
+        assert_eq!(coordinate.step, Some(Value::Float(1e-6)));
+        assert_eq!(
+            record.fields["labels/boxes/extent"].meta.shape,
+            vec![*boxes, 4]
+        );
+        all.extend(f32s(&iq.data));
+    }
+    assert_eq!(all, expected);
+    let second = dataset.read_record(1).unwrap();
+    // Annotation 1 (samples 50..80) lies at 10..40 of the second segment.
+    assert_eq!(
+        &f64s(&second.fields["labels/boxes/extent"].data)[..2],
+        &[10.0, 30.0]
+    );
+    assert_eq!(
+        i32s(&second.fields["labels/boxes/identity"].data),
+        vec![0, 1]
+    );
+}
+
+#[test]
+fn raw_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    let mut expected = Vec::new();
+    for k in 0..64 {
+        let (value, b) = component("ci8", k);
+        expected.push(value);
+        bytes.extend(b);
+    }
+    let file = dir.path().join("capture.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = dir.path().join("ds");
+    ok(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-raw",
+        file.to_str().unwrap(),
+        "--datatype",
+        "ci8",
+        "--sample-rate",
+        "2e6",
+        "-q",
+    ]);
+    let record = open(&out).read_record(0).unwrap();
+    assert_eq!(record.id, "capture");
+    let iq = &record.fields["iq"];
+    assert_eq!(iq.meta.shape, vec![32]);
+    assert_eq!(f32s(&iq.data), expected);
+    assert_eq!(views::sample_rate(&iq.meta), Some(2e6));
+    let source = record.metadata["source"].as_object().unwrap();
+    assert_eq!(source["datatype"], Value::from("ci8"));
+    let missing = fails(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-raw",
+        file.to_str().unwrap(),
+    ]);
+    assert!(missing.contains("--datatype"), "{missing}");
+    // 3 bytes are not whole cf32 samples.
+    std::fs::write(&file, [1u8, 2, 3]).unwrap();
+    let odd = fails(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-raw",
+        file.to_str().unwrap(),
+        "--datatype",
+        "cf32_le",
+        "--sample-rate",
+        "1e6",
+    ]);
+    assert!(
+        odd.contains("capture.bin") && odd.contains("whole number"),
+        "{odd}"
+    );
+}
+
+#[test]
+fn npy_and_npz_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+import sys, numpy as np
+d = sys.argv[1]
+np.save(d + "/tone.npy", (np.arange(50) * (1 + 2j)).astype(np.complex64))
+np.savez_compressed(d + "/pack.npz", counts=np.arange(12, dtype=np.int16).reshape(3, 4),
+                    gain=np.float64(0.5), mask=np.array([True, False]))
+np.savez(d + "/plain.npz", x=np.arange(3, dtype=np.uint8))
+np.save(d + "/wide.npy", np.zeros(3, dtype=np.complex128))
+np.save(d + "/fortran.npy", np.asfortranarray(np.zeros((2, 3), dtype=np.float32)))
+"#;
+    let status = Command::new(common::python())
+        .args(["-c", script, dir.path().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.path().join("ds");
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    ok(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-npy",
+        &p("tone.npy"),
+        &p("pack.npz"),
+        &p("plain.npz"),
+        "-q",
+    ]);
+    let dataset = open(&out);
+    let tone = dataset.read_record(0).unwrap();
+    assert_eq!(tone.id, "tone");
+    let field = &tone.fields["tone"];
+    assert_eq!(
+        (field.meta.dtype, field.meta.shape.clone()),
+        (DType::C64, vec![50])
+    );
+    let values = f32s(&field.data);
+    assert_eq!((values[2 * 7], values[2 * 7 + 1]), (7.0, 14.0));
+    let pack = dataset.read_record(1).unwrap();
+    assert_eq!(
+        pack.fields.keys().collect::<Vec<_>>(),
+        ["counts", "gain", "mask"]
+    );
+    let counts = &pack.fields["counts"];
+    assert_eq!(
+        (counts.meta.dtype, counts.meta.shape.clone()),
+        (DType::I16, vec![3, 4])
+    );
+    assert_eq!(&counts.data[..4], &[0, 0, 1, 0]);
+    assert_eq!(pack.fields["gain"].meta.shape, Vec::<u64>::new());
+    assert_eq!(f64s(&pack.fields["gain"].data), vec![0.5]);
+    assert_eq!(&pack.fields["mask"].data[..], &[1, 0]);
+    assert_eq!(
+        &dataset.read_record(2).unwrap().fields["x"].data[..],
+        &[0, 1, 2]
+    );
+    let wide = fails(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-npy",
+        &p("wide.npy"),
+    ]);
+    assert!(wide.contains("wide.npy") && wide.contains("<c16"), "{wide}");
+    let fortran = fails(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-npy",
+        &p("fortran.npy"),
+    ]);
+    assert!(
+        fortran.contains("fortran.npy") && fortran.contains("Fortran"),
+        "{fortran}"
+    );
+}
+
+/// A one-record directory as a mount copy looks: record.json plus fields/x.raw.
+fn record_dir(root: &Path) -> std::path::PathBuf {
+    let field = Field::new(DType::F64, vec![3], f64s_bytes(&[1.0, 2.0, 3.0])).unwrap();
+    let record = Record::new("r0").with_field("a/x", field);
+    let dir = root.join("records/0");
+    std::fs::create_dir_all(dir.join("fields/a")).unwrap();
+    std::fs::write(
+        dir.join("record.json"),
+        views::record_json(&record.meta(), 0),
+    )
+    .unwrap();
+    std::fs::write(dir.join("fields/a/x.raw"), f64s_bytes(&[1.0, 2.0, 3.0])).unwrap();
+    dir
+}
+
+fn f64s_bytes(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn bad_inputs_give_one_line_naming_the_file() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = record_dir(root.path());
+    let out = root.path().join("ds");
+    let (o, from) = (out.to_str().unwrap(), root.path().to_str().unwrap());
+    // Sound first.
+    ok(&["create", o, "--from-dir", from, "-q"]);
+    let raw = dir.join("fields/a/x.raw");
+    // Wrong length.
+    std::fs::write(&raw, [0u8; 16]).unwrap();
+    let short = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        short.contains("x.raw") && short.contains("16 bytes"),
+        "{short}"
+    );
+    // Missing .raw and .npy.
+    std::fs::remove_file(&raw).unwrap();
+    let missing = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        missing.contains("x.raw") && missing.contains("neither"),
+        "{missing}"
+    );
+    // A .npy of another dtype.
+    let npy = dir.join("fields/a/x.npy");
+    let mut bytes = views::npy::npy_header(DType::F32, &[3]);
+    bytes.extend([0u8; 12]);
+    std::fs::write(&npy, &bytes).unwrap();
+    let dtype = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        dtype.contains("x.npy") && dtype.contains("float32") && dtype.contains("float64"),
+        "{dtype}"
+    );
+    // A broken NPY header.
+    std::fs::write(&npy, b"not numpy at all").unwrap();
+    let header = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        header.contains("x.npy") && header.contains("magic"),
+        "{header}"
+    );
+    std::fs::remove_file(&npy).unwrap();
+    std::fs::write(&raw, f64s_bytes(&[1.0, 2.0, 3.0])).unwrap();
+    // A field file record.json does not describe.
+    std::fs::write(dir.join("fields/a/new%25.raw"), [0u8; 4]).unwrap();
+    let stray = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        stray.contains("new%25.raw") && stray.contains("\"a/new%\""),
+        "{stray}"
+    );
+    std::fs::remove_file(dir.join("fields/a/new%25.raw")).unwrap();
+    // Ids must be portable.
+    let id = fails(&["create", o, "--from-dir", from, "--dataset-id", "no spaces"]);
+    assert!(
+        id.contains("--dataset-id") && id.contains("portable"),
+        "{id}"
+    );
+    // A record.json that is not JSON.
+    std::fs::write(dir.join("record.json"), "{").unwrap();
+    let json = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        json.contains("record.json") && json.contains("invalid JSON"),
+        "{json}"
+    );
+    // SigMF datatypes that would lose precision.
+    let sigmf = root.path().join("wide.sigmf-meta");
+    std::fs::write(&sigmf, r#"{"global": {"core:datatype": "ci32_le"}}"#).unwrap();
+    std::fs::write(root.path().join("wide.sigmf-data"), [0u8; 8]).unwrap();
+    let wide = fails(&["create", o, "--from-sigmf", sigmf.to_str().unwrap()]);
+    assert!(
+        wide.contains("wide.sigmf-meta") && wide.contains("without loss"),
+        "{wide}"
+    );
+}
