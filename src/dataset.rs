@@ -10,7 +10,7 @@ mod error;
 mod pages;
 pub mod publish;
 pub mod reader;
-mod shards;
+pub(crate) mod shards;
 
 pub use error::DatasetError;
 pub use pages::RecordLocation;

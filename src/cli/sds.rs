@@ -4,12 +4,15 @@
 //!   read from control documents and one metadata row.
 //! - `sds ls DATASET [--start N] [--limit N]`: one line per record from its metadata row
 //!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard.
+//! - `sds annotate DATASET --name NAME --rows ROWS.jsonl` (and `annotate write-shard`,
+//!   `annotate publish`): publishes an annotation set (see [`annotate`]).
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
 //!
 //! Exit status: 0 on success, 1 when a dataset cannot be opened or read (exactly one line on
 //! stderr, `sds: ...`, naming the document or object and the rule broken), 2 for usage errors
 //! (clap's convention). `src/bin/sds.rs` only calls [`main`].
 
+pub mod annotate;
 pub mod demo;
 pub mod info;
 
@@ -74,6 +77,13 @@ pub enum Command {
         /// Output directory (the dataset root).
         out: PathBuf,
     },
+    /// Publish an annotation set from a JSON Lines row file (one row per record, by
+    /// source_index or source_record_id, with status, values, provenance, detail_status and
+    /// optional .npy tensor fields), or run one of its distributed steps (write-shard, publish).
+    ///
+    /// Rows missing for some records are refused unless --fill skipped. The publication id
+    /// defaults to one derived from the set name and snapshot, so a repeated run converges.
+    Annotate(annotate::AnnotateArgs),
 }
 
 /// Parses the command line, runs the command and returns the exit status.
@@ -98,6 +108,7 @@ pub fn run(command: Command) -> Result<(), String> {
             limit,
         } => run_ls(&dataset, start, limit),
         Command::Demo { out } => run_demo(&out),
+        Command::Annotate(args) => print(&annotate::run(args)?),
     }
 }
 
