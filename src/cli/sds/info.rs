@@ -129,7 +129,9 @@ pub fn to_text(info: &Info) -> String {
             out.push_str(&fields_table(row));
         }
     }
-    out.push_str(&format!("annotations ({}):\n", info.annotations.len()));
+    if !info.annotations.is_empty() {
+        out.push_str(&format!("annotations ({}):\n", info.annotations.len()));
+    }
     for set in &info.annotations {
         match &set.set {
             Ok(summary) => {
