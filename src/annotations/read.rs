@@ -225,10 +225,11 @@ impl AnnotationSet {
     /// The shard holding `ordinal` (binary search over the tiling).
     pub fn shard_of(&self, ordinal: u64) -> Option<&SetShard> {
         let shards = &self.root.shards;
-        let index = shards.partition_point(|s| s.first_ordinal + s.record_count <= ordinal);
-        shards
-            .get(index)
-            .filter(|s| s.first_ordinal <= ordinal && ordinal < s.first_ordinal + s.record_count)
+        let index =
+            shards.partition_point(|s| s.first_ordinal.saturating_add(s.record_count) <= ordinal);
+        shards.get(index).filter(|s| {
+            s.first_ordinal <= ordinal && ordinal < s.first_ordinal.saturating_add(s.record_count)
+        })
     }
 
     /// The annotation of source ordinal `ordinal`, decoded and checked for alignment with the

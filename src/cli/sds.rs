@@ -83,7 +83,7 @@ pub enum Command {
     ///
     /// Rows missing for some records are refused unless --fill skipped. The publication id
     /// defaults to one derived from the set name and snapshot, so a repeated run converges.
-    Annotate(annotate::AnnotateArgs),
+    Annotate(Box<annotate::AnnotateArgs>),
 }
 
 /// Parses the command line, runs the command and returns the exit status.
@@ -108,7 +108,7 @@ pub fn run(command: Command) -> Result<(), String> {
             limit,
         } => run_ls(&dataset, start, limit),
         Command::Demo { out } => run_demo(&out),
-        Command::Annotate(args) => print(&annotate::run(args)?),
+        Command::Annotate(args) => print(&annotate::run(*args)?),
     }
 }
 
