@@ -15,7 +15,7 @@ mod error;
 mod pages;
 pub mod publish;
 pub mod reader;
-mod shards;
+pub(crate) mod shards;
 pub mod verify;
 pub mod view;
 
@@ -27,7 +27,9 @@ pub use publish::{
 };
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
-pub use verify::{verify, verify_store, Problem, VerifyOptions, VerifyReport};
+pub use verify::{
+    verify, verify_objects, verify_store, verify_store_with, Problem, VerifyOptions, VerifyReport,
+};
 pub use view::{dedup_in_order, materialize, parse_indices, select_view, ViewSummary};
 
 use crate::format::limits::{JsonLimits, RecordLimits};

@@ -13,5 +13,6 @@ pub mod fuse;
 pub mod inode;
 pub mod names;
 pub mod namespace;
+pub mod overlay;
 pub mod record_tree;
 pub mod views;

@@ -16,6 +16,7 @@
 //! Every layer has one error enum; the FUSE boundary maps them to errno values.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod annotations;
 pub mod arrayrecord;
 pub mod cli;
 pub mod dataset;

@@ -114,6 +114,7 @@ fn json_on_the_demo_dataset() {
     assert_eq!(
         keys,
         [
+            "annotations",
             "dataset_id",
             "first_record",
             "layout_version",
@@ -124,6 +125,7 @@ fn json_on_the_demo_dataset() {
             "stored_bytes"
         ]
     );
+    assert_eq!(doc["annotations"], Value::Array(Vec::new()));
     assert_eq!(text(&doc["dataset_id"]), "sds-demo");
     assert_eq!(text(&doc["snapshot_id"]), "sds-demo-v1");
     assert_eq!(text(&doc["layout_version"]), "0.1");

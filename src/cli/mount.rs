@@ -336,6 +336,7 @@ fn serve(args: &MountArgs, dataset: Dataset, signals: &libc::sigset_t) -> Result
     };
     let config = NamespaceConfig {
         cache: CacheConfig::for_cache_size(args.cache_size),
+        metadata_ttl: std::time::Duration::from_secs(args.metadata_ttl),
         ..NamespaceConfig::default()
     };
     let namespace = Arc::new(Namespace::new(dataset.clone(), config));

@@ -4,6 +4,8 @@
 //!   read from control documents and one metadata row.
 //! - `sds ls DATASET [--start N] [--limit N]`: one line per record from its metadata row
 //!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard.
+//! - `sds annotate DATASET --name NAME --rows ROWS.jsonl` (and `annotate write-shard`,
+//!   `annotate publish`): publishes an annotation set (see [`annotate`]).
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
 //! - `sds write-shard ROOT --work-id W [--attempt A] --from-dataset SRC --range A:B`: one
 //!   worker of a distributed publication; prints its receipt ([`distributed`]).
@@ -18,6 +20,7 @@
 //! stderr, `sds: ...`, naming the document or object and the rule broken), 2 for usage errors
 //! (clap's convention). `src/bin/sds.rs` only calls [`main`].
 
+pub mod annotate;
 pub mod create;
 pub mod demo;
 pub mod distributed;
@@ -171,6 +174,13 @@ pub enum Command {
     /// Deterministic: the same inputs, options and ids give a byte-identical dataset whatever
     /// --jobs is. Ids not given are derived from the content and printed.
     Create(Box<create::CreateArgs>),
+    /// Publish an annotation set from a JSON Lines row file (one row per record, by
+    /// source_index or source_record_id, with status, values, provenance, detail_status and
+    /// optional .npy tensor fields), or run one of its distributed steps (write-shard, publish).
+    ///
+    /// Rows missing for some records are refused unless --fill skipped. The publication id
+    /// defaults to one derived from the set name and snapshot, so a repeated run converges.
+    Annotate(Box<annotate::AnnotateArgs>),
 }
 
 /// Parses the command line, runs the command and returns the exit status.
@@ -247,6 +257,7 @@ pub fn run(command: Command) -> Result<(), String> {
             print(&select::run(&source, &dest, &selection, &options)?)
         }
         Command::Create(args) => create::run(&args).and_then(|text| print(&text)),
+        Command::Annotate(args) => print(&annotate::run(*args)?),
     }
 }
 
@@ -254,9 +265,10 @@ fn run_verify(dataset: &str, deep: bool) -> Result<(), String> {
     let root = location::local_root(dataset).map_err(|e| e.0)?;
     let store = crate::storage::LocalStore::open(&root)
         .map_err(|e| location::one_line(&format!("cannot open {e}")))?;
-    let report = crate::dataset::verify_store(
+    let report = crate::dataset::verify_store_with(
         std::sync::Arc::new(store),
         crate::dataset::VerifyOptions { deep },
+        crate::annotations::verify_dataset,
     );
     print(&verify::to_text(&report))?;
     match report.problems.len() {

@@ -13,10 +13,9 @@
 //! 4. Every record: its physical index exists in both shards (`record_indices` bounds), its
 //!    metadata row parses and follows the record rules, its payload decodes (chunk hash checked
 //!    on read) and follows the rules, and row and record agree.
-//! 5. Annotation sets reachable from `annotations/catalog.json`: the pointer, the revision, each
-//!    set root (checked against the snapshot), and each set object's size and record count.
-//!    (This walks the documents of `format::documents::annotation` directly; the carrier
-//!    records' own rules belong to the annotation layer and are only decoded here.)
+//! 5. Annotation sets are the annotation layer's: `annotations::verify_dataset` runs this
+//!    verification, then checks every set, and uses [`verify_objects`] for the integrity of
+//!    set objects (size, structure, and with `deep` their content address and chunk walk).
 //!
 //! `deep` adds what costs a full read of every byte: each shard's and annotation object's
 //! SHA-256 equals the content address its path carries, and a walk of every chunk of the file
@@ -37,10 +36,8 @@ use super::error::DatasetError;
 use super::reader::{read_control, Dataset};
 use super::shards::ShardReader;
 use crate::arrayrecord::ArrayRecordReader;
-use crate::format::documents::ids::{catalog_path, is_sha256_hex};
-use crate::format::documents::{
-    CatalogPointer, DocumentError, ManifestPage, Reference, Revision, SetRoot,
-};
+use crate::format::documents::ids::is_sha256_hex;
+use crate::format::documents::{DocumentError, ManifestPage, Reference};
 use crate::format::limits::JsonLimits;
 use crate::format::path::RelPath;
 use crate::format::record::{self, RecordMeta};
@@ -97,8 +94,18 @@ impl VerifyReport {
 /// Opens the dataset at the root of `store` and verifies it; a dataset that cannot be opened
 /// is reported as one problem.
 pub fn verify_store(store: Arc<dyn ObjectStore>, options: VerifyOptions) -> VerifyReport {
+    verify_store_with(store, options, verify)
+}
+
+/// [`verify_store`] with another verification of the opened dataset (the annotation layer's
+/// `verify_dataset`, which adds the annotation sets).
+pub fn verify_store_with(
+    store: Arc<dyn ObjectStore>,
+    options: VerifyOptions,
+    verify_opened: impl FnOnce(&Dataset, VerifyOptions) -> VerifyReport,
+) -> VerifyReport {
     match Dataset::open(store.clone(), super::OpenOptions::default()) {
-        Ok(dataset) => verify(&dataset, options),
+        Ok(dataset) => verify_opened(&dataset, options),
         Err(e) => {
             let fallback = RelPath::new(super::reader::ROOT_JSON)
                 .map(|p| store.describe(&p))
@@ -132,8 +139,30 @@ pub fn verify(dataset: &Dataset, options: VerifyOptions) -> VerifyReport {
         },
     };
     verifier.pages();
-    verifier.annotations();
     verifier.report
+}
+
+/// Integrity of other objects stored like shards (annotation set objects): each exists, has
+/// its reference's size and is a readable ArrayRecord file; with `deep`, its SHA-256 equals the
+/// content address in its name and every chunk verifies. Returns the problems and how many
+/// objects were checked.
+pub fn verify_objects(
+    dataset: &Dataset,
+    references: &[Reference],
+    options: VerifyOptions,
+) -> (Vec<Problem>, u64) {
+    let mut verifier = Verifier {
+        dataset,
+        store: dataset.store().clone(),
+        options,
+        limits: dataset.options().control_limits,
+        shards: HashMap::new(),
+        report: VerifyReport::default(),
+    };
+    for reference in references {
+        verifier.shard(reference);
+    }
+    (verifier.report.problems, verifier.report.shards_checked)
 }
 
 struct Verifier<'a> {
@@ -391,117 +420,6 @@ impl Verifier<'_> {
             ),
             Err(e) => self.error(object, None, &e),
         }
-    }
-
-    fn annotations(&mut self) {
-        let Ok(path) = catalog_path() else {
-            return;
-        };
-        let object = self.store.describe(&path);
-        let bytes = match self.store.read_versioned(&path) {
-            Ok(None) => return,
-            Ok(Some((bytes, _))) => bytes,
-            Err(e) => return self.error(&object, None, &e.into()),
-        };
-        let pointer = match CatalogPointer::parse(&bytes, &self.limits) {
-            Ok(pointer) => pointer,
-            Err(e) => return self.error(&object, None, &e.with_document(&object).into()),
-        };
-        let revision_path = pointer.revision.path.clone();
-        let revision_object = self.store.describe(&revision_path);
-        let revision = self
-            .store
-            .read_limited(
-                &revision_path,
-                pointer.revision.generation,
-                self.limits.max_bytes as u64,
-            )
-            .map_err(DatasetError::from)
-            .and_then(|bytes| {
-                let revision = Revision::parse(&bytes, &self.limits)?;
-                revision.validate()?;
-                Ok(revision)
-            });
-        let revision = match revision {
-            Ok(revision) => revision,
-            Err(e) => return self.error(&revision_object, None, &with_doc(e, &revision_object)),
-        };
-        for (name, reference) in &revision.sets {
-            self.annotation_set(name, reference);
-        }
-    }
-
-    fn annotation_set(&mut self, name: &str, reference: &Reference) {
-        let object = self.store.describe(&reference.path);
-        let snapshot = self.dataset.snapshot();
-        let set = read_control(self.store.as_ref(), reference, &self.limits).and_then(|bytes| {
-            let set = SetRoot::parse(&bytes, &self.limits)?;
-            set.validate()?;
-            set.validate_against_snapshot(snapshot)?;
-            Ok(set)
-        });
-        let set = match set {
-            Ok(set) => set,
-            Err(e) => return self.error(&object, None, &with_doc(e, &object)),
-        };
-        if set.name != name {
-            self.problem(
-                &object,
-                None,
-                format!(
-                    "name {:?} differs from the revision's key {name:?}",
-                    set.name
-                ),
-            );
-        }
-        self.report.annotation_sets_checked += 1;
-        let record_limits = self.dataset.options().record_limits;
-        for shard in &set.shards {
-            let shard_object = self.store.describe(&shard.object.path);
-            let Some(reader) = self.check_object(&shard.object, &shard_object) else {
-                continue;
-            };
-            if reader.len() != shard.record_count {
-                self.problem(
-                    &shard_object,
-                    None,
-                    format!(
-                        "holds {} carrier records but the set root says {} (profile section 6)",
-                        reader.len(),
-                        shard.record_count
-                    ),
-                );
-                continue;
-            }
-            for k in 0..reader.len() {
-                let ordinal = shard.first_ordinal.saturating_add(k);
-                let decoded = reader
-                    .read(k)
-                    .map_err(|source| DatasetError::Shard {
-                        object: shard_object.clone(),
-                        source,
-                    })
-                    .and_then(|bytes| {
-                        record::decode(bytes, &record_limits).map_err(|source| {
-                            DatasetError::Record {
-                                ordinal,
-                                object: shard_object.clone(),
-                                source,
-                            }
-                        })
-                    });
-                if let Err(e) = decoded {
-                    self.error(&shard_object, Some(ordinal), &e);
-                }
-            }
-        }
-    }
-}
-
-fn with_doc(error: DatasetError, document: &str) -> DatasetError {
-    match error {
-        DatasetError::Document(e) => DatasetError::Document(e.with_document(document)),
-        other => other,
     }
 }
 

@@ -5,7 +5,9 @@
 //! Caching policy: everything but the annotation catalog is immutable, so attributes and entries
 //! get long TTLs, files are opened with `FOPEN_KEEP_CACHE` (the kernel page cache survives
 //! across opens, and `mmap` works because no `direct_io` is used), and directories with
-//! `FOPEN_CACHE_DIR`. Requests are dispatched by several threads (`fuser`'s `n_threads`), and the
+//! `FOPEN_CACHE_DIR`. The annotation overlay is the exception: its entries and attributes are
+//! valid for the metadata TTL only, and its files and directories are opened without
+//! `FOPEN_KEEP_CACHE`/`FOPEN_CACHE_DIR`, so a catalog change shows after at most one TTL. Requests are dispatched by several threads (`fuser`'s `n_threads`), and the
 //! core never holds a lock across storage I/O, so independent reads proceed in parallel.
 
 use std::ffi::OsStr;
@@ -75,6 +77,24 @@ impl SdsFuse {
         }
     }
 
+    /// The TTL of `ino`'s entry and attributes.
+    fn ttl(&self, ino: u64) -> Duration {
+        if self.namespace.is_annotation(ino) {
+            self.namespace.metadata_ttl()
+        } else {
+            IMMUTABLE_TTL
+        }
+    }
+
+    /// Open flags: the page cache is kept only for immutable files and directories.
+    fn open_flags(&self, ino: u64, dir: bool) -> FopenFlags {
+        match (self.namespace.is_annotation(ino), dir) {
+            (true, _) => FopenFlags::empty(),
+            (false, false) => FopenFlags::FOPEN_KEEP_CACHE,
+            (false, true) => FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+        }
+    }
+
     /// Maps a core error to errno, logging what the user cannot see in the errno.
     fn errno(&self, op: &str, ino: u64, error: FsError) -> Errno {
         match error {
@@ -119,7 +139,7 @@ impl Filesystem for SdsFuse {
             return reply.error(Errno::ENOENT);
         };
         match self.namespace.lookup(parent.0, name) {
-            Ok(attr) => reply.entry(&IMMUTABLE_TTL, &self.file_attr(&attr), Generation(0)),
+            Ok(attr) => reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0)),
             Err(FsError::NotFound) => reply.error(Errno::ENOENT),
             Err(e) => reply.error(self.errno("lookup", parent.0, e)),
         }
@@ -127,7 +147,7 @@ impl Filesystem for SdsFuse {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.namespace.getattr(ino.0) {
-            Ok(attr) => reply.attr(&IMMUTABLE_TTL, &self.file_attr(&attr)),
+            Ok(attr) => reply.attr(&self.ttl(attr.ino), &self.file_attr(&attr)),
             Err(e) => reply.error(self.errno("getattr", ino.0, e)),
         }
     }
@@ -145,7 +165,7 @@ impl Filesystem for SdsFuse {
         }
         match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => reply.error(Errno::EISDIR),
-            Ok(_) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(_) => reply.opened(FileHandle(0), self.open_flags(ino.0, false)),
             Err(e) => reply.error(self.errno("open", ino.0, e)),
         }
     }
@@ -169,10 +189,9 @@ impl Filesystem for SdsFuse {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.namespace.getattr(ino.0) {
-            Ok(attr) if attr.kind == Kind::Dir => reply.opened(
-                FileHandle(0),
-                FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
-            ),
+            Ok(attr) if attr.kind == Kind::Dir => {
+                reply.opened(FileHandle(0), self.open_flags(ino.0, true))
+            }
             Ok(_) => reply.error(Errno::ENOTDIR),
             Err(e) => reply.error(self.errno("opendir", ino.0, e)),
         }
@@ -217,7 +236,7 @@ impl Filesystem for SdsFuse {
                 INodeNo(entry.ino),
                 next,
                 &entry.name,
-                &IMMUTABLE_TTL,
+                &self.ttl(entry.ino),
                 &self.file_attr(&attr),
                 Generation(0),
             )

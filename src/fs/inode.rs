@@ -10,6 +10,13 @@
 //!
 //! Layout: `kind:4 | payload:60`. Record nodes use `ordinal:36 | local:24`, so up to 2^36
 //! records of up to 2^24 nodes each.
+//!
+//! Annotation sets are named, not positioned, and the catalog changes while mounted, so a set's
+//! number is its index in a mount-lifetime, append-only registry of set names (at most 256:
+//! `set:8`). `annotations/<set>/` and its `set.json` are kind 5 (`set << 1 | file`); the
+//! per-record overlay `records/<n>/annotations/<set>/...` is kind 6, `ordinal:36 | set:8 |
+//! node:16` (node 0 the set directory, 1 `annotation.json`, 2 + k node k of the carrier's field
+//! tree, whose node 0 is `fields/`).
 
 /// Largest ordinal a record inode can carry.
 pub const MAX_ORDINAL: u64 = (1 << 36) - 1;
@@ -26,6 +33,11 @@ const KIND_RECORD: u64 = 1;
 const KIND_ID_LINK: u64 = 2;
 const KIND_SCENE_DIR: u64 = 3;
 const KIND_SCENE_LINK: u64 = 4;
+const KIND_SET: u64 = 5;
+const KIND_RECORD_SET: u64 = 6;
+
+/// Largest node index of a carrier's field tree.
+pub const MAX_CARRIER_NODE: u32 = (1 << 16) - 3;
 
 /// What an inode number denotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,6 +63,16 @@ pub enum Ino {
     SceneDir(u64),
     /// `by-scene/<scene>/<ordinal>`.
     SceneLink(u64),
+    /// `annotations/<set>/`, by registry index.
+    SetDir(u8),
+    /// `annotations/<set>/set.json`.
+    SetJson(u8),
+    /// `records/<ordinal>/annotations/<set>/`.
+    RecordSetDir(u64, u8),
+    /// `records/<ordinal>/annotations/<set>/annotation.json`.
+    RecordSetJson(u64, u8),
+    /// A node of the carrier's field tree; node 0 is `fields/` itself.
+    RecordSetField(u64, u8, u32),
 }
 
 impl Ino {
@@ -71,6 +93,13 @@ impl Ino {
             Ino::IdLink(o) => (KIND_ID_LINK << KIND_SHIFT) | o,
             Ino::SceneDir(i) => (KIND_SCENE_DIR << KIND_SHIFT) | i,
             Ino::SceneLink(o) => (KIND_SCENE_LINK << KIND_SHIFT) | o,
+            Ino::SetDir(i) => (KIND_SET << KIND_SHIFT) | (u64::from(i) << 1),
+            Ino::SetJson(i) => (KIND_SET << KIND_SHIFT) | (u64::from(i) << 1) | 1,
+            Ino::RecordSetDir(o, i) => record_set(o, i, 0),
+            Ino::RecordSetJson(o, i) => record_set(o, i, 1),
+            Ino::RecordSetField(o, i, n) => {
+                record_set(o, i, 2 + u64::from(n.min(MAX_CARRIER_NODE)))
+            }
         }
     }
 
@@ -100,9 +129,33 @@ impl Ino {
             KIND_ID_LINK => Some(Ino::IdLink(payload)),
             KIND_SCENE_DIR => Some(Ino::SceneDir(payload)),
             KIND_SCENE_LINK => Some(Ino::SceneLink(payload)),
+            KIND_SET if payload >> 9 == 0 => {
+                let index = (payload >> 1) as u8;
+                Some(if payload & 1 == 0 {
+                    Ino::SetDir(index)
+                } else {
+                    Ino::SetJson(index)
+                })
+            }
+            KIND_RECORD_SET => {
+                let ordinal = payload >> 24;
+                let set = ((payload >> 16) & 0xff) as u8;
+                match payload & 0xffff {
+                    0 => Some(Ino::RecordSetDir(ordinal, set)),
+                    1 => Some(Ino::RecordSetJson(ordinal, set)),
+                    node => Some(Ino::RecordSetField(ordinal, set, (node - 2) as u32)),
+                }
+            }
             _ => None,
         }
     }
+}
+
+fn record_set(ordinal: u64, set: u8, node: u64) -> u64 {
+    (KIND_RECORD_SET << KIND_SHIFT)
+        | ((ordinal & MAX_ORDINAL) << 24)
+        | (u64::from(set) << 16)
+        | node
 }
 
 fn record(ordinal: u64, local: u64) -> u64 {
@@ -133,6 +186,15 @@ mod tests {
             Ino::IdLink(42),
             Ino::SceneDir(3),
             Ino::SceneLink(42),
+            Ino::SetDir(0),
+            Ino::SetJson(0),
+            Ino::SetDir(255),
+            Ino::SetJson(255),
+            Ino::RecordSetDir(7, 0),
+            Ino::RecordSetJson(7, 0),
+            Ino::RecordSetField(7, 0, 0),
+            Ino::RecordSetDir(MAX_ORDINAL, 255),
+            Ino::RecordSetField(MAX_ORDINAL, 255, MAX_CARRIER_NODE),
         ];
         let mut seen = std::collections::HashSet::new();
         for ino in samples {

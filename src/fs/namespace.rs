@@ -10,11 +10,15 @@
 //!   it stays in the decoded-record cache;
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, logged, and kept.
 //!
+//! - annotation sets come from the catalog, re-read at most once per metadata TTL (see
+//!   [`super::overlay`]); a record's annotation files need that set's carrier for the record.
+//!
 //! Errors are [`FsError`]s; the FUSE adapter maps them to errno values and logs the cause.
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -22,6 +26,7 @@ use lru::LruCache;
 use super::cache::{CacheConfig, LoadError, RecordCache};
 use super::inode::{Ino, MAX_ORDINAL};
 use super::names::encode_entry;
+use super::overlay::{Carrier, Overlay, VisibleSet};
 use super::record_tree::{Node, RecordTree};
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
@@ -84,6 +89,8 @@ pub struct NamespaceConfig {
     pub cache: CacheConfig,
     /// Record trees (parsed rows with their file trees) kept.
     pub record_trees: usize,
+    /// How long a read of the annotation catalog is trusted (`--metadata-ttl`).
+    pub metadata_ttl: Duration,
 }
 
 impl Default for NamespaceConfig {
@@ -91,6 +98,7 @@ impl Default for NamespaceConfig {
         NamespaceConfig {
             cache: CacheConfig::for_cache_size(1 << 30),
             record_trees: 4096,
+            metadata_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -119,6 +127,7 @@ pub struct Namespace {
     records: RecordCache,
     ids: OnceLock<IdIndex>,
     scenes: OnceLock<SceneIndex>,
+    overlay: Overlay,
 }
 
 const TOP_LEVEL: [(&str, Ino, Kind); 6] = [
@@ -141,6 +150,7 @@ impl Namespace {
             records: RecordCache::new(config.cache),
             ids: OnceLock::new(),
             scenes: OnceLock::new(),
+            overlay: Overlay::new(config.metadata_ttl),
             dataset,
         }
     }
@@ -193,6 +203,47 @@ impl Namespace {
         }
     }
 
+    /// Whether `ino` belongs to the annotation overlay, whose entries change when the catalog
+    /// does (the adapter gives them the metadata TTL instead of the immutable one).
+    pub fn is_annotation(&self, ino: u64) -> bool {
+        matches!(
+            Ino::decode(ino),
+            Some(
+                Ino::Annotations
+                    | Ino::RecordAnnotations(_)
+                    | Ino::SetDir(_)
+                    | Ino::SetJson(_)
+                    | Ino::RecordSetDir(..)
+                    | Ino::RecordSetJson(..)
+                    | Ino::RecordSetField(..)
+            )
+        )
+    }
+
+    /// How long the annotation catalog is trusted.
+    pub fn metadata_ttl(&self) -> Duration {
+        self.overlay.ttl()
+    }
+
+    /// The visible set with registry index `index`.
+    fn set_at(&self, index: u8) -> Result<Arc<VisibleSet>, FsError> {
+        self.overlay
+            .visible(&self.dataset)
+            .by_index(index)
+            .cloned()
+            .ok_or(FsError::NotFound)
+    }
+
+    /// Record `ordinal`'s annotation in set `index`.
+    fn carrier(&self, ordinal: u64, index: u8) -> Result<Arc<Carrier>, FsError> {
+        self.check_ordinal(ordinal)?;
+        let set = self.set_at(index)?;
+        let tree = self.record_tree(ordinal)?;
+        self.overlay
+            .carrier(&self.dataset, &set, ordinal, &tree.meta)
+            .map_err(|e| with_ordinal(ordinal, e))
+    }
+
     // -----------------------------------------------------------------------------------------
     // getattr
     // -----------------------------------------------------------------------------------------
@@ -231,6 +282,26 @@ impl Namespace {
                     .get(i as usize)
                     .ok_or(FsError::NotFound)?;
                 (Kind::Dir, 0)
+            }
+            Ino::SetDir(i) => {
+                self.set_at(i)?;
+                (Kind::Dir, 0)
+            }
+            Ino::SetJson(i) => (Kind::File, self.set_at(i)?.set.root_bytes().len() as u64),
+            Ino::RecordSetDir(o, i) => {
+                self.check_ordinal(o)?;
+                self.set_at(i)?;
+                (Kind::Dir, 0)
+            }
+            Ino::RecordSetJson(o, i) => {
+                (Kind::File, self.carrier(o, i)?.annotation_json.len() as u64)
+            }
+            Ino::RecordSetField(o, i, n) => {
+                let carrier = self.carrier(o, i)?;
+                match carrier.tree.node(n).ok_or(FsError::NotFound)? {
+                    Node::Dir { .. } => (Kind::Dir, 0),
+                    Node::File { .. } => (Kind::File, carrier.tree.node_len(n)),
+                }
             }
         };
         Ok(Attr { ino, kind, size })
@@ -285,7 +356,40 @@ impl Namespace {
                     .map_err(|_| FsError::NotFound)?;
                 Ino::SceneLink(ordinal)
             }
-            Ino::Annotations | Ino::RecordAnnotations(_) => return Err(FsError::NotFound),
+            Ino::Annotations => {
+                let visible = self.overlay.visible(&self.dataset);
+                Ino::SetDir(visible.by_name(name).ok_or(FsError::NotFound)?.index)
+            }
+            Ino::SetDir(i) => {
+                self.set_at(i)?;
+                match name {
+                    "set.json" => Ino::SetJson(i),
+                    _ => return Err(FsError::NotFound),
+                }
+            }
+            Ino::RecordAnnotations(o) => {
+                self.check_ordinal(o)?;
+                let visible = self.overlay.visible(&self.dataset);
+                Ino::RecordSetDir(o, visible.by_name(name).ok_or(FsError::NotFound)?.index)
+            }
+            Ino::RecordSetDir(o, i) => {
+                self.check_ordinal(o)?;
+                self.set_at(i)?;
+                match name {
+                    "annotation.json" => Ino::RecordSetJson(o, i),
+                    "fields" => Ino::RecordSetField(o, i, 0),
+                    _ => return Err(FsError::NotFound),
+                }
+            }
+            Ino::RecordSetField(o, i, n) => {
+                let carrier = self.carrier(o, i)?;
+                match carrier.tree.node(n) {
+                    Some(Node::Dir { .. }) => {}
+                    Some(Node::File { .. }) => return Err(FsError::NotDir),
+                    None => return Err(FsError::NotFound),
+                }
+                Ino::RecordSetField(o, i, carrier.tree.child(n, name).ok_or(FsError::NotFound)?)
+            }
             _ => return Err(FsError::NotDir),
         };
         self.getattr(child.encode())
@@ -313,6 +417,18 @@ impl Namespace {
             Ino::SceneLink(o) => {
                 let scenes = self.scene_index();
                 Ino::SceneDir(*scenes.scene_of.get(&o).ok_or(FsError::NotFound)? as u64)
+            }
+            Ino::SetDir(_) => Ino::Annotations,
+            Ino::SetJson(i) => Ino::SetDir(i),
+            Ino::RecordSetDir(o, _) => Ino::RecordAnnotations(o),
+            Ino::RecordSetJson(o, i) | Ino::RecordSetField(o, i, 0) => Ino::RecordSetDir(o, i),
+            Ino::RecordSetField(o, i, n) => {
+                let carrier = self.carrier(o, i)?;
+                Ino::RecordSetField(
+                    o,
+                    i,
+                    carrier.tree.node(n).ok_or(FsError::NotFound)?.parent(),
+                )
             }
         };
         Ok(parent.encode())
@@ -375,11 +491,25 @@ impl Namespace {
                     .1
                     .len() as u64
             }
-            Ino::Annotations => 0,
+            Ino::Annotations => self.overlay.visible(&self.dataset).sets.len() as u64,
             Ino::RecordAnnotations(o) => {
                 self.check_ordinal(o)?;
-                0
+                self.overlay.visible(&self.dataset).sets.len() as u64
             }
+            Ino::SetDir(i) => {
+                self.set_at(i)?;
+                1
+            }
+            Ino::RecordSetDir(o, i) => {
+                self.check_ordinal(o)?;
+                self.set_at(i)?;
+                2
+            }
+            Ino::RecordSetField(o, i, n) => match self.carrier(o, i)?.tree.node(n) {
+                Some(Node::Dir { children, .. }) => children.len() as u64,
+                Some(Node::File { .. }) => return Err(FsError::NotDir),
+                None => return Err(FsError::NotFound),
+            },
             _ => return Err(FsError::NotDir),
         })
     }
@@ -438,6 +568,41 @@ impl Namespace {
                     self.ordinal_name(ordinal),
                 )
             }
+            Ino::Annotations | Ino::RecordAnnotations(_) => {
+                let visible = self.overlay.visible(&self.dataset);
+                let set = visible.sets.get(index as usize).ok_or(FsError::NotFound)?;
+                let ino = match node {
+                    Ino::RecordAnnotations(o) => Ino::RecordSetDir(o, set.index),
+                    _ => Ino::SetDir(set.index),
+                };
+                entry(ino, Kind::Dir, set.name.clone())
+            }
+            Ino::SetDir(i) => entry(Ino::SetJson(i), Kind::File, "set.json".into()),
+            Ino::RecordSetDir(o, i) => match index {
+                0 => entry(
+                    Ino::RecordSetJson(o, i),
+                    Kind::File,
+                    "annotation.json".into(),
+                ),
+                _ => entry(Ino::RecordSetField(o, i, 0), Kind::Dir, "fields".into()),
+            },
+            Ino::RecordSetField(o, i, n) => {
+                let carrier = self.carrier(o, i)?;
+                let tree = &carrier.tree;
+                let Some(Node::Dir { children, .. }) = tree.node(n) else {
+                    return Err(FsError::NotDir);
+                };
+                let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
+                let kind = match tree.node(child) {
+                    Some(Node::Dir { .. }) => Kind::Dir,
+                    _ => Kind::File,
+                };
+                let name = tree
+                    .node(child)
+                    .map(|c| c.name().to_string())
+                    .unwrap_or_default();
+                entry(Ino::RecordSetField(o, i, child), kind, name)
+            }
             _ => return Err(FsError::NotFound),
         })
     }
@@ -481,6 +646,25 @@ impl Namespace {
                 self.check_ordinal(o)?;
                 self.read_field_node(o, n, offset, size)
             }
+            Ino::SetJson(i) => Ok(slice(self.set_at(i)?.set.root_bytes(), offset, size)),
+            Ino::RecordSetJson(o, i) => Ok(slice_vec(
+                &self.carrier(o, i)?.annotation_json,
+                offset,
+                size,
+            )),
+            Ino::RecordSetField(o, i, n) => {
+                let carrier = self.carrier(o, i)?;
+                match carrier.tree.node(n).ok_or(FsError::NotFound)? {
+                    Node::Dir { .. } => Err(FsError::IsDir),
+                    Node::File { .. } => {
+                        let bytes = carrier.file_bytes(n).ok_or_else(|| {
+                            FsError::Io(format!("record {o}: annotation field data missing"))
+                        })?;
+                        Ok(slice(&bytes, offset, size))
+                    }
+                }
+            }
+            Ino::SetDir(_) | Ino::RecordSetDir(..) => Err(FsError::IsDir),
             Ino::Root
             | Ino::Records
             | Ino::Annotations

@@ -1,13 +1,18 @@
 //! `sds info DATASET [--json]`: what a dataset is, from its control documents and one metadata
 //! row (record 0), never a data shard.
 //!
-//! The JSON form is one object with exactly the keys `dataset_id`, `snapshot_id`,
+//! The JSON form is one object with exactly the keys `annotations`, `dataset_id`, `snapshot_id`,
 //! `layout_version`, `record_count`, `shard_count`, `stored_bytes`, `manifest_pages` and
-//! `first_record`. `first_record` is `null` for an empty dataset, else
+//! `first_record`. `annotations` lists the catalog's sets in name order, each
+//! `{"name", "problem", "publication_id", "record_count", "row_counts"}`: `problem` is null for
+//! a sound set (else why it is hidden, the other keys then null), `row_counts` is the set root's
+//! `sds.row_counts` (`{"failed", "skipped", "success"}`) or null when the set was not tallied.
+//! Listing sets reads the catalog pointer, its revision and each set root, nothing more. `first_record` is `null` for an empty dataset, else
 //! `{"fields": {<name>: {"dtype": <NumPy name>, "shape": [<int>, ...]}}, "id", "scene_id"}`
 //! (`scene_id` may be `null`). It is written as pretty deterministic JSON (keys sorted, one
 //! final newline), so scripts can rely on both the keys and the bytes.
 
+use crate::annotations::AnnotationStatus;
 use crate::dataset::Dataset;
 use crate::format::json::{object_to_pretty, Object, Value};
 use crate::format::record::RecordMeta;
@@ -27,6 +32,43 @@ pub struct Info {
     pub manifest_pages: u64,
     /// Metadata row of record 0; `None` for an empty dataset.
     pub first_record: Option<RecordMeta>,
+    /// The catalog's annotation sets, in name order.
+    pub annotations: Vec<SetInfo>,
+}
+
+/// One annotation set as `sds info` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetInfo {
+    pub name: String,
+    /// `Err`: why the set is hidden.
+    pub set: Result<SetSummary, String>,
+}
+
+/// A sound set's identity and tally.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetSummary {
+    pub publication_id: String,
+    pub record_count: u64,
+    pub row_counts: Option<std::collections::BTreeMap<AnnotationStatus, u64>>,
+}
+
+fn annotation_sets(dataset: &Dataset) -> Result<Vec<SetInfo>, String> {
+    let catalog = crate::annotations::read_catalog(dataset)
+        .map_err(|e| location::one_line(&format!("cannot read the annotation catalog: {e}")))?;
+    Ok(catalog
+        .sets
+        .into_iter()
+        .map(|(name, set)| SetInfo {
+            name,
+            set: set
+                .map(|s| SetSummary {
+                    publication_id: s.publication_id().to_string(),
+                    record_count: s.len(),
+                    row_counts: s.row_counts(),
+                })
+                .map_err(|e| location::one_line(&e.to_string())),
+        })
+        .collect())
 }
 
 /// Gathers the report: the open dataset's documents plus, when there is one, record 0's row.
@@ -52,6 +94,7 @@ pub fn gather(dataset: &Dataset) -> Result<Info, String> {
         stored_bytes: snapshot.stored_bytes,
         manifest_pages: snapshot.manifests.len() as u64,
         first_record,
+        annotations: annotation_sets(dataset)?,
     })
 }
 
@@ -84,6 +127,30 @@ pub fn to_text(info: &Info) -> String {
             let scene = row.scene_id.as_deref().unwrap_or("none");
             line("first_record", format!("id {}, scene {scene}", row.id));
             out.push_str(&fields_table(row));
+        }
+    }
+    if !info.annotations.is_empty() {
+        out.push_str(&format!("annotations ({}):\n", info.annotations.len()));
+    }
+    for set in &info.annotations {
+        match &set.set {
+            Ok(summary) => {
+                let counts = summary.row_counts.as_ref().map_or_else(
+                    || "not tallied".to_string(),
+                    |counts| {
+                        counts
+                            .iter()
+                            .map(|(status, n)| format!("{status} {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
+                );
+                out.push_str(&format!(
+                    "  {}  publication {}  {} records  {counts}\n",
+                    set.name, summary.publication_id, summary.record_count
+                ));
+            }
+            Err(problem) => out.push_str(&format!("  {}  hidden: {problem}\n", set.name)),
         }
     }
     out
@@ -123,6 +190,8 @@ pub fn to_json(info: &Info) -> String {
         .as_ref()
         .map_or(Value::Null, first_record_json);
     doc.insert("first_record".into(), first);
+    let sets: Vec<Value> = info.annotations.iter().map(set_json).collect();
+    doc.insert("annotations".into(), sets.into());
     object_to_pretty(&doc)
 }
 
@@ -140,5 +209,36 @@ fn first_record_json(row: &RecordMeta) -> Value {
     out.insert("id".into(), row.id.as_str().into());
     let scene = row.scene_id.as_deref().map_or(Value::Null, Value::from);
     out.insert("scene_id".into(), scene);
+    out.into()
+}
+
+fn set_json(set: &SetInfo) -> Value {
+    let mut out = Object::new();
+    out.insert("name".into(), set.name.as_str().into());
+    let (problem, publication_id, record_count, row_counts) = match &set.set {
+        Ok(summary) => (
+            Value::Null,
+            Value::from(summary.publication_id.as_str()),
+            Value::from(summary.record_count),
+            summary.row_counts.as_ref().map_or(Value::Null, |counts| {
+                Value::Object(
+                    counts
+                        .iter()
+                        .map(|(status, n)| (status.as_wire().to_string(), Value::from(*n)))
+                        .collect(),
+                )
+            }),
+        ),
+        Err(problem) => (
+            Value::from(problem.as_str()),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ),
+    };
+    out.insert("problem".into(), problem);
+    out.insert("publication_id".into(), publication_id);
+    out.insert("record_count".into(), record_count);
+    out.insert("row_counts".into(), row_counts);
     out.into()
 }

@@ -1,0 +1,325 @@
+//! Reading annotation sets: catalog pointer → revision → set roots → annotation objects.
+//!
+//! Every document is exact-key (section 6). What a reader learns is reported per set: a broken
+//! set root is that set's error, not the catalog's, so one bad publication never hides the
+//! others. A broken catalog pointer or revision is the catalog's error.
+//!
+//! A set root is accepted only when it is where the layout puts it
+//! (`annotations/sets/<name>/<publication-id>/root.json`), names the set it is catalogued
+//! under, and annotates the dataset's own snapshot (same snapshot id and record count). A set
+//! published for an earlier source is therefore reported as stale rather than shown against
+//! records it does not describe.
+//!
+//! Records are read lazily: [`AnnotationSet::get`] opens the shard's object once (its size
+//! checked against the reference, its record count against the shard's), reads one carrier,
+//! decodes it, and checks source alignment: the carrier id must be the id of the source record
+//! at that ordinal.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::carrier::AnnotationRecord;
+use super::{AnnotationError, AnnotationStatus};
+use crate::dataset::reader::read_control;
+use crate::dataset::shards::ShardCache;
+use crate::dataset::Dataset;
+use crate::format::documents::ids::{catalog_path, set_root_path};
+use crate::format::documents::{CatalogPointer, Reference, Revision, SetRoot, SetShard};
+use crate::format::json::{Object, Value};
+use crate::format::path::RelPath;
+use crate::format::record;
+use crate::storage::Version;
+
+/// The set-root metadata key holding the row counts by status (see the module docs of
+/// [`crate::annotations`]).
+pub const ROW_COUNTS_KEY: &str = "sds.row_counts";
+
+/// What the catalog holds, as read once.
+#[derive(Debug)]
+pub struct Catalog {
+    /// Path of the current revision, `None` when no catalog exists yet.
+    pub revision_path: Option<RelPath>,
+    /// The catalog pointer's version as read, for compare-and-swap.
+    pub version: Option<Version>,
+    /// The catalog pointer's bytes as read (empty when absent): cheap change detection.
+    pub pointer_bytes: Bytes,
+    /// Every set of the revision, each with its own outcome.
+    pub sets: BTreeMap<String, Result<Arc<AnnotationSet>, AnnotationError>>,
+}
+
+impl Catalog {
+    /// The sound sets, by name.
+    pub fn sound(&self) -> impl Iterator<Item = (&String, &Arc<AnnotationSet>)> {
+        self.sets
+            .iter()
+            .filter_map(|(name, set)| set.as_ref().ok().map(|s| (name, s)))
+    }
+}
+
+/// Reads the catalog pointer and its revision; `Ok` with no sets when the dataset has no
+/// catalog. Set roots are read and checked, each into its own result.
+pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
+    let (pointer, version, pointer_bytes) = match read_pointer(dataset)? {
+        Some(found) => found,
+        None => {
+            return Ok(Catalog {
+                revision_path: None,
+                version: None,
+                pointer_bytes: Bytes::new(),
+                sets: BTreeMap::new(),
+            })
+        }
+    };
+    let revision = read_revision(dataset, &pointer)?;
+    let sets = revision
+        .sets
+        .iter()
+        .map(|(name, reference)| {
+            let set = AnnotationSet::open(dataset, name, reference).map(Arc::new);
+            (name.clone(), set)
+        })
+        .collect();
+    Ok(Catalog {
+        revision_path: Some(pointer.revision.path),
+        version: Some(version),
+        pointer_bytes,
+        sets,
+    })
+}
+
+/// The catalog pointer, parsed, with its version and bytes; `None` when absent.
+pub(crate) fn read_pointer(
+    dataset: &Dataset,
+) -> Result<Option<(CatalogPointer, Version, Bytes)>, AnnotationError> {
+    let store = dataset.store();
+    let path = catalog_path()
+        .map_err(|e| AnnotationError::corrupt("annotations/catalog.json", e.to_string()))?;
+    let Some((bytes, version)) = store.read_versioned(&path)? else {
+        return Ok(None);
+    };
+    let limits = dataset.options().control_limits;
+    if bytes.len() > limits.max_bytes {
+        return Err(AnnotationError::corrupt(
+            store.describe(&path),
+            format!(
+                "{} bytes exceed the control document limit of {}",
+                bytes.len(),
+                limits.max_bytes
+            ),
+        ));
+    }
+    let pointer = CatalogPointer::parse(&bytes, &limits)
+        .map_err(|e| e.with_document(store.describe(&path)))?;
+    Ok(Some((pointer, version, bytes)))
+}
+
+/// The revision a catalog pointer names, parsed and validated.
+pub(crate) fn read_revision(
+    dataset: &Dataset,
+    pointer: &CatalogPointer,
+) -> Result<Revision, AnnotationError> {
+    let store = dataset.store();
+    let limits = dataset.options().control_limits;
+    let path = &pointer.revision.path;
+    let name = store.describe(path);
+    let bytes = store.read_limited(path, pointer.revision.generation, limits.max_bytes as u64)?;
+    let revision = Revision::parse(&bytes, &limits).map_err(|e| e.with_document(name.clone()))?;
+    revision.validate().map_err(|e| e.with_document(name))?;
+    Ok(revision)
+}
+
+/// One published annotation set of the open dataset.
+#[derive(Debug)]
+pub struct AnnotationSet {
+    name: String,
+    reference: Reference,
+    root: SetRoot,
+    root_bytes: Bytes,
+    objects: ShardCache,
+}
+
+impl AnnotationSet {
+    /// Reads and checks the set root `reference` points at, for set `name` of `dataset`.
+    pub fn open(
+        dataset: &Dataset,
+        name: &str,
+        reference: &Reference,
+    ) -> Result<AnnotationSet, AnnotationError> {
+        let store = dataset.store();
+        let limits = dataset.options().control_limits;
+        let object = store.describe(&reference.path);
+        let root_bytes = read_control(store.as_ref(), reference, &limits)?;
+        let root =
+            SetRoot::parse(&root_bytes, &limits).map_err(|e| e.with_document(object.clone()))?;
+        root.validate()
+            .map_err(|e| e.with_document(object.clone()))?;
+        if root.name != name {
+            return Err(AnnotationError::corrupt(
+                object,
+                format!(
+                    "set root names set {:?} but is catalogued as {name:?}",
+                    root.name
+                ),
+            ));
+        }
+        let expected = set_root_path(name, &root.publication_id)
+            .map_err(|e| AnnotationError::corrupt(object.clone(), e.to_string()))?;
+        if expected != reference.path {
+            return Err(AnnotationError::corrupt(
+                object,
+                format!(
+                    "a set root of publication {:?} must be at {expected}",
+                    root.publication_id
+                ),
+            ));
+        }
+        root.validate_against_snapshot(dataset.snapshot())
+            .map_err(|e| e.with_document(object))?;
+        Ok(AnnotationSet {
+            name: name.to_string(),
+            reference: reference.clone(),
+            root,
+            root_bytes,
+            objects: ShardCache::new(8),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The catalog's reference to the set root.
+    pub fn reference(&self) -> &Reference {
+        &self.reference
+    }
+
+    pub fn root(&self) -> &SetRoot {
+        &self.root
+    }
+
+    /// The set root document, byte for byte.
+    pub fn root_bytes(&self) -> &Bytes {
+        &self.root_bytes
+    }
+
+    pub fn publication_id(&self) -> &str {
+        &self.root.publication_id
+    }
+
+    /// Number of rows: the source snapshot's record count.
+    pub fn len(&self) -> u64 {
+        self.root.record_count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Row counts by status from the set root's metadata (`None`: not tallied).
+    pub fn row_counts(&self) -> Option<BTreeMap<AnnotationStatus, u64>> {
+        row_counts(&self.root.metadata)
+    }
+
+    /// The shard holding `ordinal` (binary search over the tiling).
+    pub fn shard_of(&self, ordinal: u64) -> Option<&SetShard> {
+        let shards = &self.root.shards;
+        let index =
+            shards.partition_point(|s| s.first_ordinal.saturating_add(s.record_count) <= ordinal);
+        shards.get(index).filter(|s| {
+            s.first_ordinal <= ordinal && ordinal < s.first_ordinal.saturating_add(s.record_count)
+        })
+    }
+
+    /// The annotation of source ordinal `ordinal`, decoded and checked for alignment with the
+    /// source record (one metadata row read of `dataset`).
+    pub fn get(
+        &self,
+        dataset: &Dataset,
+        ordinal: u64,
+    ) -> Result<AnnotationRecord, AnnotationError> {
+        let row = self.get_unaligned(dataset, ordinal)?;
+        let source = dataset.record_meta(ordinal)?;
+        if row.source_record_id != source.id {
+            return Err(AnnotationError::corrupt(
+                self.object_name(dataset, ordinal),
+                format!(
+                    "set {:?}, ordinal {ordinal}: carrier id {:?} is not the source record's id {:?}",
+                    self.name, row.source_record_id, source.id
+                ),
+            ));
+        }
+        Ok(row)
+    }
+
+    /// The annotation of `ordinal` without the source alignment check (which costs a source
+    /// metadata row); callers that already hold the source id compare it themselves.
+    pub fn get_unaligned(
+        &self,
+        dataset: &Dataset,
+        ordinal: u64,
+    ) -> Result<AnnotationRecord, AnnotationError> {
+        let shard = self.shard_of(ordinal).ok_or_else(|| {
+            AnnotationError::corrupt(
+                dataset.store().describe(&self.reference.path),
+                format!(
+                    "ordinal {ordinal} is outside the set's {} records",
+                    self.len()
+                ),
+            )
+        })?;
+        let object = dataset.store().describe(&shard.object.path);
+        let reader = self.objects.reader(dataset.store(), &shard.object)?;
+        if reader.len() != shard.record_count {
+            return Err(AnnotationError::corrupt(
+                object,
+                format!(
+                    "the object holds {} carrier records but the set root's shard at ordinal {} has {}",
+                    reader.len(),
+                    shard.first_ordinal,
+                    shard.record_count
+                ),
+            ));
+        }
+        let at = |detail: String| {
+            AnnotationError::corrupt(
+                object.clone(),
+                format!("set {:?}, ordinal {ordinal}: {detail}", self.name),
+            )
+        };
+        let payload = reader
+            .read(ordinal - shard.first_ordinal)
+            .map_err(|e| at(e.to_string()))?;
+        let carrier = record::decode(payload, &dataset.options().record_limits)
+            .map_err(|e| at(e.to_string()))?;
+        AnnotationRecord::from_carrier(carrier, ordinal).map_err(at)
+    }
+
+    /// Every row in ordinal order, each checked for alignment.
+    pub fn iter<'a>(
+        &'a self,
+        dataset: &'a Dataset,
+    ) -> impl Iterator<Item = Result<AnnotationRecord, AnnotationError>> + 'a {
+        (0..self.len()).map(move |ordinal| self.get(dataset, ordinal))
+    }
+
+    fn object_name(&self, dataset: &Dataset, ordinal: u64) -> String {
+        let path = self
+            .shard_of(ordinal)
+            .map_or(&self.reference.path, |s| &s.object.path);
+        dataset.store().describe(path)
+    }
+}
+
+/// Row counts by status from set-root metadata: `metadata["sds.row_counts"]`, an object with
+/// a nonnegative integer per wire status. `None` when absent or malformed.
+pub fn row_counts(metadata: &Object) -> Option<BTreeMap<AnnotationStatus, u64>> {
+    let Some(Value::Object(counts)) = metadata.get(ROW_COUNTS_KEY) else {
+        return None;
+    };
+    counts
+        .iter()
+        .map(|(status, n)| Some((AnnotationStatus::from_wire(status)?, n.as_u64()?)))
+        .collect()
+}

@@ -1,0 +1,419 @@
+//! The row file of `sds annotate`: JSON Lines, one annotation row per line.
+//!
+//! ```text
+//! {"source_index": 3, "status": "success", "values": {"snr_db": 12.5},
+//!  "provenance": {"model": "v2"}, "detail_status": null,
+//!  "fields": {"mask": {"npy": "masks/3.npy", "axes": ["time"]}}}
+//! ```
+//!
+//! - A row names its record by `source_index` (the ordinal) or `source_record_id` (the id, which
+//!   must then be unique in the dataset), or both, which must agree.
+//! - `status` is a wire status (`success`, `skipped`, `failed`); `values` and `provenance` are
+//!   JSON objects (default `{}`); `detail_status` a nonempty string or null (default null).
+//! - `fields` (optional) maps field names to `{"npy": PATH, "axes": [NAME, ...], "metadata":
+//!   {...}}`: a NumPy `.npy` file (C order, a dtype of the profile's table), relative paths
+//!   resolved against the row file's directory; `axes` names each dimension (default `dim_0`,
+//!   `dim_1`, ...); `metadata` is optional.
+//! - Unknown keys are refused, and so is a second row for the same record: a typo must not
+//!   silently become a default.
+//!
+//! Rows missing for some records are refused unless the caller fills them
+//! ([`Fill::Skipped`]: status `skipped`, empty values and provenance, no detail, no fields).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::path::Path;
+
+use crate::dataset::Dataset;
+use crate::format::dtype::{DType, ALL_DTYPES};
+use crate::format::json::{parse_object, JsonLimits, Object, Value};
+use crate::format::record::{Axis, Field, FieldMeta};
+
+use super::{AnnotationRecord, AnnotationStatus};
+
+/// What to do about records no row names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Refuse the publication.
+    Refuse,
+    /// Give them a `skipped` row.
+    Skipped,
+}
+
+/// One parsed line, not yet resolved to an ordinal.
+#[derive(Debug, Clone)]
+pub struct RowInput {
+    pub line: usize,
+    pub source_index: Option<u64>,
+    pub source_record_id: Option<String>,
+    pub status: AnnotationStatus,
+    pub values: Object,
+    pub provenance: Object,
+    pub detail_status: Option<String>,
+    pub fields: BTreeMap<String, Field>,
+}
+
+const ROW_KEYS: [&str; 7] = [
+    "detail_status",
+    "fields",
+    "provenance",
+    "source_index",
+    "source_record_id",
+    "status",
+    "values",
+];
+
+/// Parses a row file; tensor paths are resolved against `base`. Errors name `file` and line.
+pub fn parse_rows(text: &[u8], file: &str, base: &Path) -> Result<Vec<RowInput>, String> {
+    let text = std::str::from_utf8(text).map_err(|e| format!("{file}: not UTF-8: {e}"))?;
+    let mut rows = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let number = index + 1;
+        let row = parse_row(line, base).map_err(|e| format!("{file}, line {number}: {e}"))?;
+        rows.push(RowInput {
+            line: number,
+            ..row
+        });
+    }
+    Ok(rows)
+}
+
+fn parse_row(line: &str, base: &Path) -> Result<RowInput, String> {
+    let doc = parse_object(line.as_bytes(), &JsonLimits::CONTROL).map_err(|e| e.to_string())?;
+    if let Some(key) = doc.keys().find(|k| !ROW_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key {key:?} (allowed: {})",
+            ROW_KEYS.join(", ")
+        ));
+    }
+    let source_index = match doc.get("source_index") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or("source_index must be a nonnegative integer")?,
+        ),
+    };
+    let source_record_id = match doc.get("source_record_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Err("source_record_id must be a nonempty string".into()),
+    };
+    if source_index.is_none() && source_record_id.is_none() {
+        return Err("a row names its record by source_index or source_record_id".into());
+    }
+    let status = doc
+        .get("status")
+        .and_then(Value::as_str)
+        .and_then(AnnotationStatus::from_wire)
+        .ok_or("status must be one of \"success\", \"skipped\", \"failed\"")?;
+    let object = |key: &str| match doc.get(key) {
+        None => Ok(Object::new()),
+        Some(Value::Object(o)) => Ok(o.clone()),
+        Some(_) => Err(format!("{key} must be a JSON object")),
+    };
+    let detail_status = match doc.get("detail_status") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Err("detail_status must be a nonempty string or null".into()),
+    };
+    let mut fields = BTreeMap::new();
+    match doc.get("fields") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(specs)) => {
+            for (name, spec) in specs {
+                let field =
+                    field_from_spec(spec, base).map_err(|e| format!("field {name:?}: {e}"))?;
+                fields.insert(name.clone(), field);
+            }
+        }
+        Some(_) => {
+            return Err("fields must be an object of field name → {\"npy\", \"axes\"}".into())
+        }
+    }
+    Ok(RowInput {
+        line: 0,
+        source_index,
+        source_record_id,
+        status,
+        values: object("values")?,
+        provenance: object("provenance")?,
+        detail_status,
+        fields,
+    })
+}
+
+fn field_from_spec(spec: &Value, base: &Path) -> Result<Field, String> {
+    let Value::Object(spec) = spec else {
+        return Err("must be an object {\"npy\": PATH, \"axes\": [NAME, ...]}".into());
+    };
+    if let Some(key) = spec
+        .keys()
+        .find(|k| !["axes", "metadata", "npy"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown key {key:?} (allowed: axes, metadata, npy)"
+        ));
+    }
+    let path = spec
+        .get("npy")
+        .and_then(Value::as_str)
+        .ok_or("\"npy\" must be the path of a .npy file")?;
+    let path = base.join(path);
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (dtype, shape, data) = parse_npy(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let axes = match spec.get("axes") {
+        None | Some(Value::Null) => FieldMeta::new(dtype, shape.clone()).axes,
+        Some(Value::Array(names)) => {
+            if names.len() != shape.len() {
+                return Err(format!(
+                    "{} axis names given for an array of rank {}",
+                    names.len(),
+                    shape.len()
+                ));
+            }
+            names
+                .iter()
+                .zip(&shape)
+                .map(|(name, &len)| match name.as_str() {
+                    Some(n) if !n.is_empty() => Ok(Axis::new(n, len)),
+                    _ => Err("axis names must be nonempty strings".to_string()),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        Some(_) => return Err("axes must be an array of axis names".into()),
+    };
+    let metadata = match spec.get("metadata") {
+        None | Some(Value::Null) => Object::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(_) => return Err("metadata must be a JSON object".into()),
+    };
+    let meta = FieldMeta {
+        dtype,
+        shape,
+        axes,
+        metadata,
+    };
+    Field::from_meta(meta, data).map_err(|e| e.to_string())
+}
+
+/// Reads a `.npy` file (format 1.0, 2.0 or 3.0): dtype, shape and the C-order data bytes.
+pub fn parse_npy(bytes: &[u8]) -> Result<(DType, Vec<u64>, Vec<u8>), String> {
+    let rest = bytes
+        .strip_prefix(b"\x93NUMPY")
+        .ok_or("not a .npy file (bad magic)")?;
+    let (&major, rest) = rest.split_first().ok_or("truncated .npy header")?;
+    let rest = rest.get(1..).ok_or("truncated .npy header")?;
+    let (header_len, rest) = match major {
+        1 => {
+            let len = rest.get(..2).ok_or("truncated .npy header")?;
+            (u16::from_le_bytes([len[0], len[1]]) as usize, &rest[2..])
+        }
+        2 | 3 => {
+            let len = rest.get(..4).ok_or("truncated .npy header")?;
+            (
+                u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
+                &rest[4..],
+            )
+        }
+        v => return Err(format!(".npy format version {v} is not supported")),
+    };
+    let header = rest.get(..header_len).ok_or("truncated .npy header")?;
+    let data = &rest[header_len..];
+    let header = std::str::from_utf8(header).map_err(|_| ".npy header is not text")?;
+    let descr = dict_value(header, "descr").ok_or(".npy header lacks 'descr'")?;
+    let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"');
+    let dtype = dtype_of_descr(descr)
+        .ok_or_else(|| format!("dtype {descr:?} is not in the profile's dtype table"))?;
+    let fortran = dict_value(header, "fortran_order").ok_or(".npy header lacks 'fortran_order'")?;
+    if fortran.trim() != "False" {
+        return Err("Fortran-order arrays are not accepted; save a C-order array".into());
+    }
+    let shape_text = dict_value(header, "shape").ok_or(".npy header lacks 'shape'")?;
+    let shape: Vec<u64> = shape_text
+        .trim()
+        .trim_start_matches('(')
+        .trim_end_matches(')')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>()
+                .map_err(|_| format!("bad shape {shape_text:?}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let expected = shape
+        .iter()
+        .try_fold(dtype.itemsize(), |n, &d| n.checked_mul(d))
+        .ok_or("shape overflows")?;
+    if data.len() as u64 != expected {
+        return Err(format!(
+            "{} data bytes, but dtype {} and shape {shape:?} need {expected}",
+            data.len(),
+            dtype.numpy_name()
+        ));
+    }
+    Ok((dtype, shape, data.to_vec()))
+}
+
+/// The text after `'key':` up to the next top-level `,` or `}` (parentheses kept together).
+fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let start = header
+        .find(&format!("'{key}':"))
+        .map(|i| i + key.len() + 3)?;
+    let rest = header.get(start..)?;
+    let mut depth = 0i32;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' | '}' if depth == 0 => return rest.get(..i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn dtype_of_descr(descr: &str) -> Option<DType> {
+    ALL_DTYPES.into_iter().find(|d| {
+        let canonical = d.npy_descr();
+        canonical == descr
+            || (d.itemsize() == 1 && canonical.get(1..) == descr.get(1..) && descr.starts_with('<'))
+    })
+}
+
+/// Resolves parsed rows to one row per ordinal of `range`, in order: by index or id (the id
+/// must be unique in the dataset), each at most once; records without a row are refused or
+/// filled per `fill`. Rows for ordinals outside `range` are ignored (a worker given the whole
+/// file takes its own shard's rows).
+pub fn resolve_rows(
+    dataset: &Dataset,
+    rows: Vec<RowInput>,
+    range: Range<u64>,
+    fill: Fill,
+    file: &str,
+) -> Result<Vec<AnnotationRecord>, String> {
+    let ids = if rows.iter().any(|r| r.source_index.is_none()) {
+        Some(id_index(dataset)?)
+    } else {
+        None
+    };
+    let mut by_ordinal: BTreeMap<u64, RowInput> = BTreeMap::new();
+    for row in rows {
+        let at = format!("{file}, line {}", row.line);
+        let ordinal = match (row.source_index, &row.source_record_id, &ids) {
+            (Some(i), _, _) => i,
+            (None, Some(id), Some(ids)) => match ids.get(id) {
+                Some(Ok(o)) => *o,
+                Some(Err(ordinals)) => {
+                    return Err(format!(
+                        "{at}: record id {id:?} is not unique (ordinals {ordinals:?}); name the record by source_index"
+                    ))
+                }
+                None => return Err(format!("{at}: no record has id {id:?}")),
+            },
+            _ => return Err(format!("{at}: the row names no record")),
+        };
+        if ordinal >= dataset.len() {
+            return Err(format!(
+                "{at}: source_index {ordinal} is out of range: the dataset has {} records",
+                dataset.len()
+            ));
+        }
+        if !range.contains(&ordinal) {
+            continue;
+        }
+        if let Some(previous) = by_ordinal.get(&ordinal) {
+            return Err(format!(
+                "{at}: a second row for ordinal {ordinal} (the first is on line {})",
+                previous.line
+            ));
+        }
+        by_ordinal.insert(ordinal, row);
+    }
+    let mut out = Vec::with_capacity((range.end - range.start) as usize);
+    let mut missing = Vec::new();
+    for ordinal in range.clone() {
+        let source = dataset
+            .record_meta(ordinal)
+            .map_err(|e| format!("cannot read the source row of record {ordinal}: {e}"))?;
+        match by_ordinal.remove(&ordinal) {
+            Some(row) => {
+                if let Some(id) = &row.source_record_id {
+                    if *id != source.id {
+                        return Err(format!(
+                            "{file}, line {}: source_record_id {id:?} is not the id of record {ordinal}, {:?}",
+                            row.line, source.id
+                        ));
+                    }
+                }
+                out.push(AnnotationRecord {
+                    source_record_id: source.id,
+                    source_index: ordinal,
+                    status: row.status,
+                    values: row.values,
+                    fields: row.fields,
+                    provenance: row.provenance,
+                    detail_status: row.detail_status,
+                });
+            }
+            None if fill == Fill::Skipped => out.push(AnnotationRecord::new(
+                source.id,
+                ordinal,
+                AnnotationStatus::Skipped,
+            )),
+            None => missing.push(ordinal),
+        }
+    }
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(10).map(u64::to_string).collect();
+        return Err(format!(
+            "{file}: no row for {} of the {} records (ordinals {}{}); a set is dense: add rows \
+             or pass --fill skipped",
+            missing.len(),
+            range.end - range.start,
+            shown.join(", "),
+            if missing.len() > 10 { ", ..." } else { "" }
+        ));
+    }
+    Ok(out)
+}
+
+/// Record id → its ordinal, or every ordinal holding it when it is not unique.
+fn id_index(dataset: &Dataset) -> Result<HashMap<String, Result<u64, Vec<u64>>>, String> {
+    let mut ids: HashMap<String, Result<u64, Vec<u64>>> = HashMap::new();
+    for ordinal in 0..dataset.len() {
+        let row = dataset
+            .record_meta(ordinal)
+            .map_err(|e| format!("cannot read the source row of record {ordinal}: {e}"))?;
+        ids.entry(row.id)
+            .and_modify(|e| match e {
+                Ok(first) => *e = Err(vec![*first, ordinal]),
+                Err(all) => all.push(ordinal),
+            })
+            .or_insert(Ok(ordinal));
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_round_trip_through_the_mount_header() {
+        let header = crate::fs::views::npy::npy_header(DType::F32, &[2, 3]);
+        let mut bytes = header.clone();
+        bytes.extend_from_slice(&[0u8; 24]);
+        let (dtype, shape, data) = parse_npy(&bytes).unwrap();
+        assert_eq!((dtype, shape, data.len()), (DType::F32, vec![2, 3], 24));
+        let header = crate::fs::views::npy::npy_header(DType::U8, &[]);
+        let mut bytes = header.clone();
+        bytes.push(7);
+        assert_eq!(parse_npy(&bytes).unwrap(), (DType::U8, vec![], vec![7]));
+        bytes.push(8);
+        assert!(parse_npy(&bytes).unwrap_err().contains("need 1"));
+    }
+}

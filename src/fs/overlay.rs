@@ -1,0 +1,250 @@
+//! The annotation overlay of the mount: `annotations/<set>/set.json` at the top and
+//! `records/<n>/annotations/<set>/{annotation.json, fields/...}` in every record.
+//!
+//! Why it is built this way:
+//! - **The catalog is the one mutable object**, so it is re-read at most once per metadata TTL
+//!   (`--metadata-ttl`): a newly published set appears without remounting. A re-read first
+//!   compares the catalog pointer's bytes; unchanged bytes keep everything already loaded, and a
+//!   set whose root reference is unchanged keeps its open objects across catalog changes.
+//! - **Stable numbers for changing names.** A set's inode component is its index in an
+//!   append-only registry of names that lives as long as the mount, so `annotations/<set>` keeps
+//!   its number when other sets come and go. At most 256 names fit (`set:8`); later ones are
+//!   hidden and logged.
+//! - **Failures stay local.** A catalog pointer or revision that cannot be read leaves every
+//!   `annotations/` directory empty (logged). A set root that is invalid, or was published for
+//!   another snapshot, hides that set only (logged once per catalog change). A carrier that
+//!   cannot be read, or whose id is not the source record's, fails that set's files of that
+//!   record only (EIO), never the directory listing or other records.
+//! - Carriers are decoded whole and kept in a small LRU keyed by set root and ordinal (a
+//!   republished set has a new root, so nothing stale is served); annotation rows are small.
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use super::inode::MAX_CARRIER_NODE;
+use super::record_tree::{Node, RecordTree};
+use super::views::View;
+use crate::annotations::read::read_pointer;
+use crate::annotations::{read_catalog, AnnotationRecord, AnnotationSet};
+use crate::dataset::Dataset;
+use crate::format::json::Object;
+use crate::format::record::RecordMeta;
+
+/// A set the mount shows.
+#[derive(Debug)]
+pub struct VisibleSet {
+    pub index: u8,
+    pub name: String,
+    pub set: Arc<AnnotationSet>,
+}
+
+/// The sets shown after one catalog read, sorted by name.
+#[derive(Debug, Default)]
+pub struct Visible {
+    pub sets: Vec<Arc<VisibleSet>>,
+    pointer: Bytes,
+}
+
+impl Visible {
+    pub fn by_index(&self, index: u8) -> Option<&Arc<VisibleSet>> {
+        self.sets.iter().find(|s| s.index == index)
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&Arc<VisibleSet>> {
+        self.sets
+            .binary_search_by(|s| s.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.sets.get(i))
+    }
+}
+
+/// One record's annotation in one set, decoded and laid out.
+#[derive(Debug)]
+pub struct Carrier {
+    pub row: AnnotationRecord,
+    pub annotation_json: Vec<u8>,
+    /// The carrier's tensor fields as a file tree (node 0 is `fields/`).
+    pub tree: RecordTree,
+}
+
+impl Carrier {
+    /// The bytes of file node `node` of the field tree.
+    pub fn file_bytes(&self, node: u32) -> Option<Bytes> {
+        let Some(Node::File { field, view, .. }) = self.tree.node(node) else {
+            return None;
+        };
+        let entry = self.tree.fields.get(*field as usize)?;
+        let data = || self.row.fields.get(&entry.name).map(|f| f.data.clone());
+        Some(match view {
+            View::Raw | View::SigmfData => data()?,
+            View::Json => Bytes::from(entry.json.clone()),
+            View::SigmfMeta => Bytes::from(entry.sigmf_meta.clone().unwrap_or_default()),
+            View::Npy => {
+                let mut out = entry.npy_header.clone();
+                out.extend_from_slice(&data()?);
+                Bytes::from(out)
+            }
+        })
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    loaded_at: Option<Instant>,
+    visible: Arc<Visible>,
+}
+
+/// The overlay's state: catalog, registry, carriers.
+#[derive(Debug)]
+pub struct Overlay {
+    ttl: Duration,
+    state: Mutex<State>,
+    registry: Mutex<Vec<String>>,
+    carriers: Mutex<LruCache<(String, u64), Arc<Carrier>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Overlay {
+    pub fn new(ttl: Duration) -> Overlay {
+        Overlay {
+            ttl,
+            state: Mutex::new(State {
+                loaded_at: None,
+                visible: Arc::new(Visible::default()),
+            }),
+            registry: Mutex::new(Vec::new()),
+            carriers: Mutex::new(LruCache::new(
+                NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
+            )),
+        }
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The sets to show now, re-reading the catalog when the last read is older than the TTL.
+    pub fn visible(&self, dataset: &Dataset) -> Arc<Visible> {
+        let previous = {
+            let state = lock(&self.state);
+            match state.loaded_at {
+                Some(at) if at.elapsed() < self.ttl => return state.visible.clone(),
+                _ => state.visible.clone(),
+            }
+        };
+        let visible = self.reload(dataset, &previous);
+        let mut state = lock(&self.state);
+        state.loaded_at = Some(Instant::now());
+        state.visible = visible.clone();
+        visible
+    }
+
+    fn reload(&self, dataset: &Dataset, previous: &Arc<Visible>) -> Arc<Visible> {
+        match read_pointer(dataset) {
+            Ok(Some((_, _, bytes))) if bytes == previous.pointer => return previous.clone(),
+            Ok(None) if previous.pointer.is_empty() => return previous.clone(),
+            _ => {}
+        }
+        let catalog = match read_catalog(dataset) {
+            Ok(catalog) => catalog,
+            Err(e) => {
+                tracing::error!(error = %e, "annotation catalog unreadable: every annotations/ directory is empty");
+                return Arc::new(Visible::default());
+            }
+        };
+        let mut sets = Vec::new();
+        for (name, set) in catalog.sets {
+            let set = match set {
+                Ok(set) => set,
+                Err(e) => {
+                    tracing::warn!(set = %name, error = %e, "annotation set hidden");
+                    continue;
+                }
+            };
+            let Some(index) = self.register(&name) else {
+                tracing::warn!(set = %name, "annotation set hidden: more than 256 set names seen by this mount");
+                continue;
+            };
+            let set = match previous.by_name(&name) {
+                Some(old) if old.set.reference() == set.reference() => old.set.clone(),
+                _ => set,
+            };
+            sets.push(Arc::new(VisibleSet { index, name, set }));
+        }
+        tracing::info!(sets = sets.len(), "annotation catalog read");
+        Arc::new(Visible {
+            sets,
+            pointer: catalog.pointer_bytes,
+        })
+    }
+
+    /// The registry index of `name`, assigned on first sight.
+    fn register(&self, name: &str) -> Option<u8> {
+        let mut registry = lock(&self.registry);
+        if let Some(i) = registry.iter().position(|n| n == name) {
+            return u8::try_from(i).ok();
+        }
+        let index = u8::try_from(registry.len()).ok()?;
+        registry.push(name.to_string());
+        Some(index)
+    }
+
+    /// The annotation of `ordinal` in `set`, checked against the source record `source`.
+    pub fn carrier(
+        &self,
+        dataset: &Dataset,
+        set: &VisibleSet,
+        ordinal: u64,
+        source: &RecordMeta,
+    ) -> Result<Arc<Carrier>, String> {
+        let key = (set.set.reference().path.to_string(), ordinal);
+        if let Some(carrier) = lock(&self.carriers).get(&key) {
+            return Ok(carrier.clone());
+        }
+        let row = set
+            .set
+            .get_unaligned(dataset, ordinal)
+            .map_err(|e| e.to_string())?;
+        if row.source_record_id != source.id {
+            return Err(format!(
+                "set {:?}, record {ordinal}: carrier id {:?} is not the source record's id {:?}",
+                set.name, row.source_record_id, source.id
+            ));
+        }
+        let meta = RecordMeta {
+            id: row.source_record_id.clone(),
+            scene_id: None,
+            metadata: Object::new(),
+            fields: row
+                .fields
+                .iter()
+                .map(|(name, field)| (name.clone(), field.meta.clone()))
+                .collect(),
+        };
+        let tree = RecordTree::build(ordinal, meta)
+            .map_err(|e| format!("set {:?}, record {ordinal}: {e}", set.name))?;
+        if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
+            return Err(format!(
+                "set {:?}, record {ordinal}: the carrier's fields need more than {} files",
+                set.name, MAX_CARRIER_NODE
+            ));
+        }
+        for clash in &tree.clashes {
+            tracing::warn!(set = %set.name, ordinal, path = %clash, "annotation field path clashes and is not shown");
+        }
+        let carrier = Arc::new(Carrier {
+            annotation_json: row.to_annotation_json(&set.name).into_bytes(),
+            row,
+            tree,
+        });
+        lock(&self.carriers).put(key, carrier.clone());
+        Ok(carrier)
+    }
+}

@@ -1,0 +1,223 @@
+//! The annotation overlay of a real mount: `annotations/<set>/set.json`, per-record
+//! `annotation.json` and carrier fields with every view, a catalog change visible after the
+//! metadata TTL without remounting, a broken set hidden, and a failing object giving EIO only
+//! on that set's files of the records it holds.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::datasets::{obj, publish_dataset};
+use common::mount::MountGuard;
+use sdsfs::annotations::{
+    publish_annotations, read_catalog, AnnotationOptions, AnnotationRecord, AnnotationStatus,
+};
+use sdsfs::dataset::Dataset;
+use sdsfs::format::dtype::DType;
+use sdsfs::format::json::Value;
+use sdsfs::format::record::{Axis, Field};
+use sdsfs::fs::views;
+
+fn rows(dataset: &Dataset, tag: &str) -> Vec<AnnotationRecord> {
+    (0..dataset.len())
+        .map(|o| {
+            let id = dataset.record_meta(o).unwrap().id;
+            let status = [
+                AnnotationStatus::Success,
+                AnnotationStatus::Failed,
+                AnnotationStatus::Skipped,
+            ][(o % 3) as usize];
+            let mut row = AnnotationRecord::new(id, o, status);
+            row.values = obj(&[("tag", tag.into()), ("n", Value::Int(o as i128))]);
+            if status == AnnotationStatus::Failed {
+                row.detail_status = Some("no lock".into());
+            }
+            if o % 2 == 0 {
+                let data: Vec<u8> = (0..(o + 2) * 8).map(|b| b as u8 ^ 0x5a).collect();
+                let field = Field::new(DType::C64, vec![o + 2], data)
+                    .unwrap()
+                    .with_axes(vec![Axis::new("time", o + 2)]);
+                row.fields.insert("det/iq".into(), field);
+            }
+            row
+        })
+        .collect()
+}
+
+fn options(per_shard: u64) -> AnnotationOptions {
+    AnnotationOptions {
+        records_per_shard: per_shard,
+        ..AnnotationOptions::default()
+    }
+}
+
+fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
+fn listing(path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn annotation_overlay_of_a_real_mount() {
+    let published = publish_dataset(&[4, 3], 10);
+    let dataset = published.open();
+    let labels = rows(&dataset, "labels");
+    publish_annotations(
+        &dataset,
+        "labels",
+        &labels,
+        &Default::default(),
+        &options(10),
+    )
+    .unwrap();
+    let flaky = rows(&dataset, "flaky");
+    publish_annotations(&dataset, "flaky", &flaky, &Default::default(), &options(4)).unwrap();
+    let gone = rows(&dataset, "gone");
+    let gone_set =
+        publish_annotations(&dataset, "gone", &gone, &Default::default(), &options(10)).unwrap();
+    let catalog = read_catalog(&dataset).unwrap();
+    let flaky_set = catalog.sets["flaky"].as_ref().unwrap();
+    let labels_root = published.file(
+        catalog.sets["labels"]
+            .as_ref()
+            .unwrap()
+            .reference()
+            .path
+            .as_str(),
+    );
+    // Break "gone" (its set root disappears) and truncate "flaky"'s first object (ordinals 0-3).
+    std::fs::remove_file(published.file(gone_set.root_path.as_str())).unwrap();
+    let object = published.file(flaky_set.root().shards[0].object.path.as_str());
+    let bytes = std::fs::read(&object).unwrap();
+    std::fs::remove_file(&object).unwrap();
+    std::fs::write(&object, &bytes[..bytes.len() / 2]).unwrap();
+
+    let mount = MountGuard::mount(published.root(), &["--metadata-ttl", "1"]);
+    assert_eq!(listing(&mount.path("annotations")), ["flaky", "labels"]);
+    assert_eq!(listing(&mount.path("annotations/labels")), ["set.json"]);
+    assert_eq!(
+        read(&mount.path("annotations/labels/set.json")).unwrap(),
+        read(&labels_root).unwrap()
+    );
+    assert!(
+        mount.log_text().contains("gone"),
+        "broken set not logged: {}",
+        mount.log_text()
+    );
+
+    for (o, row) in labels.iter().enumerate() {
+        let dir = mount.path(&format!("records/{o}/annotations/labels"));
+        assert_eq!(
+            listing(&mount.path(&format!("records/{o}/annotations"))),
+            ["flaky", "labels"]
+        );
+        assert_eq!(listing(&dir), ["annotation.json", "fields"]);
+        let json = read(&dir.join("annotation.json")).unwrap();
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            row.to_annotation_json("labels")
+        );
+        let fields = dir.join("fields");
+        match row.fields.get("det/iq") {
+            None => assert!(listing(&fields).is_empty()),
+            Some(field) => {
+                assert_eq!(
+                    listing(&fields.join("det")).len(),
+                    5,
+                    "raw, json, npy, sigmf pair"
+                );
+                assert_eq!(
+                    read(&fields.join("det/iq.raw")).unwrap(),
+                    field.data.to_vec()
+                );
+                assert_eq!(
+                    read(&fields.join("det/iq.sigmf-data")).unwrap(),
+                    field.data.to_vec()
+                );
+                let mut npy = views::npy::npy_header(field.meta.dtype, &field.meta.shape);
+                npy.extend_from_slice(&field.data);
+                assert_eq!(read(&fields.join("det/iq.npy")).unwrap(), npy);
+                assert_eq!(
+                    read(&fields.join("det/iq.json")).unwrap(),
+                    views::field_json("det/iq", &field.meta)
+                );
+            }
+        }
+        // The failing object: EIO on flaky's files of ordinals 0-3 only.
+        let flaky_json = mount.path(&format!("records/{o}/annotations/flaky/annotation.json"));
+        if o < 4 {
+            let e = read(&flaky_json).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EIO), "record {o}: {e}");
+        } else {
+            let text = String::from_utf8(read(&flaky_json).unwrap()).unwrap();
+            assert_eq!(text, flaky[o].to_annotation_json("flaky"));
+        }
+        assert!(read(&mount.path(&format!("records/{o}/record.json"))).is_ok());
+    }
+
+    // A set published while mounted shows after the TTL, without remounting.
+    let late = rows(&dataset, "late");
+    publish_annotations(&dataset, "late", &late, &Default::default(), &options(10)).unwrap();
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(
+        listing(&mount.path("annotations")),
+        ["flaky", "labels", "late"]
+    );
+    let json = read(&mount.path("records/2/annotations/late/annotation.json")).unwrap();
+    assert_eq!(
+        String::from_utf8(json).unwrap(),
+        late[2].to_annotation_json("late")
+    );
+    assert!(read(&mount.path("records/2/annotations/late/fields/det/iq.raw")).is_ok());
+}
+
+#[test]
+fn a_set_published_for_an_earlier_source_is_hidden_until_republished() {
+    let published = publish_dataset(&[3], 10);
+    let dataset = published.open();
+    publish_annotations(
+        &dataset,
+        "labels",
+        &rows(&dataset, "old"),
+        &Default::default(),
+        &options(10),
+    )
+    .unwrap();
+    // The source changes in place: a new snapshot with other records.
+    std::fs::remove_file(published.file("root.json")).unwrap();
+    let store = common::datasets::local_store(published.root());
+    let (receipts, _) = common::datasets::write_shards(store.as_ref(), &[2, 3]);
+    let publish_options = sdsfs::dataset::PublishOptions::new("ds-test", "snap-2");
+    sdsfs::dataset::publish(store.as_ref(), &receipts, &publish_options).unwrap();
+    let dataset = published.open();
+
+    let mount = MountGuard::mount(published.root(), &["--metadata-ttl", "1"]);
+    assert!(listing(&mount.path("annotations")).is_empty());
+    assert!(listing(&mount.path("records/0/annotations")).is_empty());
+    assert!(mount.log_text().contains("snap-1"), "{}", mount.log_text());
+
+    let fresh = rows(&dataset, "new");
+    publish_annotations(&dataset, "labels", &fresh, &Default::default(), &options(2)).unwrap();
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(listing(&mount.path("annotations")), ["labels"]);
+    for (o, row) in fresh.iter().enumerate() {
+        let json = read(&mount.path(&format!("records/{o}/annotations/labels/annotation.json")));
+        assert_eq!(
+            String::from_utf8(json.unwrap()).unwrap(),
+            row.to_annotation_json("labels")
+        );
+        if let Some(field) = row.fields.get("det/iq") {
+            let raw =
+                read(&mount.path(&format!("records/{o}/annotations/labels/fields/det/iq.raw")));
+            assert_eq!(raw.unwrap(), field.data.to_vec());
+        }
+    }
+}
