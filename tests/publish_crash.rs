@@ -178,7 +178,7 @@ fn killed_creates_converge() {
         assert!(status.success(), "cp -r failed");
     }
     let input_s = input.path().to_str().unwrap().to_string();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0xc4ea_7e);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x00c4_ea7e);
     let started = Instant::now();
     let (mut iterations, mut kills, mut published_kills) = (0, 0, 0);
     while iterations < 30 && started.elapsed() < Duration::from_secs(12) {
