@@ -35,7 +35,7 @@ use std::path::Path;
 use crate::dataset::DatasetError;
 use crate::format::record::{Record, RecordError};
 
-pub use build::{create, CreateOptions, CreateSummary, Progress};
+pub use build::{create, write_sources_shard, CreateOptions, CreateSummary, Progress};
 
 /// Why an import failed. Every message names the file (or option) and the problem.
 #[derive(Debug, thiserror::Error)]

@@ -1,9 +1,9 @@
-//! Crash test of distributed publication: `sds write-shard` and `sds publish` run as child
-//! processes and are killed with SIGKILL after random (seeded) delays, several times per step,
-//! then re-run to completion. After every kill no `root.json` may exist whose graph is broken
-//! (a reader never sees a root pointing at a missing object); at the end every run must pass
-//! `sds verify --deep` and hold exactly the expected records, in order: none lost, none
-//! duplicated.
+//! Crash test of publication: `sds write-shard` and `sds publish` (distributed), and `sds
+//! create` (one command), run as child processes and are killed with SIGKILL after random
+//! (seeded) delays, several times per step, then re-run to completion. After every kill no
+//! `root.json` may exist whose graph is broken (a reader never sees a root pointing at a
+//! missing object); at the end every run must pass `sds verify --deep` and hold exactly the
+//! expected records, in order: none lost, none duplicated.
 
 mod common;
 
@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::datasets::*;
+use common::mount::MountGuard;
 use rand::{Rng, SeedableRng};
 use sdsfs::dataset::{verify_store, Dataset, VerifyOptions};
 
@@ -138,6 +139,108 @@ fn killed_publications_converge() {
         );
     }
     eprintln!("{iterations} iterations, {kills} processes killed before finishing");
+    assert!(iterations >= 5);
+    assert!(kills > 0, "no kill landed mid-run; the delays are too long");
+}
+
+/// `sds verify` (the command, every layer's rules) of whatever a kill left, when `root.json`
+/// exists.
+fn assert_verifies_if_published(root: &Path, when: &str) {
+    if !root.join("root.json").exists() {
+        return;
+    }
+    let out = Command::new(SDS).arg("verify").arg(root).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{when}: root.json visible but sds verify fails: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn killed_creates_converge() {
+    let demo = common::repo_root().join("fixtures/demo");
+    let expected: Vec<_> = Dataset::open(local_store(&demo), Default::default())
+        .unwrap()
+        .iter_records()
+        .map(Result::unwrap)
+        .collect();
+    // The input: the demo's records/ copied out of a mount, as a user would.
+    let input = tempfile::tempdir().unwrap();
+    {
+        let mount = MountGuard::mount(&demo, &[]);
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(mount.path("records"))
+            .arg(input.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "cp -r failed");
+    }
+    let input_s = input.path().to_str().unwrap().to_string();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x00c4_ea7e);
+    let started = Instant::now();
+    let (mut iterations, mut kills, mut published_kills) = (0, 0, 0);
+    while iterations < 30 && started.elapsed() < Duration::from_secs(12) {
+        iterations += 1;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("out");
+        let root_s = root.to_str().unwrap().to_string();
+        let jobs = rng.gen_range(1..4).to_string();
+        let per_shard = rng.gen_range(1..5).to_string();
+        let args = [
+            "create",
+            &root_s,
+            "--from-dir",
+            &input_s,
+            "--jobs",
+            &jobs,
+            "--records-per-shard",
+            &per_shard,
+            "--shards-per-manifest",
+            "2",
+            "-q",
+        ];
+        for _ in 0..rng.gen_range(1..5) {
+            let mut child = spawn(&args);
+            let delay = Duration::from_micros(rng.gen_range(0..130_000));
+            std::thread::sleep(delay);
+            let finished = child.try_wait().unwrap().is_some();
+            child.kill().ok(); // SIGKILL
+            child.wait().unwrap();
+            if !finished {
+                kills += 1;
+                published_kills += usize::from(root.join("root.json").exists());
+            }
+            let when = format!("iteration {iterations}: after killing sds create at {delay:?}");
+            assert_verifies_if_published(&root, &when);
+        }
+        let out = Command::new(SDS).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "iteration {iterations}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let verify = Command::new(SDS)
+            .args(["verify", "--deep", &root_s])
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "iteration {iterations}: {}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
+        let dataset = Dataset::open(local_store(&root), Default::default()).unwrap();
+        let records: Vec<_> = dataset.iter_records().map(Result::unwrap).collect();
+        assert_eq!(
+            records, expected,
+            "iteration {iterations}: lost or duplicated records"
+        );
+    }
+    eprintln!(
+        "{iterations} iterations, {kills} sds create processes killed before finishing \
+         ({published_kills} of them after root.json was written)"
+    );
     assert!(iterations >= 5);
     assert!(kills > 0, "no kill landed mid-run; the delays are too long");
 }

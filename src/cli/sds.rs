@@ -7,8 +7,9 @@
 //! - `sds annotate DATASET --name NAME --rows ROWS.jsonl` (and `annotate write-shard`,
 //!   `annotate publish`): publishes an annotation set (see [`annotate`]).
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
-//! - `sds write-shard ROOT --work-id W [--attempt A] --from-dataset SRC --range A:B`: one
-//!   worker of a distributed publication; prints its receipt ([`distributed`]).
+//! - `sds write-shard ROOT --work-id W [--attempt A] (--from-dataset SRC --range A:B | the
+//!   inputs of sds create)`: one worker of a distributed publication; prints its receipt
+//!   ([`distributed`]).
 //! - `sds publish ROOT --receipts FILE... --dataset-id D --snapshot-id S`: the coordinator.
 //! - `sds verify DATASET [--deep]`: every rule, every problem ([`verify`]).
 //! - `sds select SOURCE DEST --indices SPEC ...`: views and materialized selections
@@ -25,6 +26,7 @@ pub mod create;
 pub mod demo;
 pub mod distributed;
 pub mod info;
+pub mod inputs;
 pub mod select;
 pub mod verify;
 
@@ -93,7 +95,9 @@ pub enum Command {
     /// JSON: one worker of a distributed publication (profile section 5).
     ///
     /// Create-only and content addressed: re-running after a crash writes the same bytes and
-    /// succeeds. Input: --from-dataset SRC --range A:B re-encodes records A..B of SRC.
+    /// succeeds. Inputs: --from-dataset SRC --range A:B re-encodes records A..B of SRC; or the
+    /// inputs of `sds create` (--from-dir, --from-sigmf, --from-npy, --from-raw), all of whose
+    /// records go into this one shard pair, in the order `sds create` would publish them.
     WriteShard {
         /// Dataset root directory (created if missing).
         root: String,
@@ -103,12 +107,15 @@ pub enum Command {
         /// Attempt number (publication keeps the lowest attempt per work id).
         #[arg(long, default_value_t = 0)]
         attempt: u64,
-        /// Source dataset whose records are re-encoded.
-        #[arg(long)]
-        from_dataset: String,
-        /// Records A..B (half-open) of the source.
-        #[arg(long)]
-        range: String,
+        /// Source dataset whose records are re-encoded (with --range).
+        #[arg(long, requires = "range", conflicts_with_all = ["from_dir", "from_sigmf", "from_npy", "from_raw"])]
+        from_dataset: Option<String>,
+        /// Records A..B (half-open) of the --from-dataset source.
+        #[arg(long, requires = "from_dataset")]
+        range: Option<String>,
+        /// Files to import instead of --from-dataset (the inputs of `sds create`).
+        #[command(flatten)]
+        inputs: inputs::RecordInputs,
         /// Also write the receipt to this file (atomically).
         #[arg(long)]
         receipt_out: Option<PathBuf>,
@@ -211,14 +218,10 @@ pub fn run(command: Command) -> Result<(), String> {
             attempt,
             from_dataset,
             range,
+            inputs,
             receipt_out,
         } => {
-            let (start, stop) = distributed::parse_range(&range)?;
-            let input = distributed::ShardInput::Dataset {
-                source: from_dataset,
-                start,
-                stop,
-            };
+            let input = distributed::ShardInput::from_args(from_dataset, range.as_deref(), inputs)?;
             let line =
                 distributed::write(&root, &work_id, attempt, &input, receipt_out.as_deref())?;
             print(&line)

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use super::{ImportError, Sources};
+use super::{ImportError, RecordSource, Sources};
 use crate::arrayrecord::WriterOptions;
 use crate::dataset::{publish, write_shard, DatasetError, PublishOptions, PublishSummary};
 use crate::dataset::{ShardOptions, ShardReceipt};
@@ -239,17 +239,60 @@ fn write_one(
     progress: &dyn Progress,
     stop: &AtomicBool,
 ) -> Result<ShardReceipt, ImportError> {
+    let shard = ShardWork {
+        work_id: &work_id(index),
+        attempt: 0,
+        options,
+    };
+    load_and_write(store, &sources[range], &shard, progress, stop)
+}
+
+/// Writes every record of `sources`, in order, as one shard pair of a distributed publication
+/// (`sds write-shard` with importer inputs): records are loaded one at a time while the shard
+/// is written, so memory stays bounded by one record. The first record that fails to load
+/// stops the shard and is the error: no receipt, so nothing can publish the partial shard (its
+/// objects may stay behind unreferenced, like those of a killed worker).
+pub fn write_sources_shard(
+    store: &dyn ObjectStore,
+    sources: &[Box<dyn RecordSource>],
+    work_id: &str,
+    attempt: u64,
+    options: &ShardOptions,
+    progress: &dyn Progress,
+) -> Result<ShardReceipt, ImportError> {
+    let shard = ShardWork {
+        work_id,
+        attempt,
+        options,
+    };
+    load_and_write(store, sources, &shard, progress, &AtomicBool::new(false))
+}
+
+/// Identity and options of one shard to write.
+struct ShardWork<'a> {
+    work_id: &'a str,
+    attempt: u64,
+    options: &'a ShardOptions,
+}
+
+fn load_and_write(
+    store: &dyn ObjectStore,
+    sources: &[Box<dyn RecordSource>],
+    shard: &ShardWork<'_>,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<ShardReceipt, ImportError> {
     let failure: RefCell<Option<ImportError>> = RefCell::new(None);
-    let records = range.map_while(|i| {
+    let records = sources.iter().map_while(|source| {
         if stop.load(Ordering::Relaxed) {
             failure.replace(Some(ImportError::Option(
                 "stopped: another shard failed".into(),
             )));
             return None;
         }
-        match sources[i].load() {
+        match source.load() {
             Ok(record) => {
-                progress.record_loaded(sources[i].payload_bytes());
+                progress.record_loaded(source.payload_bytes());
                 Some(record)
             }
             Err(e) => {
@@ -258,7 +301,7 @@ fn write_one(
             }
         }
     });
-    let receipt = write_shard(store, records, &work_id(index), 0, options);
+    let receipt = write_shard(store, records, shard.work_id, shard.attempt, shard.options);
     if let Some(e) = failure.into_inner() {
         return Err(e);
     }

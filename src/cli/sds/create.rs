@@ -2,10 +2,9 @@
 //! copied mount tree, SigMF recordings, NumPy files or headerless captures.
 //!
 //! The work is the library's ([`crate::import`]); this module parses options, gathers the
-//! record sources in a fixed order (`--from-dir`, then `--from-sigmf`, `--from-npy`,
-//! `--from-raw`, each in the order given) and reports progress on stderr: an `indicatif` bar
-//! (MB/s, records/s, ETA) on a terminal, a plain line every few seconds otherwise, nothing with
-//! `--quiet`. The ids and the summary go to stdout.
+//! record sources in a fixed order ([`super::inputs`], shared with `sds write-shard`) and
+//! reports progress on stderr: an `indicatif` bar (MB/s, records/s, ETA) on a terminal, a plain
+//! line every few seconds otherwise, nothing with `--quiet`. The ids and the summary go to stdout.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -16,37 +15,19 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::inputs::{RecordInputs, NO_INPUTS};
 use crate::arrayrecord::WriterOptions;
 use crate::format::json::{parse_value, JsonLimits, Object, Value};
-use crate::import::{self, CreateOptions, CreateSummary, ImportError, Progress, Sources};
+use crate::import::{self, CreateOptions, CreateSummary, Progress};
 
 /// Options of `sds create`.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
     /// Output directory (the dataset root), created if missing.
     pub out: PathBuf,
-    /// A directory laid out like a mounted record set: records/<n>/record.json and
-    /// fields/**.raw (or .npy), as `cp -r MOUNT/records DIR/` produces.
-    #[arg(long, value_name = "DIR")]
-    pub from_dir: Option<PathBuf>,
-    /// SigMF recordings (.sigmf-meta, .sigmf-data or their common base name).
-    #[arg(long, value_name = "FILES", num_args = 1..)]
-    pub from_sigmf: Vec<PathBuf>,
-    /// NumPy .npy or .npz files: one record per file, one field per array.
-    #[arg(long, value_name = "FILES", num_args = 1..)]
-    pub from_npy: Vec<PathBuf>,
-    /// Headerless sample files (needs --datatype and --sample-rate).
-    #[arg(long, value_name = "FILES", num_args = 1..)]
-    pub from_raw: Vec<PathBuf>,
-    /// SigMF datatype of --from-raw files (cf32_le, ci16_le, ci8, cu8, rf32_le, ...).
-    #[arg(long)]
-    pub datatype: Option<String>,
-    /// Sample rate of --from-raw files, in Hz.
-    #[arg(long, value_name = "HZ")]
-    pub sample_rate: Option<f64>,
-    /// Split SigMF and raw recordings into records of this many samples.
-    #[arg(long, value_name = "N")]
-    pub segment_samples: Option<u64>,
+    /// The files and directories to publish.
+    #[command(flatten)]
+    pub inputs: RecordInputs,
     /// Portable dataset id; derived from the content (sds-<hex>) when absent.
     #[arg(long)]
     pub dataset_id: Option<String>,
@@ -82,11 +63,9 @@ pub struct CreateArgs {
 /// Runs `sds create`; the error is the one line for stderr.
 pub fn run(args: &CreateArgs) -> Result<String, String> {
     let options = options(args)?;
-    let sources = gather(args).map_err(|e| e.to_string())?;
+    let sources = args.inputs.sources().map_err(|e| e.to_string())?;
     if sources.is_empty() {
-        return Err(
-            "nothing to publish: give --from-dir, --from-sigmf, --from-npy or --from-raw".into(),
-        );
+        return Err(format!("nothing to publish: give {NO_INPUTS}"));
     }
     let total: u64 = sources
         .iter()
@@ -135,32 +114,6 @@ fn metadata(pairs: &[String]) -> Result<Object, String> {
         }
     }
     Ok(object)
-}
-
-fn gather(args: &CreateArgs) -> Result<Sources, ImportError> {
-    let mut sources = Sources::new();
-    if let Some(dir) = &args.from_dir {
-        sources.extend(import::dir::sources(dir)?);
-    }
-    sources.extend(import::sigmf::sources(
-        &args.from_sigmf,
-        args.segment_samples,
-    )?);
-    sources.extend(import::arrays::sources(&args.from_npy)?);
-    if !args.from_raw.is_empty() {
-        let (Some(datatype), Some(rate)) = (&args.datatype, args.sample_rate) else {
-            return Err(ImportError::Option(
-                "--from-raw needs --datatype (e.g. cf32_le) and --sample-rate HZ".into(),
-            ));
-        };
-        sources.extend(import::raw::sources(
-            &args.from_raw,
-            datatype,
-            rate,
-            args.segment_samples,
-        )?);
-    }
-    Ok(sources)
 }
 
 fn describe(args: &CreateArgs, summary: &CreateSummary, elapsed: Duration) -> String {

@@ -8,22 +8,25 @@
 //! paths, finds what is already there identical, and completes; `root.json` is written last, so
 //! a reader never sees a root pointing at a missing object.
 //!
-//! Inputs of `write-shard` are a [`ShardInput`]. Today there is one kind, a range of records
-//! of an existing dataset (`--from-dataset SRC --range A:B`), which re-encodes them and makes
-//! fan-out examples self-contained. Importers (`sds create`'s directory readers) plug in as
-//! further variants: each only has to yield [`Record`]s in a deterministic order, since
-//! determinism is what makes a repeated attempt converge on the same content address.
+//! Inputs of `write-shard` are a [`ShardInput`]: a range of records of an existing dataset
+//! (`--from-dataset SRC --range A:B`), re-encoded, or the same importer inputs as `sds create`
+//! (`--from-dir`, `--from-sigmf`, `--from-npy`, `--from-raw`; [`RecordInputs`]), all of whose
+//! records go into the worker's one shard pair, in `sds create`'s order. Both yield records in
+//! a deterministic order, since determinism is what makes a repeated attempt converge on the
+//! same content address.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::inputs::{RecordInputs, NO_INPUTS};
 use crate::cli::location::{self, open_dataset};
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
 use crate::format::record::Record;
+use crate::import::write_sources_shard;
 use crate::storage::{LocalStore, ObjectStore};
 
 /// Where a worker's records come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ShardInput {
     /// Records `start..stop` of an existing dataset, re-encoded.
     Dataset {
@@ -31,6 +34,36 @@ pub enum ShardInput {
         start: u64,
         stop: u64,
     },
+    /// Every record the importers make of these files, as `sds create` would.
+    Import(RecordInputs),
+}
+
+impl ShardInput {
+    /// The input the command line names: `--from-dataset SRC --range A:B`, or importer inputs
+    /// (one kind or the other; clap refuses a mix).
+    pub fn from_args(
+        from_dataset: Option<String>,
+        range: Option<&str>,
+        inputs: RecordInputs,
+    ) -> Result<ShardInput, String> {
+        match (from_dataset, range) {
+            (Some(source), Some(range)) if inputs.is_empty() => {
+                let (start, stop) = parse_range(range)?;
+                Ok(ShardInput::Dataset {
+                    source,
+                    start,
+                    stop,
+                })
+            }
+            (Some(_), None) => Err("--from-dataset needs --range A:B".into()),
+            (None, Some(_)) => Err("--range is only for --from-dataset".into()),
+            (Some(_), Some(_)) => Err(format!("give --from-dataset or {NO_INPUTS}, not both")),
+            (None, None) if inputs.is_empty() => Err(format!(
+                "nothing to write: give --from-dataset SRC --range A:B, or {NO_INPUTS}"
+            )),
+            (None, None) => Ok(ShardInput::Import(inputs)),
+        }
+    }
 }
 
 /// Parses `A:B` (both ends required) for `--range`.
@@ -52,33 +85,25 @@ pub fn writable_root(argument: &str) -> Result<LocalStore, String> {
     LocalStore::open(&root).map_err(|e| format!("cannot open {e}"))
 }
 
-/// Reads the records of `input` (all of them, in order).
-fn records(input: &ShardInput) -> Result<Vec<Record>, String> {
-    match input {
-        ShardInput::Dataset {
-            source,
-            start,
-            stop,
-        } => {
-            let dataset = open_dataset(source).map_err(|e| e.0)?;
-            if *stop > dataset.len() {
-                return Err(format!(
-                    "--range {start}:{stop} is not within the {} records of {source}",
-                    dataset.len()
-                ));
-            }
-            (*start..*stop)
-                .map(|ordinal| {
-                    dataset.read_record(ordinal).map_err(|e| {
-                        format!(
-                            "cannot read record {ordinal} of {source}: {}",
-                            location::describe(&e, dataset.store().as_ref())
-                        )
-                    })
-                })
-                .collect()
-        }
+/// Reads records `start..stop` of the dataset `source` (all of them, in order).
+fn dataset_records(source: &str, start: u64, stop: u64) -> Result<Vec<Record>, String> {
+    let dataset = open_dataset(source).map_err(|e| e.0)?;
+    if stop > dataset.len() {
+        return Err(format!(
+            "--range {start}:{stop} is not within the {} records of {source}",
+            dataset.len()
+        ));
     }
+    (start..stop)
+        .map(|ordinal| {
+            dataset.read_record(ordinal).map_err(|e| {
+                format!(
+                    "cannot read record {ordinal} of {source}: {}",
+                    location::describe(&e, dataset.store().as_ref())
+                )
+            })
+        })
+        .collect()
 }
 
 /// Runs `sds write-shard`: returns the receipt line (also written to `receipt_out`).
@@ -89,10 +114,28 @@ pub fn write(
     input: &ShardInput,
     receipt_out: Option<&Path>,
 ) -> Result<String, String> {
-    let store = writable_root(root)?;
-    let records = records(input)?;
-    let receipt = write_shard(&store, records, work_id, attempt, &ShardOptions::default())
-        .map_err(|e| format!("work {work_id}: cannot write its shard: {e}"))?;
+    let failed = |e: &dyn std::fmt::Display| format!("work {work_id}: cannot write its shard: {e}");
+    let options = ShardOptions::default();
+    let receipt = match input {
+        ShardInput::Dataset {
+            source,
+            start,
+            stop,
+        } => {
+            let records = dataset_records(source, *start, *stop)?;
+            let store = writable_root(root)?;
+            write_shard(&store, records, work_id, attempt, &options).map_err(|e| failed(&e))?
+        }
+        ShardInput::Import(inputs) => {
+            let sources = inputs.sources().map_err(|e| e.to_string())?;
+            if sources.is_empty() {
+                return Err(format!("work {work_id}: the inputs hold no record"));
+            }
+            let store = writable_root(root)?;
+            write_sources_shard(&store, &sources, work_id, attempt, &options, &())
+                .map_err(|e| failed(&e))?
+        }
+    };
     let line = format!("{}\n", receipt.to_json());
     if let Some(path) = receipt_out {
         write_atomically(path, line.as_bytes())?;
