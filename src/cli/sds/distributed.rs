@@ -20,7 +20,7 @@ use std::sync::Arc;
 use crate::cli::location::{self, open_dataset};
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
 use crate::format::record::Record;
-use crate::storage::{LocalStore, ObjectStore};
+use crate::storage::ObjectStore;
 
 /// Where a worker's records come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,11 +45,9 @@ pub fn parse_range(text: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
-/// Opens (creating if missing) the local directory a dataset is written into.
-pub fn writable_root(argument: &str) -> Result<LocalStore, String> {
-    let root = location::local_root(argument).map_err(|e| e.0)?;
-    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-    LocalStore::open(&root).map_err(|e| format!("cannot open {e}"))
+/// Opens the store a dataset is written into (a local directory is created if missing).
+pub fn writable_root(argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    location::open_writable_store(argument).map_err(|e| e.0)
 }
 
 /// Reads the records of `input` (all of them, in order).
@@ -91,8 +89,14 @@ pub fn write(
 ) -> Result<String, String> {
     let store = writable_root(root)?;
     let records = records(input)?;
-    let receipt = write_shard(&store, records, work_id, attempt, &ShardOptions::default())
-        .map_err(|e| format!("work {work_id}: cannot write its shard: {e}"))?;
+    let receipt = write_shard(
+        store.as_ref(),
+        records,
+        work_id,
+        attempt,
+        &ShardOptions::default(),
+    )
+    .map_err(|e| format!("work {work_id}: cannot write its shard: {e}"))?;
     let line = format!("{}\n", receipt.to_json());
     if let Some(path) = receipt_out {
         write_atomically(path, line.as_bytes())?;
@@ -148,7 +152,7 @@ pub fn commit(
     options: &PublishOptions,
 ) -> Result<String, String> {
     let receipts = read_receipts(receipt_files)?;
-    let store: Arc<dyn ObjectStore> = Arc::new(writable_root(root)?);
+    let store = writable_root(root)?;
     let summary = publish(store.as_ref(), &receipts, options).map_err(|e| e.to_string())?;
     Ok(format!(
         "published {} ({}) in {root}: {} records, {} shards, {} manifest pages, {} bytes\n",
