@@ -527,3 +527,43 @@ fn sds_info_and_a_fuse_mount_of_an_s3_copy_match_the_local_dataset() {
     }
     eprintln!("{} mounted files identical", local_tree.len());
 }
+
+#[test]
+fn unreachable_servers_are_transient_and_only_idempotent_calls_are_retried() {
+    // A port nothing listens on: every request is refused at connect.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let options = CloudOptions {
+        retry: RetryPolicy {
+            attempts: 3,
+            base: Duration::from_millis(50),
+            cap: Duration::from_millis(200),
+        },
+        endpoint: Some(format!("http://127.0.0.1:{port}")),
+        region: Some("us-east-1".into()),
+        allow_http: Some(true),
+        access_key_id: Some("test".into()),
+        secret_access_key: Some("test".into()),
+        ..CloudOptions::default()
+    };
+    let store = CloudStore::open("s3://nowhere/p", &options).unwrap();
+    let path = rel("root.json");
+
+    // Two retries, waiting at least half of 50 ms and of 100 ms (equal jitter).
+    let started = Instant::now();
+    let err = store.read(&path, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
+    assert!(
+        err.to_string().starts_with("s3://nowhere/p/root.json"),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(75));
+
+    // Compare-and-swap is not idempotent: one attempt, the failure reported as is.
+    let started = Instant::now();
+    let err = store.compare_and_swap(&path, b"x", None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
+    assert!(started.elapsed() < Duration::from_millis(75));
+}
