@@ -1,4 +1,5 @@
-//! Objects behind a trait (profile sections 5 to 7): local directories now, object stores later.
+//! Objects behind a trait (profile sections 5 to 7): local directories ([`LocalStore`]) and
+//! S3/GCS object stores ([`CloudStore`]).
 //!
 //! The SDS layout needs very little from storage, and this trait asks for exactly that:
 //!
@@ -26,6 +27,7 @@
 
 mod error;
 mod local;
+pub mod object;
 
 use std::io;
 use std::ops::Range;
@@ -39,6 +41,7 @@ use crate::format::path::RelPath;
 
 pub use error::{ErrorKind, StorageError};
 pub use local::LocalStore;
+pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
 
 /// Identity of one stored version of an object, for generation-pinned reads and
 /// compare-and-swap.

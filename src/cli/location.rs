@@ -1,5 +1,6 @@
-//! The `DATASET` argument: a local directory path or a `file://` URL. Object stores
-//! (`s3://`, `gs://`) are part of the layout but not of this build yet, and say so.
+//! The `DATASET` argument: a local directory path, a `file://` URL, or an object-store
+//! location `s3://bucket/prefix` / `gs://bucket/prefix` (credentials, region and endpoint from
+//! the standard `AWS_*` / `GOOGLE_*` environment; retries tuned by `SDS_RETRY_*`).
 //!
 //! Opening errors are turned into the one line a user sees: the full location of the document
 //! that broke a rule, then the rule (`/data/ds/root.json: min_reader_version "9" is newer than
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use crate::dataset::{Dataset, DatasetError, OpenOptions};
 use crate::format::documents::DocumentError;
 use crate::format::path::RelPath;
-use crate::storage::{LocalStore, ObjectStore};
+use crate::storage::{CloudOptions, CloudStore, LocalStore, ObjectStore};
 
 /// Why a dataset could not be opened: one line, ready to print after `sds: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,12 +32,44 @@ pub fn local_root(argument: &str) -> Result<PathBuf, OpenFailure> {
     match scheme.to_ascii_lowercase().as_str() {
         "file" => file_url_path(argument, rest),
         "s3" | "gs" => Err(OpenFailure(format!(
-            "cannot open {argument}: {scheme}:// datasets are not supported yet by this build (local directories and file:// URLs are)"
+            "cannot open {argument}: {scheme}:// is an object-store location, not a local directory"
         ))),
         _ => Err(OpenFailure(format!(
-            "cannot open {argument}: unknown URL scheme {scheme:?} (use a directory path or a file:// URL)"
+            "cannot open {argument}: unknown URL scheme {scheme:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)"
         ))),
     }
+}
+
+/// Whether `argument` names an object store (`s3://`, `gs://`).
+pub fn is_object_store(argument: &str) -> bool {
+    argument
+        .split_once("://")
+        .is_some_and(|(scheme, _)| matches!(scheme.to_ascii_lowercase().as_str(), "s3" | "gs"))
+}
+
+/// The store a `DATASET` argument names. Local directories must exist; object-store
+/// locations are not contacted until the first read.
+pub fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
+    if is_object_store(argument) {
+        let store = CloudStore::open(argument, &CloudOptions::from_env())
+            .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
+        return Ok(Arc::new(store));
+    }
+    let root = local_root(argument)?;
+    let store =
+        LocalStore::open(&root).map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
+    Ok(Arc::new(store))
+}
+
+/// The store a dataset is written into; a local directory is created when missing.
+pub fn open_writable_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
+    if !is_object_store(argument) {
+        let root = local_root(argument)?;
+        std::fs::create_dir_all(&root).map_err(|e| {
+            OpenFailure(one_line(&format!("cannot create {}: {e}", root.display())))
+        })?;
+    }
+    open_store(argument)
 }
 
 /// `file:///abs/path` or `file://localhost/abs/path`, with `%XX` escapes decoded.
@@ -71,10 +104,7 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
 pub fn open_dataset(argument: &str) -> Result<Dataset, OpenFailure> {
-    let root = local_root(argument)?;
-    let store =
-        LocalStore::open(&root).map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
-    let store: Arc<dyn ObjectStore> = Arc::new(store);
+    let store = open_store(argument)?;
     Dataset::open(store.clone(), OpenOptions::default()).map_err(|e| {
         OpenFailure(one_line(&format!(
             "cannot open {}",
@@ -134,8 +164,20 @@ mod tests {
         assert!(local_root("file://rel").is_err());
         assert!(local_root("file:///%zz").is_err());
         let s3 = local_root("s3://bucket/p").unwrap_err().0;
-        assert!(s3.contains("not supported yet"), "{s3}");
+        assert!(s3.contains("object-store location"), "{s3}");
         assert!(local_root("gs://bucket/p").unwrap_err().0.contains("gs://"));
         assert!(local_root("http://x/y").is_err());
+        assert!(is_object_store("S3://b/p") && is_object_store("gs://b"));
+        assert!(!is_object_store("file:///x") && !is_object_store("/x"));
+        let store = open_store("s3://bucket/p").unwrap();
+        assert_eq!(
+            store.describe(&RelPath::new("root.json").unwrap()),
+            "s3://bucket/p/root.json"
+        );
+        let bad = open_store("s3://Bad_Bucket/p").unwrap_err().0;
+        assert!(
+            bad.starts_with("cannot open s3://Bad_Bucket/p") && !bad.contains('\n'),
+            "{bad}"
+        );
     }
 }

@@ -51,7 +51,8 @@ pub enum SdsfsCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct MountArgs {
-    /// The dataset: a local directory holding root.json, or a file:// URL.
+    /// The dataset: a local directory holding root.json, a file:// URL, or s3://bucket/prefix /
+    /// gs://bucket/prefix (credentials and endpoint from the AWS_* / GOOGLE_* environment).
     pub dataset: String,
     /// An existing empty directory to mount on.
     pub mountpoint: PathBuf,

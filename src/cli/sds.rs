@@ -44,7 +44,10 @@ use crate::dataset::{Dataset, PublishOptions};
 #[command(name = "sds", version, about, long_about = None)]
 #[command(
     after_help = "DATASET is a local directory holding root.json, or a file:// URL \
-(file:///data/ds). s3:// and gs:// are not supported by this build yet.\n\n\
+(file:///data/ds), or an object-store location s3://bucket/prefix or gs://bucket/prefix \
+(credentials, region and endpoint from the standard AWS_* / GOOGLE_* environment, e.g. \
+AWS_ENDPOINT_URL and AWS_ALLOW_HTTP=true for S3-compatible stores; retries tuned by \
+SDS_RETRY_ATTEMPTS, SDS_RETRY_BASE_MS, SDS_RETRY_CAP_MS).\n\n\
 Exit status: 0 success; 1 the dataset cannot be opened or read (one line on stderr naming \
 the document and the rule broken); 2 usage error."
 )]
@@ -61,7 +64,7 @@ pub enum Command {
     /// Reads root.json, the snapshot, the first manifest page and one metadata row (record 0);
     /// never a data shard.
     Info {
-        /// Dataset directory or file:// URL.
+        /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
         /// Print one JSON object with exactly the keys dataset_id, snapshot_id,
         /// layout_version, record_count, shard_count, stored_bytes, manifest_pages and
@@ -73,7 +76,7 @@ pub enum Command {
     /// List records from their metadata rows: ordinal, id, scene id, field count and tensor
     /// bytes. Never reads a data shard.
     Ls {
-        /// Dataset directory or file:// URL.
+        /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
         /// First ordinal to list.
         #[arg(long, default_value_t = 0)]
@@ -144,7 +147,7 @@ pub enum Command {
     /// metadata row, their agreement, annotation sets. Prints every problem, one per line
     /// (OBJECT[ ordinal N]: RULE), then a summary; exits 1 if any.
     Verify {
-        /// Dataset directory or file:// URL.
+        /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
         /// Also check every shard's SHA-256 content address and walk every chunk.
         #[arg(long)]
@@ -154,7 +157,7 @@ pub enum Command {
     /// lightweight view (shards hard-linked or copied at their content addresses, entries with
     /// record_indices, nothing re-encoded); --materialize re-encodes into new shards.
     Select {
-        /// Source dataset directory or file:// URL.
+        /// Source dataset directory, file:// URL, s3:// or gs:// location.
         source: String,
         /// Destination dataset root (created if missing).
         dest: String,
@@ -265,11 +268,9 @@ pub fn run(command: Command) -> Result<(), String> {
 }
 
 fn run_verify(dataset: &str, deep: bool) -> Result<(), String> {
-    let root = location::local_root(dataset).map_err(|e| e.0)?;
-    let store = crate::storage::LocalStore::open(&root)
-        .map_err(|e| location::one_line(&format!("cannot open {e}")))?;
+    let store = location::open_store(dataset).map_err(|e| e.0)?;
     let report = crate::dataset::verify_store_with(
-        std::sync::Arc::new(store),
+        store,
         crate::dataset::VerifyOptions { deep },
         crate::annotations::verify_dataset,
     );

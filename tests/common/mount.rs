@@ -16,6 +16,16 @@ pub struct MountGuard {
 impl MountGuard {
     /// Mounts `dataset` in the foreground with `extra` arguments; waits until it is ready.
     pub fn mount(dataset: &Path, extra: &[&str]) -> MountGuard {
+        MountGuard::mount_with_env(dataset.as_os_str(), extra, &[])
+    }
+
+    /// Like [`MountGuard::mount`], for any `DATASET` argument (e.g. `s3://b/p`) and with extra
+    /// environment variables for the `sdsfs` process.
+    pub fn mount_with_env(
+        dataset: &std::ffi::OsStr,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> MountGuard {
         let dir = tempfile::tempdir().expect("tempdir");
         let mountpoint = dir.path().join("mnt");
         std::fs::create_dir(&mountpoint).unwrap();
@@ -26,6 +36,7 @@ impl MountGuard {
             .args(extra)
             .arg(dataset)
             .arg(&mountpoint)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())

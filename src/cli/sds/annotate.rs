@@ -34,7 +34,7 @@ pub enum FillArg {
 /// Options shared by every form.
 #[derive(Debug, Args)]
 pub struct SetArgs {
-    /// Dataset directory or file:// URL.
+    /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
     pub dataset: String,
     /// Set name (a portable identifier).
     #[arg(long)]

@@ -23,7 +23,7 @@ use crate::cli::location::{self, open_dataset};
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
 use crate::format::record::Record;
 use crate::import::write_sources_shard;
-use crate::storage::{LocalStore, ObjectStore};
+use crate::storage::ObjectStore;
 
 /// Where a worker's records come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,11 +78,9 @@ pub fn parse_range(text: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
-/// Opens (creating if missing) the local directory a dataset is written into.
-pub fn writable_root(argument: &str) -> Result<LocalStore, String> {
-    let root = location::local_root(argument).map_err(|e| e.0)?;
-    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-    LocalStore::open(&root).map_err(|e| format!("cannot open {e}"))
+/// Opens the store a dataset is written into (a local directory is created if missing).
+pub fn writable_root(argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    location::open_writable_store(argument).map_err(|e| e.0)
 }
 
 /// Reads records `start..stop` of the dataset `source` (all of them, in order).
@@ -124,7 +122,8 @@ pub fn write(
         } => {
             let records = dataset_records(source, *start, *stop)?;
             let store = writable_root(root)?;
-            write_shard(&store, records, work_id, attempt, &options).map_err(|e| failed(&e))?
+            write_shard(store.as_ref(), records, work_id, attempt, &options)
+                .map_err(|e| failed(&e))?
         }
         ShardInput::Import(inputs) => {
             let sources = inputs.sources().map_err(|e| e.to_string())?;
@@ -132,7 +131,7 @@ pub fn write(
                 return Err(format!("work {work_id}: the inputs hold no record"));
             }
             let store = writable_root(root)?;
-            write_sources_shard(&store, &sources, work_id, attempt, &options, &())
+            write_sources_shard(store.as_ref(), &sources, work_id, attempt, &options, &())
                 .map_err(|e| failed(&e))?
         }
     };
@@ -191,7 +190,7 @@ pub fn commit(
     options: &PublishOptions,
 ) -> Result<String, String> {
     let receipts = read_receipts(receipt_files)?;
-    let store: Arc<dyn ObjectStore> = Arc::new(writable_root(root)?);
+    let store = writable_root(root)?;
     let summary = publish(store.as_ref(), &receipts, options).map_err(|e| e.to_string())?;
     Ok(format!(
         "published {} ({}) in {root}: {} records, {} shards, {} manifest pages, {} bytes\n",

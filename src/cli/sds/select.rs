@@ -59,12 +59,12 @@ pub fn run(
     let dataset = open_dataset(source).map_err(|e| e.0)?;
     let chosen = ordinals(&dataset, selection)?;
     let store = super::distributed::writable_root(dest)?;
-    let describe = |e: crate::dataset::DatasetError| location::describe(&e, &store);
+    let describe = |e: crate::dataset::DatasetError| location::describe(&e, store.as_ref());
     if selection.materialize {
         let summary = materialize(
             &dataset,
             &chosen,
-            &store,
+            store.as_ref(),
             options,
             selection.records_per_shard,
             &ShardOptions::default(),
@@ -75,7 +75,7 @@ pub fn run(
             summary.record_count, summary.shard_count, summary.manifest_pages, summary.stored_bytes
         ))
     } else {
-        let summary = select_view(&dataset, &chosen, &store, options).map_err(describe)?;
+        let summary = select_view(&dataset, &chosen, store.as_ref(), options).map_err(describe)?;
         Ok(format!(
             "published a view of {} records of {source} in {dest}: {} shard entries, {} shard objects linked or copied ({} already present), {} manifest pages\n",
             summary.publication.record_count,

@@ -1,0 +1,647 @@
+//! Object stores (S3, GCS) behind the synchronous [`ObjectStore`] trait, through the
+//! `object_store` crate.
+//!
+//! # Why synchronous over async
+//!
+//! Everything that reads a dataset (the ArrayRecord reader, the FUSE adapter, the `sds`
+//! commands) is synchronous, and FUSE worker threads already give us concurrency. So
+//! [`CloudStore`] owns a small multi-threaded tokio runtime and `block_on`s each call:
+//! `Runtime::block_on` takes `&self`, so any number of FUSE threads can each drive their own
+//! request at once, and the runtime's workers keep the HTTP connection pool alive between
+//! calls. The one rule this imposes is that no caller may be inside a tokio runtime itself;
+//! nothing in this crate is.
+//!
+//! # Requests
+//!
+//! - [`read_range`](ObjectStore::read_range) is one ranged GET; [`info`](ObjectStore::info) one
+//!   HEAD; whole reads one GET.
+//! - [`create`](ObjectStore::create) is a create-only PUT (`If-None-Match: *` on S3,
+//!   `x-goog-if-generation-match: 0` on GCS); when the object exists its bytes are read and
+//!   compared, giving [`CreateOutcome::AlreadyIdentical`] or [`StorageError::Collision`].
+//! - [`compare_and_swap`](ObjectStore::compare_and_swap) is a conditional PUT: the ETag on
+//!   S3, the generation on GCS.
+//! - Generation-pinned reads use the object generation on GCS; S3 has no numeric generation,
+//!   so a pinned read there is [`StorageError::GenerationsUnsupported`].
+//!
+//! # Retries
+//!
+//! `object_store`'s own retry loop is switched off, so that exactly one policy applies:
+//! [`RetryPolicy`] (5 attempts, 1 s base, 60 s cap, jittered by default), used for idempotent
+//! calls only (reads, HEADs, create-only writes). Transient means: connection, timeout and
+//! body errors, HTTP 408, 429 and 5xx. Every retried failure is logged with its cause.
+
+mod location;
+mod retry;
+
+use std::io;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::client::{HttpError, HttpErrorKind};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::path::Path as Key;
+use object_store::{
+    ClientConfigKey, GetOptions, GetRange, ObjectMeta, ObjectStore as Remote, PutMode, PutOptions,
+    PutPayload, RetryConfig, UpdateVersion,
+};
+
+use super::{CreateOutcome, ObjectInfo, ObjectStore, StorageError, Version};
+use crate::format::path::RelPath;
+
+pub use location::{CloudUrl, Service};
+pub use retry::RetryPolicy;
+
+/// Settings beyond the standard environment (`AWS_*`, `GOOGLE_*`), for S3-compatible stores
+/// and tests. Explicit values override the environment.
+#[derive(Debug, Clone, Default)]
+pub struct CloudOptions {
+    pub retry: RetryPolicy,
+    /// S3 endpoint URL (MinIO, moto, ...); `AWS_ENDPOINT_URL` otherwise.
+    pub endpoint: Option<String>,
+    /// S3 region; `AWS_REGION` otherwise, `us-east-1` by default.
+    pub region: Option<String>,
+    /// Permit plain-HTTP endpoints; `AWS_ALLOW_HTTP` otherwise.
+    pub allow_http: Option<bool>,
+    /// Per-request timeout (the client's default otherwise).
+    pub request_timeout: Option<Duration>,
+    /// Static S3 credentials; `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` otherwise.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+}
+
+impl CloudOptions {
+    /// Defaults with the retry policy taken from `SDS_RETRY_*` (see [`RetryPolicy::from_env`]).
+    pub fn from_env() -> CloudOptions {
+        CloudOptions {
+            retry: RetryPolicy::from_env(),
+            ..CloudOptions::default()
+        }
+    }
+}
+
+/// A dataset root in S3 or GCS.
+#[derive(Debug)]
+pub struct CloudStore {
+    url: CloudUrl,
+    remote: Arc<dyn Remote>,
+    runtime: tokio::runtime::Runtime,
+    retry: RetryPolicy,
+}
+
+impl CloudStore {
+    /// Opens `s3://bucket/prefix` or `gs://bucket/prefix` with credentials from the standard
+    /// environment plus `options`. Opening sends no request.
+    pub fn open(url: &str, options: &CloudOptions) -> Result<CloudStore, StorageError> {
+        let parsed = CloudUrl::parse(url).map_err(|reason| StorageError::invalid(url, reason))?;
+        // One retry policy only: ours. object_store's would multiply attempts and ignore
+        // our idempotency rules.
+        let no_retries = RetryConfig {
+            max_retries: 0,
+            ..RetryConfig::default()
+        };
+        // Client settings go through `with_config`: `with_client_options` would replace the
+        // ones `from_env` read (AWS_ALLOW_HTTP, proxies, CA bundles) wholesale.
+        let timeout = options
+            .request_timeout
+            .map(|t| format!("{}ms", t.as_millis().max(1)));
+        let built = match parsed.service {
+            Service::S3 => {
+                let mut builder = AmazonS3Builder::from_env()
+                    .with_bucket_name(&parsed.bucket)
+                    .with_retry(no_retries);
+                if let Some(timeout) = &timeout {
+                    builder = builder
+                        .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), timeout);
+                }
+                if let Some(endpoint) = &options.endpoint {
+                    builder = builder.with_endpoint(endpoint);
+                }
+                if let Some(region) = &options.region {
+                    builder = builder.with_region(region);
+                }
+                if let Some(allow) = options.allow_http {
+                    builder = builder.with_allow_http(allow);
+                }
+                if let Some(key) = &options.access_key_id {
+                    builder = builder.with_access_key_id(key);
+                }
+                if let Some(secret) = &options.secret_access_key {
+                    builder = builder.with_secret_access_key(secret);
+                }
+                builder.build().map(|s| Arc::new(s) as Arc<dyn Remote>)
+            }
+            Service::Gcs => {
+                let mut builder = GoogleCloudStorageBuilder::from_env()
+                    .with_bucket_name(&parsed.bucket)
+                    .with_retry(no_retries);
+                if let Some(timeout) = &timeout {
+                    builder = builder
+                        .with_config(GoogleConfigKey::Client(ClientConfigKey::Timeout), timeout);
+                }
+                if let Some(allow) = options.allow_http {
+                    builder = builder.with_config(
+                        GoogleConfigKey::Client(ClientConfigKey::AllowHttp),
+                        allow.to_string(),
+                    );
+                }
+                builder.build().map(|s| Arc::new(s) as Arc<dyn Remote>)
+            }
+        };
+        let remote = built.map_err(|e| StorageError::invalid(parsed.to_string(), e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sds-object-store")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::io(parsed.to_string(), e))?;
+        Ok(CloudStore {
+            url: parsed,
+            remote,
+            runtime,
+            retry: options.retry,
+        })
+    }
+
+    /// The location this store is rooted at.
+    pub fn url(&self) -> &CloudUrl {
+        &self.url
+    }
+
+    /// The retry policy in force.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    fn key(&self, path: &RelPath) -> Key {
+        Key::from(self.url.key(path.as_str()))
+    }
+
+    /// Runs an idempotent operation under the retry policy, logging every retried failure.
+    fn retried<T>(
+        &self,
+        path: &RelPath,
+        op: impl FnMut() -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let object = self.describe(path);
+        self.retry.run(op, |attempt, err, delay| {
+            tracing::warn!(
+                "{object}: attempt {attempt} failed ({err}); retrying in {:.3} s",
+                delay.as_secs_f64()
+            );
+        })
+    }
+
+    fn get_options(
+        &self,
+        path: &RelPath,
+        generation: Option<u64>,
+    ) -> Result<GetOptions, StorageError> {
+        let mut options = GetOptions::default();
+        if let Some(generation) = generation {
+            match self.url.service {
+                Service::S3 => {
+                    return Err(StorageError::GenerationsUnsupported {
+                        object: self.describe(path),
+                    })
+                }
+                Service::Gcs => options.version = Some(generation.to_string()),
+            }
+        }
+        Ok(options)
+    }
+
+    fn version_of(&self, e_tag: Option<String>, version: Option<String>) -> Version {
+        let generation = match self.url.service {
+            Service::Gcs => version.and_then(|v| v.parse().ok()),
+            // S3 version ids are opaque strings, not ordered generations.
+            Service::S3 => None,
+        };
+        Version {
+            generation,
+            etag: e_tag,
+        }
+    }
+
+    fn info_of(&self, meta: &ObjectMeta) -> ObjectInfo {
+        ObjectInfo {
+            size: meta.size,
+            version: self.version_of(meta.e_tag.clone(), meta.version.clone()),
+            modified: Some(SystemTime::from(meta.last_modified)),
+        }
+    }
+
+    fn error(&self, path: &RelPath, err: object_store::Error) -> StorageError {
+        map_error(self.describe(path), err)
+    }
+
+    /// A pinned read found nothing: say whether the object exists at another generation.
+    fn pinned_failure(
+        &self,
+        path: &RelPath,
+        generation: Option<u64>,
+        err: StorageError,
+    ) -> StorageError {
+        let Some(expected) = generation else {
+            return err;
+        };
+        if !err.is_not_found() {
+            return err;
+        }
+        match self.info(path, None) {
+            Ok(ObjectInfo {
+                version:
+                    Version {
+                        generation: Some(actual),
+                        ..
+                    },
+                ..
+            }) if actual != expected => StorageError::GenerationMismatch {
+                object: self.describe(path),
+                expected,
+                actual,
+            },
+            _ => err,
+        }
+    }
+
+    /// One GET, the body collected; refuses bodies over `limit` bytes before and while reading.
+    fn get_bytes(
+        &self,
+        path: &RelPath,
+        options: &GetOptions,
+        limit: Option<u64>,
+    ) -> Result<(Bytes, ObjectMeta), StorageError> {
+        let key = self.key(path);
+        let object = self.describe(path);
+        self.runtime.block_on(async {
+            let result = self
+                .remote
+                .get_opts(&key, options.clone())
+                .await
+                .map_err(|e| map_error(object.clone(), e))?;
+            let meta = result.meta.clone();
+            let too_large = |size: u64, limit: u64| StorageError::TooLarge {
+                object: object.clone(),
+                size,
+                limit,
+            };
+            if let Some(limit) = limit {
+                if meta.size > limit {
+                    return Err(too_large(meta.size, limit));
+                }
+            }
+            let expected = result.range.end.saturating_sub(result.range.start);
+            let mut buffer = BytesMut::with_capacity(usize::try_from(expected).unwrap_or(0));
+            let mut stream = result.into_stream();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| map_error(object.clone(), e))?;
+                buffer.extend_from_slice(&chunk);
+                if let Some(limit) = limit {
+                    if buffer.len() as u64 > limit {
+                        return Err(too_large(buffer.len() as u64, limit));
+                    }
+                }
+            }
+            Ok((buffer.freeze(), meta))
+        })
+    }
+
+    /// Whether the stored object holds exactly `data`, streamed (stops at the first difference
+    /// or a size mismatch).
+    fn holds(&self, path: &RelPath, data: &[u8]) -> Result<bool, StorageError> {
+        let key = self.key(path);
+        let object = self.describe(path);
+        self.runtime.block_on(async {
+            let result = self
+                .remote
+                .get_opts(&key, GetOptions::default())
+                .await
+                .map_err(|e| map_error(object.clone(), e))?;
+            if result.meta.size != data.len() as u64 {
+                return Ok(false);
+            }
+            let mut offset = 0usize;
+            let mut stream = result.into_stream();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| map_error(object.clone(), e))?;
+                let end = offset + chunk.len();
+                if data.get(offset..end) != Some(&chunk[..]) {
+                    return Ok(false);
+                }
+                offset = end;
+            }
+            Ok(offset == data.len())
+        })
+    }
+
+    fn create_bytes(&self, path: &RelPath, data: Bytes) -> Result<CreateOutcome, StorageError> {
+        let key = self.key(path);
+        self.retried(path, || {
+            let options = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            let put = self.runtime.block_on(self.remote.put_opts(
+                &key,
+                PutPayload::from(data.clone()),
+                options,
+            ));
+            match put {
+                Ok(_) => Ok(CreateOutcome::Created),
+                Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. },
+                ) => {
+                    if self.holds(path, &data)? {
+                        Ok(CreateOutcome::AlreadyIdentical)
+                    } else {
+                        Err(StorageError::Collision {
+                            object: self.describe(path),
+                        })
+                    }
+                }
+                Err(err) => Err(self.error(path, err)),
+            }
+        })
+    }
+}
+
+impl ObjectStore for CloudStore {
+    fn describe(&self, path: &RelPath) -> String {
+        format!("{}/{}", self.url, path.as_str())
+    }
+
+    fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
+        let options = self.get_options(path, generation)?;
+        self.retried(path, || self.get_bytes(path, &options, None))
+            .map(|(bytes, _)| bytes)
+            .map_err(|e| self.pinned_failure(path, generation, e))
+    }
+
+    fn read_limited(
+        &self,
+        path: &RelPath,
+        generation: Option<u64>,
+        max_bytes: u64,
+    ) -> Result<Bytes, StorageError> {
+        let options = self.get_options(path, generation)?;
+        self.retried(path, || self.get_bytes(path, &options, Some(max_bytes)))
+            .map(|(bytes, _)| bytes)
+            .map_err(|e| self.pinned_failure(path, generation, e))
+    }
+
+    fn read_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        generation: Option<u64>,
+    ) -> Result<Bytes, StorageError> {
+        if range.start > range.end {
+            return Err(StorageError::invalid(
+                self.describe(path),
+                format!("byte range {}..{} is reversed", range.start, range.end),
+            ));
+        }
+        let out_of_range = |size: u64| StorageError::OutOfRange {
+            object: self.describe(path),
+            start: range.start,
+            end: range.end,
+            size,
+        };
+        if range.is_empty() {
+            // An empty GET range is not expressible in HTTP: check the bounds with a HEAD.
+            let size = self.info(path, generation)?.size;
+            return if range.end > size {
+                Err(out_of_range(size))
+            } else {
+                Ok(Bytes::new())
+            };
+        }
+        let mut options = self.get_options(path, generation)?;
+        options.range = Some(GetRange::Bounded(range.clone()));
+        match self.retried(path, || self.get_bytes(path, &options, None)) {
+            Ok((bytes, meta)) => {
+                if bytes.len() as u64 != range.end - range.start {
+                    Err(out_of_range(meta.size))
+                } else {
+                    Ok(bytes)
+                }
+            }
+            Err(err) if err.kind() == super::ErrorKind::Permanent => {
+                // A range past the end is refused by the server (416) or the client; tell
+                // that apart from other failures with one HEAD.
+                match self.info(path, generation) {
+                    Ok(info) if range.end > info.size => Err(out_of_range(info.size)),
+                    _ => Err(err),
+                }
+            }
+            Err(err) => Err(self.pinned_failure(path, generation, err)),
+        }
+    }
+
+    fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
+        let mut options = self.get_options(path, generation)?;
+        options.head = true;
+        let key = self.key(path);
+        let meta = self.retried(path, || {
+            self.runtime
+                .block_on(self.remote.get_opts(&key, options.clone()))
+                .map(|result| result.meta)
+                .map_err(|e| self.error(path, e))
+        });
+        match meta {
+            Ok(meta) => Ok(self.info_of(&meta)),
+            Err(err) => Err(self.pinned_failure(path, generation, err)),
+        }
+    }
+
+    fn create(&self, path: &RelPath, data: &[u8]) -> Result<CreateOutcome, StorageError> {
+        self.create_bytes(path, Bytes::copy_from_slice(data))
+    }
+
+    /// Uploads the file with one create-only PUT, holding it in memory (S3 accepts single
+    /// PUTs up to 5 GiB; multipart create-only uploads are not implemented yet).
+    fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
+        let data =
+            std::fs::read(file).map_err(|e| StorageError::io(file.display().to_string(), e))?;
+        self.create_bytes(path, Bytes::from(data))
+    }
+
+    fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
+        match self.retried(path, || self.get_bytes(path, &GetOptions::default(), None)) {
+            Ok((bytes, meta)) => Ok(Some((bytes, self.version_of(meta.e_tag, meta.version)))),
+            Err(err) if err.is_not_found() => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn compare_and_swap(
+        &self,
+        path: &RelPath,
+        data: &[u8],
+        expected: Option<&Version>,
+    ) -> Result<Version, StorageError> {
+        let precondition_failed = || StorageError::PreconditionFailed {
+            object: self.describe(path),
+        };
+        let mode = match expected {
+            None => PutMode::Create,
+            Some(version) => {
+                let update = match self.url.service {
+                    Service::S3 => UpdateVersion {
+                        e_tag: version.etag.clone(),
+                        version: None,
+                    },
+                    Service::Gcs => UpdateVersion {
+                        e_tag: version.etag.clone(),
+                        version: version.generation.map(|g| g.to_string()),
+                    },
+                };
+                // An expectation without the identity this service compares matches nothing
+                // (see `Version::matches`): never fall back to a blind overwrite.
+                let usable = match self.url.service {
+                    Service::S3 => update.e_tag.is_some(),
+                    Service::Gcs => update.version.is_some(),
+                };
+                if !usable {
+                    return Err(precondition_failed());
+                }
+                PutMode::Update(update)
+            }
+        };
+        let options = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        let put = self.runtime.block_on(self.remote.put_opts(
+            &self.key(path),
+            PutPayload::from(Bytes::copy_from_slice(data)),
+            options,
+        ));
+        match put {
+            Ok(result) => Ok(self.version_of(result.e_tag, result.version)),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Err(precondition_failed()),
+            Err(err) => Err(self.error(path, err)),
+        }
+    }
+
+    fn supports_generations(&self) -> bool {
+        self.url.service == Service::Gcs
+    }
+}
+
+/// Maps an `object_store` failure onto the storage error kinds; the original error stays the
+/// source, so its message (status, body, URL) reaches logs.
+fn map_error(object: String, err: object_store::Error) -> StorageError {
+    use object_store::Error as E;
+    match err {
+        E::NotFound { .. } => StorageError::NotFound { object },
+        E::Precondition { .. } => StorageError::PreconditionFailed { object },
+        E::AlreadyExists { .. } => StorageError::Collision { object },
+        E::NotSupported { .. } | E::NotImplemented { .. } => {
+            StorageError::invalid(object, err.to_string())
+        }
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+            StorageError::io(object, io::Error::new(io::ErrorKind::PermissionDenied, err))
+        }
+        other => {
+            let kind = classify(&other);
+            StorageError::io(object, io::Error::new(kind, other))
+        }
+    }
+}
+
+/// The I/O kind of a generic remote failure: transient kinds (see
+/// [`ErrorKind::Transient`](super::ErrorKind::Transient)) for connection trouble, timeouts,
+/// cut-off bodies and HTTP 408/429/5xx; `Other` (permanent) for everything else.
+fn classify(err: &(dyn std::error::Error + 'static)) -> io::ErrorKind {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            return match http.kind() {
+                HttpErrorKind::Connect => io::ErrorKind::ConnectionRefused,
+                HttpErrorKind::Timeout => io::ErrorKind::TimedOut,
+                HttpErrorKind::Request | HttpErrorKind::Interrupted | HttpErrorKind::Decode => {
+                    io::ErrorKind::ConnectionAborted
+                }
+                _ => io::ErrorKind::Other,
+            };
+        }
+        if let Some(status) = http_status(&e.to_string()) {
+            return if status == 408 || status == 429 || (500..600).contains(&status) {
+                io::ErrorKind::ConnectionReset
+            } else {
+                io::ErrorKind::Other
+            };
+        }
+        current = e.source();
+    }
+    io::ErrorKind::Other
+}
+
+/// The HTTP status in an `object_store` request error's message ("... status code: 503 ...").
+/// `object_store` does not export its request error type, so its message is the only handle.
+fn http_status(message: &str) -> Option<u16> {
+    let (_, rest) = message.split_once("status code: ")?;
+    rest.get(..3)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes_are_found_in_messages() {
+        assert_eq!(
+            http_status("Error performing GET x in 1ms - Server returned non-2xx status code: 503 Service Unavailable: slow down"),
+            Some(503)
+        );
+        assert_eq!(http_status("nothing here"), None);
+    }
+
+    #[test]
+    fn generic_failures_classify_by_status() {
+        let unavailable = object_store::Error::Generic {
+            store: "S3",
+            source: "Server returned non-2xx status code: 503 Service Unavailable".into(),
+        };
+        assert_eq!(
+            map_error("o".into(), unavailable).kind(),
+            super::super::ErrorKind::Transient
+        );
+        let bad = object_store::Error::Generic {
+            store: "S3",
+            source: "Server returned non-2xx status code: 400 Bad Request".into(),
+        };
+        assert_eq!(
+            map_error("o".into(), bad).kind(),
+            super::super::ErrorKind::Permanent
+        );
+        let missing = object_store::Error::NotFound {
+            path: "p".into(),
+            source: "404".into(),
+        };
+        assert!(map_error("o".into(), missing).is_not_found());
+    }
+
+    #[test]
+    fn generations_are_refused_on_s3() {
+        let store = CloudStore::open("s3://bucket/prefix", &CloudOptions::default()).unwrap();
+        let path = RelPath::new("root.json").unwrap();
+        assert_eq!(store.describe(&path), "s3://bucket/prefix/root.json");
+        assert!(!store.supports_generations());
+        let err = store.read(&path, Some(3)).unwrap_err();
+        assert!(
+            matches!(err, StorageError::GenerationsUnsupported { .. }),
+            "{err}"
+        );
+    }
+}
