@@ -71,10 +71,19 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
 pub fn open_dataset(argument: &str) -> Result<Dataset, OpenFailure> {
+    open_dataset_with(argument, |store, _backend| store)
+}
+
+/// [`open_dataset`] through a wrapper of the store (`wrap(store, backend name)`), e.g. the
+/// counting store of a mount.
+pub fn open_dataset_with(
+    argument: &str,
+    wrap: impl FnOnce(Arc<dyn ObjectStore>, &str) -> Arc<dyn ObjectStore>,
+) -> Result<Dataset, OpenFailure> {
     let root = local_root(argument)?;
     let store =
         LocalStore::open(&root).map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
-    let store: Arc<dyn ObjectStore> = Arc::new(store);
+    let store: Arc<dyn ObjectStore> = wrap(Arc::new(store), "local");
     Dataset::open(store.clone(), OpenOptions::default()).map_err(|e| {
         OpenFailure(one_line(&format!(
             "cannot open {}",
