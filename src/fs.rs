@@ -15,4 +15,5 @@ pub mod names;
 pub mod namespace;
 pub mod overlay;
 pub mod record_tree;
+pub mod stats;
 pub mod views;

@@ -104,7 +104,21 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
 pub fn open_dataset(argument: &str) -> Result<Dataset, OpenFailure> {
-    let store = open_store(argument)?;
+    open_dataset_with(argument, |store, _backend| store)
+}
+
+/// [`open_dataset`] through a wrapper of the store (`wrap(store, backend name)`), e.g. the
+/// counting store of a mount.
+pub fn open_dataset_with(
+    argument: &str,
+    wrap: impl FnOnce(Arc<dyn ObjectStore>, &str) -> Arc<dyn ObjectStore>,
+) -> Result<Dataset, OpenFailure> {
+    let backend = match argument.split_once("://") {
+        Some((scheme, _)) if scheme.eq_ignore_ascii_case("s3") => "s3",
+        Some((scheme, _)) if scheme.eq_ignore_ascii_case("gs") => "gcs",
+        _ => "local",
+    };
+    let store = wrap(open_store(argument)?, backend);
     Dataset::open(store.clone(), OpenOptions::default()).map_err(|e| {
         OpenFailure(one_line(&format!(
             "cannot open {}",

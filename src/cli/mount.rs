@@ -9,6 +9,15 @@
 //! In the foreground, SIGINT and SIGTERM are blocked in every thread and collected by the main
 //! thread with `sigtimedwait`, which then unmounts cleanly; an external `umount` ends the session
 //! thread, which the main thread also notices.
+//!
+//! As a mount(8) helper: invoked as `mount.fuse.sdsfs` or `mount.sdsfs` (a symlink to this
+//! binary), or as `sdsfs SOURCE MOUNTPOINT -o OPTIONS` without the `mount` subcommand (what
+//! `mount.fuse3` runs for `fuse.sdsfs` entries), the helper conventions apply: `-o` options,
+//! `-t TYPE`, `-n`, `-s` and `-v` are accepted and ignored, and `-f` means "fake" (succeed
+//! without mounting), not foreground. See [`helper_invocation`].
+//!
+//! Under systemd (`Type=notify`), a foreground mount sends `READY=1` to `$NOTIFY_SOCKET` once
+//! the mount is in place and `STOPPING=1` when it starts unmounting ([`notify_systemd`]).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -24,8 +33,9 @@ use clap::{Args, Parser, Subcommand};
 use super::size::parse_size;
 use crate::dataset::Dataset;
 use crate::fs::cache::CacheConfig;
-use crate::fs::fuse::{Ownership, SdsFuse};
+use crate::fs::fuse::{MountInfo, Ownership, SdsFuse};
 use crate::fs::namespace::{Namespace, NamespaceConfig};
+use crate::fs::stats::{CountingStore, MountStats};
 
 /// Environment variable carrying the readiness pipe's file descriptor to the daemon.
 const READY_FD_ENV: &str = "SDSFS_READY_FD";
@@ -46,6 +56,24 @@ pub enum SdsfsCommand {
     Unmount {
         /// The mount point.
         mountpoint: PathBuf,
+    },
+    /// Report on a running mount: dataset, snapshot, uptime, cache size and hit rate, storage
+    /// requests and bytes per backend, errors by object.
+    ///
+    /// Reads the hidden control file MOUNTPOINT/.sdsfs-status (JSON, taken when opened; not
+    /// listed by ls, found by name).
+    Status {
+        /// The mount point.
+        mountpoint: PathBuf,
+        /// Print the raw JSON report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write man pages (DIR/man/man1) and shell completions (DIR/completions) for sdsfs and sds.
+    #[command(hide = true)]
+    GenerateDocs {
+        /// Output directory (created if missing).
+        dir: PathBuf,
     },
 }
 
@@ -90,10 +118,17 @@ pub struct MountArgs {
 
 /// Entry point of the `sdsfs` binary.
 pub fn sdsfs_main() -> ExitCode {
-    let cli = SdsfsCli::parse();
-    let result = match cli.command {
-        SdsfsCommand::Mount(args) => mount(args),
-        SdsfsCommand::Unmount { mountpoint } => unmount(&mountpoint),
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let result = match helper_invocation(&argv) {
+        Some(Ok(HelperCall::Mount(args))) => mount(*args),
+        Some(Ok(HelperCall::Fake)) => Ok(()),
+        Some(Err(message)) => Err(message),
+        None => match SdsfsCli::parse_from(argv).command {
+            SdsfsCommand::Mount(args) => mount(args),
+            SdsfsCommand::Unmount { mountpoint } => unmount(&mountpoint),
+            SdsfsCommand::Status { mountpoint, json } => super::status::status(&mountpoint, json),
+            SdsfsCommand::GenerateDocs { dir } => super::docs::generate_docs(&dir),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -102,6 +137,96 @@ pub fn sdsfs_main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What a mount(8)-style invocation asks for.
+#[derive(Debug)]
+pub enum HelperCall {
+    /// Mount (daemonized unless `-o foreground`).
+    Mount(Box<MountArgs>),
+    /// `-f`: mount(8)'s "fake" mode, do everything but mount.
+    Fake,
+}
+
+/// The subcommands of the `sdsfs` binary, which the helper form must not shadow.
+const SUBCOMMANDS: &[&str] = &["mount", "unmount", "status", "generate-docs", "help"];
+
+/// Recognises the mount(8) helper forms: the program is named `mount.*` (`mount.fuse.sdsfs`,
+/// `mount.sdsfs`), or its first argument is neither a subcommand nor a flag
+/// (`sdsfs SOURCE MOUNTPOINT -o OPTIONS`, as `mount.fuse3` runs it). `None` for the ordinary
+/// command line.
+pub fn helper_invocation(argv: &[OsString]) -> Option<Result<HelperCall, String>> {
+    let program = argv
+        .first()
+        .map(Path::new)
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let first = argv.get(1).map(|a| a.to_string_lossy().into_owned());
+    let by_name = program.starts_with("mount.");
+    let by_shape = match &first {
+        Some(a) => !a.starts_with('-') && !SUBCOMMANDS.contains(&a.as_str()),
+        None => false,
+    };
+    if !by_name && !by_shape {
+        return None;
+    }
+    Some(parse_helper_arguments(argv.get(1..).unwrap_or_default()))
+}
+
+fn parse_helper_arguments(arguments: &[OsString]) -> Result<HelperCall, String> {
+    let usage = "usage: mount.fuse.sdsfs DATASET MOUNTPOINT [-o OPTIONS] [-fnsv] [-t TYPE]";
+    let mut positional: Vec<OsString> = Vec::new();
+    let mut options = Vec::new();
+    let mut fake = false;
+    let mut rest = arguments.iter();
+    while let Some(argument) = rest.next() {
+        let text = argument.to_string_lossy();
+        match text.as_ref() {
+            "-o" => options.push(
+                rest.next()
+                    .ok_or_else(|| format!("-o needs a value; {usage}"))?
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            "-t" => {
+                rest.next()
+                    .ok_or_else(|| format!("-t needs a value; {usage}"))?;
+            }
+            "-n" | "-s" | "-v" => {}
+            "-f" => fake = true,
+            "--" => positional.extend(rest.by_ref().cloned()),
+            _ if text.starts_with("-o") && text.len() > 2 => options.push(text[2..].to_string()),
+            _ if text.starts_with("-t") && text.len() > 2 => {}
+            _ if text.starts_with('-') && text.len() > 1 => {
+                return Err(format!("unsupported helper option {text}; {usage}"))
+            }
+            _ => positional.push(argument.clone()),
+        }
+    }
+    let [dataset, mountpoint] = positional.as_slice() else {
+        return Err(usage.to_string());
+    };
+    // Reuse clap for the defaults, so the helper and `sdsfs mount` cannot drift apart.
+    let cli = SdsfsCli::try_parse_from([
+        OsString::from("sdsfs"),
+        "mount".into(),
+        "--".into(),
+        dataset.clone(),
+        mountpoint.clone(),
+    ])
+    .map_err(|e| e.to_string())?;
+    let SdsfsCommand::Mount(mut args) = cli.command else {
+        return Err(usage.to_string());
+    };
+    args.options = options;
+    // Options are checked even when faking, so `mount -f` catches a typo in fstab.
+    apply_mount_options(&mut args.clone())?;
+    Ok(if fake {
+        HelperCall::Fake
+    } else {
+        HelperCall::Mount(Box::new(args))
+    })
 }
 
 /// Applies `-o` options on top of the flags.
@@ -172,6 +297,9 @@ fn is_generic_option(name: &str) -> bool {
         "sync",
         "comment",
         "default_permissions",
+        "fsname",
+        "subtype",
+        "loop",
     ];
     GENERIC.contains(&name) || name.starts_with("x-") || name.starts_with("comment")
 }
@@ -185,9 +313,14 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
     apply_mount_options(&mut args)?;
     check_mountpoint(&args.mountpoint)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
-    let dataset = open_dataset(&args.dataset)?;
+    let stats = Arc::new(MountStats::default());
+    let counted = stats.clone();
+    let dataset = super::location::open_dataset_with(&args.dataset, move |store, backend| {
+        Arc::new(CountingStore::new(store, backend, counted))
+    })
+    .map_err(|e| e.0)?;
     if args.foreground {
-        run_foreground(args, dataset)
+        run_foreground(args, dataset, stats)
     } else {
         drop(dataset);
         spawn_daemon(&args)
@@ -223,6 +356,8 @@ fn spawn_daemon(args: &MountArgs) -> Result<(), String> {
     command
         .args(daemon_arguments(args))
         .env(READY_FD_ENV, write_end.to_string())
+        // The daemon is not the service's main process; only a foreground mount notifies.
+        .env_remove("NOTIFY_SOCKET")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
@@ -307,10 +442,10 @@ fn report_to_parent(message: &str) {
     let _ = writeln!(file, "{message}");
 }
 
-fn run_foreground(args: MountArgs, dataset: Dataset) -> Result<(), String> {
+fn run_foreground(args: MountArgs, dataset: Dataset, stats: Arc<MountStats>) -> Result<(), String> {
     let signals = block_termination_signals();
     init_logging();
-    let result = serve(&args, dataset, &signals);
+    let result = serve(&args, dataset, stats, &signals);
     if let Err(message) = &result {
         report_to_parent(&format!("error: {message}"));
     }
@@ -326,7 +461,12 @@ fn init_logging() {
         .try_init();
 }
 
-fn serve(args: &MountArgs, dataset: Dataset, signals: &libc::sigset_t) -> Result<(), String> {
+fn serve(
+    args: &MountArgs,
+    dataset: Dataset,
+    stats: Arc<MountStats>,
+    signals: &libc::sigset_t,
+) -> Result<(), String> {
     let dataset = Arc::new(dataset);
     let owner = Ownership {
         // SAFETY: getuid/getgid cannot fail.
@@ -341,7 +481,14 @@ fn serve(args: &MountArgs, dataset: Dataset, signals: &libc::sigset_t) -> Result
         ..NamespaceConfig::default()
     };
     let namespace = Arc::new(Namespace::new(dataset.clone(), config));
-    let filesystem = SdsFuse::new(namespace, owner);
+    let info = MountInfo {
+        dataset: args.dataset.clone(),
+        mountpoint: std::fs::canonicalize(&args.mountpoint)
+            .unwrap_or_else(|_| args.mountpoint.clone())
+            .display()
+            .to_string(),
+    };
+    let filesystem = SdsFuse::with_stats(namespace, owner, stats, info);
     let mut fuse_config = fuser::Config::default();
     fuse_config.mount_options = vec![
         fuser::MountOption::FSName(format!("sdsfs:{}", args.dataset)),
@@ -367,11 +514,59 @@ fn serve(args: &MountArgs, dataset: Dataset, signals: &libc::sigset_t) -> Result
         "mounted"
     );
     report_to_parent("ready");
-    wait_for_end(&background, signals);
+    notify_systemd(&format!(
+        "READY=1\nSTATUS=Serving {} at {}",
+        args.dataset,
+        args.mountpoint.display()
+    ));
+    let signalled = wait_for_end(&background, signals);
+    notify_systemd("STOPPING=1");
+    if !signalled {
+        // Unmounted from outside (umount, `sdsfs unmount`, systemd's ExecStop): a clean end.
+        tracing::info!(mountpoint = %args.mountpoint.display(), "unmounted");
+        return background
+            .join()
+            .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()));
+    }
     tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
     background
         .umount_and_join()
         .map_err(|e| format!("unmount of {} failed: {e}", args.mountpoint.display()))
+}
+
+/// Sends `state` to the service manager's notification socket (`sd_notify(3)` protocol: one
+/// datagram to the path in `$NOTIFY_SOCKET`; a leading `@` names a Linux abstract socket).
+/// Does nothing when the variable is unset; a failure is logged, never fatal.
+pub fn notify_systemd(state: &str) {
+    let Some(socket) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    if let Err(e) = send_notification(&socket, state) {
+        tracing::warn!(socket = %socket.to_string_lossy(), error = %e, "cannot notify the service manager");
+    }
+}
+
+fn send_notification(socket: &std::ffi::OsStr, state: &str) -> std::io::Result<()> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let sender = UnixDatagram::unbound()?;
+    let name = socket.as_encoded_bytes();
+    match name.strip_prefix(b"@") {
+        Some(abstract_name) => {
+            let address = SocketAddr::from_abstract_name(abstract_name)?;
+            sender.send_to_addr(state.as_bytes(), &address)?;
+        }
+        None if name.starts_with(b"/") => {
+            sender.send_to(state.as_bytes(), Path::new(socket))?;
+        }
+        None => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "only path and abstract (@) sockets are supported",
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// Blocks SIGINT and SIGTERM in this thread (and every thread spawned after), so only
@@ -389,8 +584,9 @@ fn block_termination_signals() -> libc::sigset_t {
     }
 }
 
-/// Returns when a termination signal arrives or the session ends on its own (external umount).
-fn wait_for_end(session: &fuser::BackgroundSession, signals: &libc::sigset_t) {
+/// Returns when a termination signal arrives (`true`) or the session ends on its own, after an
+/// external umount (`false`).
+fn wait_for_end(session: &fuser::BackgroundSession, signals: &libc::sigset_t) -> bool {
     let timeout = libc::timespec {
         tv_sec: 0,
         tv_nsec: 200_000_000,
@@ -400,10 +596,10 @@ fn wait_for_end(session: &fuser::BackgroundSession, signals: &libc::sigset_t) {
         let signal = unsafe { libc::sigtimedwait(signals, std::ptr::null_mut(), &timeout) };
         if signal > 0 {
             tracing::info!(signal, "termination signal received");
-            return;
+            return true;
         }
         if session.guard.is_finished() {
-            return;
+            return false;
         }
     }
 }

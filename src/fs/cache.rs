@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -106,6 +107,16 @@ pub struct RecordCache {
     memory: Mutex<MemoryLru>,
     files: Mutex<LruCache<u64, Arc<RecordBytes>>>,
     in_flight: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    counters: CacheCounters,
+}
+
+/// Hits, misses and decoded bytes of the record cache (for `sdsfs status`).
+#[derive(Debug, Default)]
+pub struct CacheCounters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    /// Payload bytes of the records loaded (read from storage and decoded).
+    pub loaded_bytes: AtomicU64,
 }
 
 /// Why a record's bytes could not be had.
@@ -134,7 +145,18 @@ impl RecordCache {
                 NonZeroUsize::new(config.files).unwrap_or(NonZeroUsize::MIN),
             )),
             in_flight: Mutex::new(HashMap::new()),
+            counters: CacheCounters::default(),
         }
+    }
+
+    /// Hit, miss and loaded-byte counters.
+    pub fn counters(&self) -> &CacheCounters {
+        &self.counters
+    }
+
+    /// The memory budget for decoded records.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.config.memory_bytes
     }
 
     /// Bytes of decoded records currently held in memory.
@@ -150,13 +172,20 @@ impl RecordCache {
         row: &RecordMeta,
     ) -> Result<Arc<RecordBytes>, LoadError> {
         if let Some(hit) = self.lookup(ordinal) {
+            self.counters.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(hit);
         }
         let gate = lock(&self.in_flight).entry(ordinal).or_default().clone();
         let _only_loader = lock(&gate);
         let result = match self.lookup(ordinal) {
-            Some(hit) => Ok(hit),
-            None => self.load(dataset, ordinal, row),
+            Some(hit) => {
+                self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                Ok(hit)
+            }
+            None => {
+                self.counters.misses.fetch_add(1, Ordering::Relaxed);
+                self.load(dataset, ordinal, row)
+            }
         };
         lock(&self.in_flight).remove(&ordinal);
         result
@@ -177,6 +206,9 @@ impl RecordCache {
     ) -> Result<Arc<RecordBytes>, LoadError> {
         let location = dataset.locate(ordinal)?;
         let claimed = dataset.payload_len(&location)?;
+        self.counters
+            .loaded_bytes
+            .fetch_add(claimed, Ordering::Relaxed);
         if claimed > self.config.file_threshold {
             let bytes = Arc::new(load_into_file(dataset, &location, row)?);
             lock(&self.files).put(ordinal, bytes.clone());

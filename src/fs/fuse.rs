@@ -9,11 +9,21 @@
 //! valid for the metadata TTL only, and its files and directories are opened without
 //! `FOPEN_KEEP_CACHE`/`FOPEN_CACHE_DIR`, so a catalog change shows after at most one TTL. Requests are dispatched by several threads (`fuser`'s `n_threads`), and the
 //! core never holds a lock across storage I/O, so independent reads proceed in parallel.
+//!
+//! Observability: every request runs in a `tracing` span (level debug: `SDSFS_LOG=debug`)
+//! named after the operation with its inode; an EIO is logged at error level with its cause and
+//! charged to the object it concerns. The hidden control file `.sdsfs-status` at the root
+//! (found by lookup, never listed, so listings stay the dataset's) reads as a JSON report of
+//! the mount's counters, taken when it is opened: what `sdsfs status` prints.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
 
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -23,6 +33,12 @@ use fuser::{
 };
 
 use super::namespace::{Attr, FsError, Kind, Namespace};
+use super::stats::{MountStats, STATUS_FILE};
+
+/// Inode of the hidden status file: a static number the core never hands out.
+const STATUS_INO: u64 = 8;
+/// Attributes of the status file are not cached: it changes all the time.
+const STATUS_TTL: Duration = Duration::from_secs(0);
 
 /// Attributes of everything immutable are valid this long in the kernel's caches.
 const IMMUTABLE_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -40,16 +56,104 @@ pub struct Ownership {
     pub mtime: SystemTime,
 }
 
+/// What the status report says about the mount itself.
+#[derive(Debug, Clone, Default)]
+pub struct MountInfo {
+    /// The DATASET argument.
+    pub dataset: String,
+    pub mountpoint: String,
+}
+
 /// The `fuser::Filesystem` of one mount.
 #[derive(Debug)]
 pub struct SdsFuse {
     namespace: Arc<Namespace>,
     owner: Ownership,
+    stats: Arc<MountStats>,
+    info: MountInfo,
+    /// Open handles of the status file: the report as it was at open.
+    reports: Mutex<HashMap<u64, Bytes>>,
+    next_handle: AtomicU64,
 }
 
 impl SdsFuse {
     pub fn new(namespace: Arc<Namespace>, owner: Ownership) -> SdsFuse {
-        SdsFuse { namespace, owner }
+        SdsFuse::with_stats(
+            namespace,
+            owner,
+            Arc::new(MountStats::default()),
+            MountInfo::default(),
+        )
+    }
+
+    /// A filesystem reporting `stats` (shared with the counting store) in `.sdsfs-status`.
+    pub fn with_stats(
+        namespace: Arc<Namespace>,
+        owner: Ownership,
+        stats: Arc<MountStats>,
+        info: MountInfo,
+    ) -> SdsFuse {
+        SdsFuse {
+            namespace,
+            owner,
+            stats,
+            info,
+            reports: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+        }
+    }
+
+    /// The status report (JSON), as of now.
+    pub fn status_report(&self) -> serde_json::Value {
+        let dataset = self.namespace.dataset();
+        let snapshot = dataset.snapshot();
+        let cache = self.namespace.record_cache();
+        let counters = cache.counters();
+        let hits = counters.hits.load(Ordering::Relaxed);
+        let misses = counters.misses.load(Ordering::Relaxed);
+        let hit_rate = if hits + misses == 0 {
+            serde_json::Value::Null
+        } else {
+            serde_json::json!(hits as f64 / (hits + misses) as f64)
+        };
+        serde_json::json!({
+            "dataset": self.info.dataset,
+            "mountpoint": self.info.mountpoint,
+            "pid": std::process::id(),
+            "dataset_id": snapshot.dataset_id,
+            "snapshot": snapshot.snapshot_id,
+            "records": dataset.len(),
+            "started_unix": self.stats.started_unix(),
+            "uptime_secs": self.stats.uptime_secs(),
+            "cache": {
+                "capacity_bytes": cache.capacity_bytes(),
+                "memory_bytes": cache.memory_bytes(),
+                "hits": hits,
+                "misses": misses,
+                "hit_rate": hit_rate,
+                "loaded_bytes": counters.loaded_bytes.load(Ordering::Relaxed),
+            },
+            "requests": {
+                "fuse": self.stats.requests.load(Ordering::Relaxed),
+                "eio": self.stats.eio.load(Ordering::Relaxed),
+            },
+            "storage": self.stats.backends_json(),
+            "errors": self.stats.errors_json(),
+        })
+    }
+
+    fn status_attr(&self) -> FileAttr {
+        let mut attr = self.file_attr(&Attr {
+            ino: STATUS_INO,
+            kind: Kind::File,
+            size: 0,
+        });
+        attr.perm = 0o444;
+        attr
+    }
+
+    fn count(&self) {
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
     }
 
     fn file_attr(&self, attr: &Attr) -> FileAttr {
@@ -103,11 +207,18 @@ impl SdsFuse {
             FsError::IsDir => Errno::EISDIR,
             FsError::NotLink => Errno::EINVAL,
             FsError::Io(message) => {
-                tracing::error!(op, ino, error = %message, "EIO");
+                let object = self.namespace.object_of(ino);
+                tracing::error!(op, ino, object = %object, error = %message, "EIO");
+                self.stats.eio.fetch_add(1, Ordering::Relaxed);
+                self.stats.record_error(&object, &message);
                 Errno::EIO
             }
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn kind_of(kind: Kind) -> FileType {
@@ -134,10 +245,15 @@ impl Filesystem for SdsFuse {
         Ok(())
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(parent = parent.0, name = ?name))]
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.count();
         let Some(name) = name.to_str() else {
             return reply.error(Errno::ENOENT);
         };
+        if parent.0 == 1 && name == STATUS_FILE {
+            return reply.entry(&STATUS_TTL, &self.status_attr(), Generation(0));
+        }
         match self.namespace.lookup(parent.0, name) {
             Ok(attr) => reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0)),
             Err(FsError::NotFound) => reply.error(Errno::ENOENT),
@@ -145,23 +261,41 @@ impl Filesystem for SdsFuse {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.count();
+        if ino.0 == STATUS_INO {
+            return reply.attr(&STATUS_TTL, &self.status_attr());
+        }
         match self.namespace.getattr(ino.0) {
             Ok(attr) => reply.attr(&self.ttl(attr.ino), &self.file_attr(&attr)),
             Err(e) => reply.error(self.errno("getattr", ino.0, e)),
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.count();
         match self.namespace.readlink(ino.0) {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(self.errno("readlink", ino.0, e)),
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.count();
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
+        }
+        if ino.0 == STATUS_INO {
+            // The report is taken now and read from this handle, so it is consistent however
+            // the reader splits its reads; direct I/O because its size is not known to stat.
+            let mut text = serde_json::to_vec_pretty(&self.status_report()).unwrap_or_default();
+            text.push(b'\n');
+            let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+            lock(&self.reports).insert(handle, Bytes::from(text));
+            return reply.opened(FileHandle(handle), FopenFlags::FOPEN_DIRECT_IO);
         }
         match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => reply.error(Errno::EISDIR),
@@ -170,24 +304,53 @@ impl Filesystem for SdsFuse {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset, size))]
     fn read(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.count();
+        if ino.0 == STATUS_INO {
+            let report = lock(&self.reports).get(&fh.0).cloned().unwrap_or_default();
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(report.len());
+            let end = start.saturating_add(size as usize).min(report.len());
+            return reply.data(&report[start..end]);
+        }
         match self.namespace.read(ino.0, offset, size) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(self.errno("read", ino.0, e)),
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        if ino.0 == STATUS_INO {
+            lock(&self.reports).remove(&fh.0);
+        }
+        reply.ok();
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.count();
         match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => {
                 reply.opened(FileHandle(0), self.open_flags(ino.0, true))
@@ -197,6 +360,7 @@ impl Filesystem for SdsFuse {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset))]
     fn readdir(
         &self,
         _req: &Request,
@@ -205,6 +369,7 @@ impl Filesystem for SdsFuse {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        self.count();
         let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
             reply.add(INodeNo(entry.ino), next, kind_of(entry.kind), &entry.name)
         });
@@ -214,6 +379,7 @@ impl Filesystem for SdsFuse {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset))]
     fn readdirplus(
         &self,
         _req: &Request,
@@ -222,6 +388,7 @@ impl Filesystem for SdsFuse {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
+        self.count();
         let mut failure = None;
         let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
             // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
@@ -247,7 +414,9 @@ impl Filesystem for SdsFuse {
         }
     }
 
+    #[tracing::instrument(level = "debug", skip_all)]
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.count();
         let snapshot = self.namespace.dataset().snapshot();
         let blocks = snapshot.stored_bytes.div_ceil(u64::from(BLOCK_SIZE));
         reply.statfs(
@@ -262,9 +431,14 @@ impl Filesystem for SdsFuse {
         );
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        self.count();
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
+        }
+        if ino.0 == STATUS_INO {
+            return reply.ok();
         }
         match self.namespace.getattr(ino.0) {
             Ok(_) => reply.ok(),

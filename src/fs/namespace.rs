@@ -220,6 +220,30 @@ impl Namespace {
         )
     }
 
+    /// The storage object a failure at `ino` is charged to in `sdsfs status`: the data object
+    /// of the record `ino` belongs to, or the dataset for everything else.
+    pub fn object_of(&self, ino: u64) -> String {
+        let ordinal = match Ino::decode(ino) {
+            Some(
+                Ino::RecordDir(o)
+                | Ino::RecordJson(o)
+                | Ino::RecordAnnotations(o)
+                | Ino::FieldNode(o, _)
+                | Ino::IdLink(o)
+                | Ino::SceneLink(o)
+                | Ino::RecordSetDir(o, _)
+                | Ino::RecordSetJson(o, _)
+                | Ino::RecordSetField(o, _, _),
+            ) => o,
+            _ => return "(dataset)".to_string(),
+        };
+        self.dataset
+            .locate(ordinal)
+            .ok()
+            .and_then(|l| l.entry().map(|e| self.dataset.describe(&e.data.path)))
+            .unwrap_or_else(|| format!("(record {ordinal})"))
+    }
+
     /// How long the annotation catalog is trusted.
     pub fn metadata_ttl(&self) -> Duration {
         self.overlay.ttl()

@@ -1,0 +1,115 @@
+//! `sdsfs status MOUNTPOINT`: reads the mount's hidden `.sdsfs-status` report (JSON, see
+//! [`crate::fs::stats`]) and prints it for people, or raw with `--json`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::fs::stats::STATUS_FILE;
+
+pub fn status(mountpoint: &Path, json: bool) -> Result<(), String> {
+    let path = mountpoint.join(STATUS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{}: not an sdsfs mount", mountpoint.display()),
+        _ => format!("{}: {e}", path.display()),
+    })?;
+    if json {
+        print!("{text}");
+        return Ok(());
+    }
+    let report: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a status report: {e}", path.display()))?;
+    print!("{}", render(&report));
+    Ok(())
+}
+
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+/// The report as aligned lines.
+pub fn render(r: &Value) -> String {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let s = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    let mut out = String::new();
+    let _ = writeln!(out, "dataset     {}", s(&r["dataset"]));
+    let _ = writeln!(out, "dataset id  {}", s(&r["dataset_id"]));
+    let _ = writeln!(out, "snapshot    {}", s(&r["snapshot"]));
+    let _ = writeln!(out, "records     {}", n(&r["records"]));
+    let _ = writeln!(
+        out,
+        "mountpoint  {} (pid {}, up {})",
+        s(&r["mountpoint"]),
+        n(&r["pid"]),
+        duration(n(&r["uptime_secs"]))
+    );
+    let cache = &r["cache"];
+    let rate = cache["hit_rate"]
+        .as_f64()
+        .map_or("-".to_string(), |x| format!("{:.1}%", x * 100.0));
+    let _ = writeln!(
+        out,
+        "cache       {} of {} in memory; {} hits, {} misses (hit rate {rate}); {} loaded",
+        bytes(n(&cache["memory_bytes"])),
+        bytes(n(&cache["capacity_bytes"])),
+        n(&cache["hits"]),
+        n(&cache["misses"]),
+        bytes(n(&cache["loaded_bytes"])),
+    );
+    let _ = writeln!(
+        out,
+        "requests    {} FUSE requests, {} answered EIO",
+        n(&r["requests"]["fuse"]),
+        n(&r["requests"]["eio"])
+    );
+    if let Some(backends) = r["storage"].as_object() {
+        for (name, b) in backends {
+            let _ = writeln!(
+                out,
+                "storage     {name}: {} requests, {} fetched, {} errors",
+                n(&b["requests"]),
+                bytes(n(&b["bytes"])),
+                n(&b["errors"])
+            );
+        }
+    }
+    match r["errors"].as_object() {
+        Some(errors) if !errors.is_empty() => {
+            let _ = writeln!(out, "errors by object:");
+            for (object, e) in errors {
+                let _ = writeln!(
+                    out,
+                    "  {object}: {} (last: {})",
+                    n(&e["count"]),
+                    s(&e["last_error"])
+                );
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "errors      none");
+        }
+    }
+    out
+}

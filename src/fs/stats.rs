@@ -1,0 +1,242 @@
+//! What `sdsfs status` reports: counters kept while a mount runs, and the storage wrapper that
+//! counts requests, bytes and failures per object.
+//!
+//! Everything is an atomic counter or a short critical section, so counting costs no I/O and
+//! never blocks a request behind another. The report is JSON, generated when the hidden
+//! control file `.sdsfs-status` at the mount root is opened (see [`super::fuse`]).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+
+use crate::format::path::RelPath;
+use crate::storage::{CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version};
+
+/// The hidden control file at the mount root (found by lookup, never listed).
+pub const STATUS_FILE: &str = ".sdsfs-status";
+
+/// Errors of one object (a storage object, or the data object of a record that failed).
+#[derive(Debug, Clone, Default)]
+struct ObjectErrors {
+    count: u64,
+    last: String,
+}
+
+/// Storage traffic of one backend.
+#[derive(Debug, Default)]
+pub struct BackendCounters {
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// The counters of one mount.
+#[derive(Debug)]
+pub struct MountStats {
+    started: SystemTime,
+    started_at: Instant,
+    /// FUSE requests served (every operation), and those answered with EIO.
+    pub requests: AtomicU64,
+    pub eio: AtomicU64,
+    backends: Mutex<BTreeMap<String, Arc<BackendCounters>>>,
+    errors: Mutex<BTreeMap<String, ObjectErrors>>,
+}
+
+impl Default for MountStats {
+    fn default() -> Self {
+        MountStats {
+            started: SystemTime::now(),
+            started_at: Instant::now(),
+            requests: AtomicU64::new(0),
+            eio: AtomicU64::new(0),
+            backends: Mutex::new(BTreeMap::new()),
+            errors: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Most objects remembered with errors; later ones are counted under "(other objects)".
+const MAX_ERROR_OBJECTS: usize = 1000;
+
+impl MountStats {
+    /// The counters of backend `name` (`local`, `s3`, ...), created on first use.
+    pub fn backend(&self, name: &str) -> Arc<BackendCounters> {
+        lock(&self.backends)
+            .entry(name.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// Counts one error of `object`, keeping the latest message.
+    pub fn record_error(&self, object: &str, message: &str) {
+        let mut errors = lock(&self.errors);
+        let key = if errors.len() >= MAX_ERROR_OBJECTS && !errors.contains_key(object) {
+            "(other objects)"
+        } else {
+            object
+        };
+        let entry = errors.entry(key.to_string()).or_default();
+        entry.count += 1;
+        entry.last = message.to_string();
+    }
+
+    pub fn uptime_secs(&self) -> u64 {
+        self.started_at.elapsed().as_secs()
+    }
+
+    pub fn started_unix(&self) -> u64 {
+        self.started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
+    /// `{"local": {"requests", "bytes", "errors"}, ...}`.
+    pub fn backends_json(&self) -> serde_json::Value {
+        let backends = lock(&self.backends);
+        let mut out = serde_json::Map::new();
+        for (name, c) in backends.iter() {
+            out.insert(
+                name.clone(),
+                serde_json::json!({
+                    "requests": c.requests.load(Ordering::Relaxed),
+                    "bytes": c.bytes.load(Ordering::Relaxed),
+                    "errors": c.errors.load(Ordering::Relaxed),
+                }),
+            );
+        }
+        serde_json::Value::Object(out)
+    }
+
+    /// `{OBJECT: {"count", "last_error"}, ...}`.
+    pub fn errors_json(&self) -> serde_json::Value {
+        let errors = lock(&self.errors);
+        let mut out = serde_json::Map::new();
+        for (object, e) in errors.iter() {
+            out.insert(
+                object.clone(),
+                serde_json::json!({"count": e.count, "last_error": e.last}),
+            );
+        }
+        serde_json::Value::Object(out)
+    }
+}
+
+/// An [`ObjectStore`] that counts requests, bytes and errors (by object) of the store it wraps.
+#[derive(Debug)]
+pub struct CountingStore {
+    inner: Arc<dyn ObjectStore>,
+    counters: Arc<BackendCounters>,
+    stats: Arc<MountStats>,
+}
+
+impl CountingStore {
+    pub fn new(inner: Arc<dyn ObjectStore>, backend: &str, stats: Arc<MountStats>) -> Self {
+        CountingStore {
+            counters: stats.backend(backend),
+            inner,
+            stats,
+        }
+    }
+
+    fn count<T>(
+        &self,
+        path: &RelPath,
+        result: Result<T, StorageError>,
+        bytes: impl Fn(&T) -> u64,
+    ) -> Result<T, StorageError> {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        match &result {
+            Ok(value) => {
+                self.counters
+                    .bytes
+                    .fetch_add(bytes(value), Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .record_error(&self.inner.describe(path), &e.to_string());
+            }
+        }
+        result
+    }
+}
+
+fn len(bytes: &Bytes) -> u64 {
+    bytes.len() as u64
+}
+
+impl ObjectStore for CountingStore {
+    fn describe(&self, path: &RelPath) -> String {
+        self.inner.describe(path)
+    }
+
+    fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
+        self.count(path, self.inner.read(path, generation), len)
+    }
+
+    fn read_limited(
+        &self,
+        path: &RelPath,
+        generation: Option<u64>,
+        max_bytes: u64,
+    ) -> Result<Bytes, StorageError> {
+        self.count(
+            path,
+            self.inner.read_limited(path, generation, max_bytes),
+            len,
+        )
+    }
+
+    fn read_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        generation: Option<u64>,
+    ) -> Result<Bytes, StorageError> {
+        self.count(path, self.inner.read_range(path, range, generation), len)
+    }
+
+    fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
+        self.count(path, self.inner.info(path, generation), |_| 0)
+    }
+
+    fn create(&self, path: &RelPath, data: &[u8]) -> Result<CreateOutcome, StorageError> {
+        self.inner.create(path, data)
+    }
+
+    fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
+        self.inner.create_from_file(path, file)
+    }
+
+    fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
+        self.count(path, self.inner.read_versioned(path), |v| {
+            v.as_ref().map_or(0, |(b, _)| len(b))
+        })
+    }
+
+    fn compare_and_swap(
+        &self,
+        path: &RelPath,
+        data: &[u8],
+        expected: Option<&Version>,
+    ) -> Result<Version, StorageError> {
+        self.inner.compare_and_swap(path, data, expected)
+    }
+
+    fn supports_generations(&self) -> bool {
+        self.inner.supports_generations()
+    }
+
+    fn as_local(&self) -> Option<&LocalStore> {
+        self.inner.as_local()
+    }
+}
