@@ -26,7 +26,9 @@ use sdsfs::format::documents::{
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{parse_value, to_compact, Value};
 use sdsfs::format::limits::{JsonLimits, RecordLimits};
-use sdsfs::format::record::{decode, encode, validate, Axis, Coordinate, Field, Record, RecordMeta};
+use sdsfs::format::record::{
+    decode, encode, validate, Axis, Coordinate, Field, Record, RecordMeta,
+};
 use sdsfs::fs::names::{decode_segment, encode_field_path, encode_segment, SegmentRole};
 
 const TARGETS: [&str; 6] = ["json", "record", "row", "control", "arrayrecord", "names"];
@@ -105,7 +107,11 @@ fn run(target: &str, input: &[u8]) -> Result<bool, String> {
             let text = String::from_utf8_lossy(input).into_owned();
             // Field-name segments never hold `/` (names are split on it first); entries may.
             let segment = text.replace('/', "_");
-            for role in [SegmentRole::Directory, SegmentRole::Leaf, SegmentRole::Entry] {
+            for role in [
+                SegmentRole::Directory,
+                SegmentRole::Leaf,
+                SegmentRole::Entry,
+            ] {
                 let text = if role == SegmentRole::Entry {
                     &text
                 } else {
@@ -140,7 +146,9 @@ fn run(target: &str, input: &[u8]) -> Result<bool, String> {
     }
 }
 
-const INTERESTING: [u8; 12] = [0, 1, 0x7f, 0x80, 0xff, b'"', b'{', b'[', b'\\', b'0', b'9', b'-'];
+const INTERESTING: [u8; 12] = [
+    0, 1, 0x7f, 0x80, 0xff, b'"', b'{', b'[', b'\\', b'0', b'9', b'-',
+];
 
 fn mutate(rng: &mut StdRng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
     let mut out = input.to_vec();
@@ -206,10 +214,7 @@ fn load_seeds(target: &str) -> Vec<Vec<u8>> {
         .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
     names.sort();
-    names
-        .iter()
-        .filter_map(|p| std::fs::read(p).ok())
-        .collect()
+    names.iter().filter_map(|p| std::fs::read(p).ok()).collect()
 }
 
 fn fuzz(target: &str, seconds: u64, seed: u64) -> bool {
@@ -299,10 +304,18 @@ fn write_seeds() -> Result<(), String> {
     for (i, record) in records.iter().enumerate() {
         let payload = encode(record, &limits).map_err(|e| e.to_string())?;
         put("record", &format!("record-{i}"), &payload)?;
-        put("row", &format!("row-{i}"), record.meta().to_row_json().as_bytes())?;
+        put(
+            "row",
+            &format!("row-{i}"),
+            record.meta().to_row_json().as_bytes(),
+        )?;
         payloads.push(payload);
     }
-    for (name, options) in [("zstd", ""), ("plain", "uncompressed"), ("grouped", "group_size:2")] {
+    for (name, options) in [
+        ("zstd", ""),
+        ("plain", "uncompressed"),
+        ("grouped", "group_size:2"),
+    ] {
         let options = WriterOptions::parse(options).map_err(|e| e.to_string())?;
         let file = write_records(options, payloads.clone()).map_err(|e| e.to_string())?;
         put("arrayrecord", &format!("{name}.arrayrecord"), &file)?;
@@ -312,8 +325,12 @@ fn write_seeds() -> Result<(), String> {
     let store = LocalStore::open(dir.path()).map_err(|e| e.to_string())?;
     let receipt = write_shard(&store, records, "w0", 0, &ShardOptions::default())
         .map_err(|e| e.to_string())?;
-    publish(&store, &[receipt], &PublishOptions::new("ds-seed", "snap-seed"))
-        .map_err(|e| e.to_string())?;
+    publish(
+        &store,
+        &[receipt],
+        &PublishOptions::new("ds-seed", "snap-seed"),
+    )
+    .map_err(|e| e.to_string())?;
     let mut stack = vec![dir.path().to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).map_err(|e| e.to_string())? {

@@ -342,9 +342,9 @@ fn a_70_mib_root_json_is_refused_without_being_read_whole() {
     // The library asks for at most the limit and never reads the object whole.
     let counting = Arc::new(CountingStore::new(local_store(dir.path())));
     let started = Instant::now();
-    let error = Dataset::open(counting.clone(), OpenOptions::default())
-        .err()
-        .expect("a 70 MiB root.json must be refused");
+    let Err(error) = Dataset::open(counting.clone(), OpenOptions::default()) else {
+        panic!("a 70 MiB root.json must be refused");
+    };
     let elapsed = started.elapsed();
     let message = error.to_string();
     assert!(message.contains("root.json"), "{message}");
