@@ -1,0 +1,806 @@
+//! Bad-input corpus: hostile datasets built programmatically from a good one, one case per rule
+//! of the layout profile and of `mount-tree.md` "Errors a user sees". Each case asserts where
+//! the failure surfaces:
+//! - `sdsfs mount -f` refused before mounting: nonzero exit and one stderr line naming the
+//!   document and the rule;
+//! - or EIO on exactly the affected records' files of a real mount, every other record's files
+//!   byte-identical to what the library reads from a pristine copy, the mount still up;
+//! - and `sds verify` naming the defect.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::datasets::*;
+use common::mount::{force_unmount, is_mounted, peak_rss, MountGuard};
+use sdsfs::arrayrecord::{riegeli_hash, write_records, ArrayRecordReader, WriterOptions};
+use sdsfs::dataset::{Dataset, OpenOptions};
+use sdsfs::format::path::RelPath;
+use sdsfs::fs::views;
+use sdsfs::storage::{ObjectReader, ObjectStore};
+
+const BAD_PATHS: [&str; 4] = ["../x", "/etc/passwd", "objects//data", "objects\\data\\x"];
+
+/// 9 records in shards of 3, 2 and 4; two shards per page: page 0 holds ordinals 0..5, page 1
+/// (one shard, the third) holds 5..9.
+fn pristine() -> Published {
+    publish_dataset(&[3, 2, 4], 2)
+}
+
+fn damaged_copy(published: &Published) -> tempfile::TempDir {
+    copy_tree(published.root(), |_| false)
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn write_json(path: &Path, value: &serde_json::Value) {
+    let mut text = serde_json::to_string_pretty(value).unwrap();
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+/// The length of `rel` below `dir` when it is a plain relative path to a regular file.
+fn file_len(dir: &Path, rel: &str) -> Option<u64> {
+    RelPath::new(rel).ok()?;
+    let meta = std::fs::symlink_metadata(dir.join(rel)).ok()?;
+    meta.is_file().then_some(meta.len())
+}
+
+fn as_u64(value: &serde_json::Value) -> u64 {
+    value.as_u64().unwrap_or(0)
+}
+
+/// Recomputes every `stored_bytes` up the control graph after objects were edited in place, so
+/// that each case breaks only the rule it is about.
+fn reseal(dir: &Path) {
+    let root_path = dir.join("root.json");
+    let mut root = read_json(&root_path);
+    let snap_rel = root["snapshot"]["path"].as_str().unwrap().to_string();
+    if let Some(snap_len) = file_len(dir, &snap_rel) {
+        let snap_path = dir.join(&snap_rel);
+        let mut snap = read_json(&snap_path);
+        let mut total = 0;
+        for m in snap["manifests"].as_array_mut().unwrap() {
+            let page_rel = m["object"]["path"].as_str().unwrap().to_string();
+            if file_len(dir, &page_rel).is_none() {
+                total += as_u64(&m["stored_bytes"]);
+                continue;
+            }
+            let page_path = dir.join(&page_rel);
+            let mut page = read_json(&page_path);
+            let mut page_total = 0;
+            for s in page["shards"].as_array_mut().unwrap() {
+                let mut entry = 0;
+                for kind in ["data", "metadata"] {
+                    let rel = s[kind]["path"].as_str().unwrap().to_string();
+                    let len = file_len(dir, &rel).unwrap_or(as_u64(&s[kind]["stored_bytes"]));
+                    s[kind]["stored_bytes"] = len.into();
+                    entry += len;
+                }
+                s["stored_bytes"] = entry.into();
+                page_total += entry;
+            }
+            page["stored_bytes"] = page_total.into();
+            write_json(&page_path, &page);
+            m["object"]["stored_bytes"] = file_len(dir, &page_rel).unwrap().into();
+            m["stored_bytes"] = page_total.into();
+            total += page_total;
+        }
+        snap["stored_bytes"] = total.into();
+        write_json(&snap_path, &snap);
+        let _ = snap_len;
+        root["snapshot"]["stored_bytes"] = file_len(dir, &snap_rel).unwrap().into();
+    }
+    write_json(&root_path, &root);
+}
+
+fn snapshot_rel(dir: &Path) -> String {
+    read_json(&dir.join("root.json"))["snapshot"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn page_rel(dir: &Path, index: usize) -> String {
+    read_json(&dir.join(snapshot_rel(dir)))["manifests"][index]["object"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The data (or metadata) shard path of the third shard (ordinals 5..9).
+fn last_shard(dir: &Path, kind: &str) -> String {
+    read_json(&dir.join(page_rel(dir, 1)))["shards"][0][kind]["path"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Edits page 1's only shard entry and reseals the sizes above it.
+fn edit_last_entry(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let page_path = dir.join(page_rel(dir, 1));
+    let mut page = read_json(&page_path);
+    edit(&mut page["shards"][0]);
+    write_json(&page_path, &page);
+    reseal(dir);
+}
+
+/// `sdsfs mount -f`: must exit nonzero without mounting; returns its stderr.
+fn mount_refused(dir: &Path) -> String {
+    let mnt = tempfile::tempdir().unwrap();
+    let mountpoint = mnt.path().join("m");
+    std::fs::create_dir(&mountpoint).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+        .args(["mount", "-f"])
+        .arg(dir)
+        .arg(&mountpoint)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if Instant::now() > deadline || is_mounted(&mountpoint) {
+            let _ = child.kill();
+            let _ = child.wait();
+            force_unmount(&mountpoint);
+            panic!("sdsfs mounted (or hung on) a dataset it must refuse");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success());
+    assert!(!is_mounted(&mountpoint));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr}");
+    stderr
+}
+
+fn assert_refused(dir: &Path, needles: &[&str]) {
+    let stderr = mount_refused(dir);
+    for needle in needles {
+        assert!(
+            stderr.to_lowercase().contains(&needle.to_lowercase()),
+            "{needle:?} not in {stderr}"
+        );
+    }
+    let out = sds_verify(dir);
+    assert_eq!(out.0, Some(1), "{}", out.1);
+}
+
+/// `sds verify DIR`: exit status and stdout.
+fn sds_verify(dir: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sds"))
+        .arg("verify")
+        .arg(dir)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn assert_verify_names(dir: &Path, needles: &[&str]) {
+    let (code, stdout) = sds_verify(dir);
+    assert_eq!(code, Some(1), "{stdout}");
+    for needle in needles {
+        assert!(stdout.contains(needle), "{needle:?} not in {stdout}");
+    }
+}
+
+/// The files of one record (record.json and every field view) as the library reads them.
+fn expected_record_files(dataset: &Dataset, ordinal: u64) -> BTreeMap<String, Vec<u8>> {
+    let record = dataset.read_record(ordinal).unwrap();
+    let mut files = BTreeMap::new();
+    files.insert(
+        "record.json".to_string(),
+        views::record_json(&record.meta(), ordinal),
+    );
+    for (name, field) in &record.fields {
+        let base = format!("fields/{name}");
+        let raw = field.data.to_vec();
+        let mut npy = views::npy::npy_header(field.meta.dtype, &field.meta.shape);
+        npy.extend_from_slice(&raw);
+        files.insert(format!("{base}.json"), views::field_json(name, &field.meta));
+        files.insert(format!("{base}.npy"), npy);
+        if views::has_sigmf_pair(&field.meta) {
+            files.insert(format!("{base}.sigmf-data"), raw.clone());
+            files.insert(format!("{base}.sigmf-meta"), views::sigmf_meta(&field.meta));
+        }
+        files.insert(format!("{base}.raw"), raw);
+    }
+    files
+}
+
+/// record.json and every file below `fields/` of a mounted record.
+fn mounted_record_files(record_dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    out.insert(
+        "record.json".to_string(),
+        std::fs::read(record_dir.join("record.json")).unwrap(),
+    );
+    let mut stack = vec![record_dir.join("fields")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(record_dir).unwrap().to_str().unwrap();
+                out.insert(rel.to_string(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn assert_eio(path: &Path) {
+    match std::fs::read(path) {
+        Ok(bytes) => panic!(
+            "{} read {} bytes, expected EIO",
+            path.display(),
+            bytes.len()
+        ),
+        Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EIO), "{}: {e}", path.display()),
+    }
+}
+
+/// Mounts `dir`; the `.raw` files of `affected` ordinals fail with EIO, every other record is
+/// exactly the pristine library's; the mount stays up. Returns the mount for more checks.
+fn assert_mount_eio(dir: &Path, pristine: &Published, affected: &[u64]) -> MountGuard {
+    let mount = MountGuard::mount(dir, &["--cache-size", "1M"]);
+    let good = pristine.open();
+    for ordinal in 0..good.len() {
+        let record_dir = mount.path(&format!("records/{ordinal}"));
+        if affected.contains(&ordinal) {
+            assert_eio(&record_dir.join("fields/iq.raw"));
+            assert_eio(&record_dir.join("fields/label.npy"));
+        } else {
+            assert_eq!(
+                mounted_record_files(&record_dir),
+                expected_record_files(&good, ordinal),
+                "record {ordinal}"
+            );
+        }
+    }
+    assert_mount_up(&mount);
+    mount
+}
+
+fn assert_mount_up(mount: &MountGuard) {
+    assert!(std::fs::metadata(&mount.mountpoint).unwrap().is_dir());
+    assert!(!std::fs::read(mount.path("dataset.json"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(std::fs::read_dir(mount.path("records")).unwrap().count(), 9);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refused at mount time: root.json and snapshot.
+
+#[test]
+fn snapshot_ref_traversal_is_refused_naming_root_json() {
+    let published = pristine();
+    for bad in BAD_PATHS {
+        let dir = damaged_copy(&published);
+        let root_path = dir.path().join("root.json");
+        let mut root = read_json(&root_path);
+        root["snapshot"]["path"] = bad.into();
+        write_json(&root_path, &root);
+        assert_refused(dir.path(), &["root.json", "path"]);
+    }
+}
+
+#[test]
+fn manifest_ref_traversal_is_refused_naming_the_snapshot() {
+    let published = pristine();
+    for bad in BAD_PATHS {
+        let dir = damaged_copy(&published);
+        let snap_path = dir.path().join(snapshot_rel(dir.path()));
+        let mut snap = read_json(&snap_path);
+        snap["manifests"][1]["object"]["path"] = bad.into();
+        write_json(&snap_path, &snap);
+        reseal(dir.path());
+        assert_refused(dir.path(), &["snapshot", "path"]);
+    }
+}
+
+#[test]
+fn root_json_symlink_out_of_the_root_is_refused() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("root.json");
+    std::fs::rename(dir.path().join("root.json"), &target).unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join("root.json")).unwrap();
+    assert_refused(dir.path(), &["root.json", "symbolic link"]);
+}
+
+#[test]
+fn a_70_mib_root_json_is_refused_without_being_read_whole() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let root_path = dir.path().join("root.json");
+    let mut text = std::fs::read_to_string(&root_path).unwrap();
+    let pad = format!("\"pad\": \"{}\"", "x".repeat(70 << 20));
+    text = text.replacen("\"metadata\": {", &format!("\"metadata\": {{{pad},"), 1);
+    std::fs::write(&root_path, &text).unwrap();
+    drop(text);
+    assert!(std::fs::metadata(&root_path).unwrap().len() > 70 << 20);
+
+    // The library asks for at most the limit and never reads the object whole.
+    let counting = Arc::new(CountingStore::new(local_store(dir.path())));
+    let started = Instant::now();
+    let Err(error) = Dataset::open(counting.clone(), OpenOptions::default()) else {
+        panic!("a 70 MiB root.json must be refused");
+    };
+    let elapsed = started.elapsed();
+    let message = error.to_string();
+    assert!(message.contains("root.json"), "{message}");
+    assert!(
+        message.contains("64 MiB") || message.contains("limit") || message.contains("67108864"),
+        "{message}"
+    );
+    let calls = counting.calls();
+    assert!(
+        calls.iter().all(|c| c.op != "read" && c.op != "read_range"),
+        "{calls:?}"
+    );
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert_refused(dir.path(), &["root.json"]);
+}
+
+#[test]
+fn json_nested_10000_deep_is_refused() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let root_path = dir.path().join("root.json");
+    let text = std::fs::read_to_string(&root_path).unwrap();
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let text = text.replacen(
+        "\"metadata\": {",
+        &format!("\"metadata\": {{\"deep\": {deep},"),
+        1,
+    );
+    std::fs::write(&root_path, text).unwrap();
+    assert_refused(dir.path(), &["root.json", "nesting deeper than the limit"]);
+}
+
+#[test]
+fn min_reader_version_too_new_or_unparseable_is_refused() {
+    let published = pristine();
+    for (version, needles) in [
+        ("0.3", vec!["root.json", "0.3", "0.2"]),
+        ("1", vec!["root.json", "1", "0.2"]),
+        ("0.2.1", vec!["root.json", "0.2.1"]),
+        ("zero", vec!["root.json", "min_reader_version"]),
+    ] {
+        let dir = damaged_copy(&published);
+        let root_path = dir.path().join("root.json");
+        let mut root = read_json(&root_path);
+        root["min_reader_version"] = version.into();
+        write_json(&root_path, &root);
+        assert_refused(dir.path(), &needles);
+    }
+    // Equal to ours (missing components count as 0) mounts.
+    let dir = damaged_copy(&published);
+    let root_path = dir.path().join("root.json");
+    let mut root = read_json(&root_path);
+    root["min_reader_version"] = "0.2.0".into();
+    write_json(&root_path, &root);
+    let mount = MountGuard::mount(dir.path(), &[]);
+    assert_mount_up(&mount);
+}
+
+#[test]
+fn unknown_formats_and_layouts_are_refused() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let root_path = dir.path().join("root.json");
+    let mut root = read_json(&root_path);
+    root["format"] = "signal-dataset.other".into();
+    write_json(&root_path, &root);
+    assert_refused(dir.path(), &["root.json", "format"]);
+
+    let dir = damaged_copy(&published);
+    let snap_path = dir.path().join(snapshot_rel(dir.path()));
+    let mut snap = read_json(&snap_path);
+    snap["format"] = "signal-dataset.other".into();
+    write_json(&snap_path, &snap);
+    reseal(dir.path());
+    assert_refused(dir.path(), &["snapshot", "format"]);
+
+    let dir = damaged_copy(&published);
+    let snap_path = dir.path().join(snapshot_rel(dir.path()));
+    let mut snap = read_json(&snap_path);
+    snap["record_codec"] = "pickle".into();
+    write_json(&snap_path, &snap);
+    reseal(dir.path());
+    assert_refused(dir.path(), &["snapshot", "record_codec"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lazy defects: EIO on exactly the affected records.
+
+#[test]
+fn shard_ref_traversal_gives_eio_on_that_page_only() {
+    let published = pristine();
+    for kind in ["data", "metadata"] {
+        for bad in BAD_PATHS {
+            let dir = damaged_copy(&published);
+            edit_last_entry(dir.path(), |entry| entry[kind]["path"] = bad.into());
+            let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+            drop(mount);
+            let page = page_rel(dir.path(), 1);
+            assert_verify_names(dir.path(), &[&page]);
+        }
+    }
+}
+
+#[test]
+fn symlinked_shard_and_shard_directory_give_eio() {
+    let published = pristine();
+    // A shard file that is a symlink to a copy outside the root.
+    let dir = damaged_copy(&published);
+    let outside = tempfile::tempdir().unwrap();
+    let shard = last_shard(dir.path(), "data");
+    let target = outside.path().join("shard.arrayrecord");
+    std::fs::rename(dir.path().join(&shard), &target).unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join(&shard)).unwrap();
+    let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+    assert!(mount.log_text().contains(&shard), "{}", mount.log_text());
+    drop(mount);
+    assert_verify_names(dir.path(), &[&shard]);
+
+    // A shard directory that is a symlink to a copy outside the root.
+    let dir = damaged_copy(&published);
+    let shard = last_shard(dir.path(), "data");
+    let shard_dir = Path::new(&shard).parent().unwrap().to_path_buf();
+    let target = outside.path().join("dir");
+    std::fs::rename(dir.path().join(&shard_dir), &target).unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join(&shard_dir)).unwrap();
+    let affected: Vec<u64> = shards_under(dir.path(), shard_dir.to_str().unwrap());
+    assert!(affected.contains(&5));
+    let mount = assert_mount_eio(dir.path(), &published, &affected);
+    drop(mount);
+    assert_verify_names(dir.path(), &[&shard]);
+}
+
+/// Ordinals whose data shard lives below `prefix`.
+fn shards_under(dir: &Path, prefix: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for index in 0..2 {
+        let page = read_json(&dir.join(page_rel(dir, index)));
+        for s in page["shards"].as_array().unwrap() {
+            if s["data"]["path"].as_str().unwrap().starts_with(prefix) {
+                let first = as_u64(&s["first_ordinal"]);
+                out.extend(first..first + as_u64(&s["record_count"]));
+            }
+        }
+    }
+    out
+}
+
+/// Physical records of an ArrayRecord file, rewritten by `edit` and written back in place.
+fn rewrite_shard(dir: &Path, rel: &str, edit: impl FnOnce(&mut Vec<Vec<u8>>)) {
+    let bytes = bytes::Bytes::from(std::fs::read(dir.join(rel)).unwrap());
+    let reader = ArrayRecordReader::open(bytes, rel).unwrap();
+    let mut records: Vec<Vec<u8>> = (0..reader.len())
+        .map(|i| reader.read(i).unwrap().to_vec())
+        .collect();
+    edit(&mut records);
+    let options = WriterOptions::parse("group_size:1").unwrap();
+    let file = write_records(options, records).unwrap();
+    std::fs::write(dir.join(rel), file).unwrap();
+    reseal(dir);
+}
+
+#[test]
+fn a_row_that_disagrees_with_its_record_gives_eio_on_that_record() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let meta = last_shard(dir.path(), "metadata");
+    rewrite_shard(dir.path(), &meta, |rows| {
+        let mut row: serde_json::Value = serde_json::from_slice(&rows[1]).unwrap();
+        row["metadata"]["serial"] = 999.into();
+        rows[1] = serde_json::to_vec(&row).unwrap();
+    });
+    let mount = assert_mount_eio(dir.path(), &published, &[6]);
+    // record.json comes from the row alone, so it stays readable.
+    let text = std::fs::read_to_string(mount.path("records/6/record.json")).unwrap();
+    assert!(text.contains("999"), "{text}");
+    drop(mount);
+    assert_verify_names(dir.path(), &["6"]);
+}
+
+#[test]
+fn a_row_claiming_10_to_the_12_elements_fails_without_allocating() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let meta = last_shard(dir.path(), "metadata");
+    let huge: u64 = 1_000_000_000_000;
+    rewrite_shard(dir.path(), &meta, |rows| {
+        let mut row: serde_json::Value = serde_json::from_slice(&rows[0]).unwrap();
+        row["fields"]["iq"]["shape"] = serde_json::json!([huge]);
+        row["fields"]["iq"]["axes"][0]["length"] = huge.into();
+        rows[0] = serde_json::to_vec(&row).unwrap();
+    });
+    let mount = assert_mount_eio(dir.path(), &published, &[5]);
+    let pid = mount.pid();
+    assert!(peak_rss(pid) < 256 << 20, "daemon RSS {}", peak_rss(pid));
+    drop(mount);
+    assert_verify_names(dir.path(), &["5"]);
+}
+
+#[test]
+fn truncated_shard_gives_eio_on_its_records() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let shard = last_shard(dir.path(), "data");
+    let file = dir.path().join(&shard);
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+    // Rows are intact, so record.json stays readable.
+    assert!(std::fs::read(mount.path("records/5/record.json")).is_ok());
+    drop(mount);
+    assert_verify_names(dir.path(), &[&shard]);
+}
+
+/// Offset of the chunk header of physical record `index` of a shard.
+fn chunk_start(dir: &Path, rel: &str, index: u64) -> std::ops::Range<u64> {
+    let store: Arc<dyn ObjectStore> = local_store(dir);
+    let source = ObjectReader::open(store, RelPath::new(rel).unwrap(), None).unwrap();
+    let reader = ArrayRecordReader::open(source, rel).unwrap();
+    reader.chunk_span(index).unwrap()
+}
+
+#[test]
+fn bit_flipped_chunk_gives_eio_on_its_record_only() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let shard = last_shard(dir.path(), "data");
+    let span = chunk_start(dir.path(), &shard, 1);
+    let file = dir.path().join(&shard);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = (span.start + 40 + (span.end - span.start - 40) / 2) as usize;
+    bytes[at] ^= 0x10;
+    std::fs::write(&file, bytes).unwrap();
+    let mount = assert_mount_eio(dir.path(), &published, &[6]);
+    assert!(mount.log_text().contains(&shard), "{}", mount.log_text());
+    drop(mount);
+    assert_verify_names(dir.path(), &[&shard]);
+}
+
+#[test]
+fn footer_index_past_the_end_gives_eio_on_its_records() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let shard = last_shard(dir.path(), "data");
+    let file = dir.path().join(&shard);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let len = bytes.len();
+    // The postscript chunk is the last 64 KiB block: block header (24), chunk header (40), then
+    // the RiegeliPostscript proto whose first field is footer_offset. Point it far past the end
+    // and fix the chunk's data hash and header hash, so only the offset is wrong.
+    let ps = len - 65536 + 24;
+    let data_size = u64::from_le_bytes(bytes[ps + 8..ps + 16].try_into().unwrap()) as usize;
+    let data = ps + 40..ps + 40 + data_size;
+    // Simple chunk data: compression byte, sizes length, sizes, then the proto (tag 0x08 first).
+    let mut proto = bytes[data.clone()].to_vec();
+    let tag = (2..proto.len())
+        .find(|&i| proto[i] == 0x08)
+        .expect("footer_offset field tag");
+    // Replace the varint with one of the same length whose value is huge.
+    let mut end = tag + 1;
+    while proto[end] & 0x80 != 0 {
+        end += 1;
+    }
+    for b in &mut proto[tag + 1..end] {
+        *b = 0xff;
+    }
+    proto[end] = 0x7f;
+    bytes[data.clone()].copy_from_slice(&proto);
+    let data_hash = riegeli_hash(&bytes[data.clone()]);
+    bytes[ps + 16..ps + 24].copy_from_slice(&data_hash.to_le_bytes());
+    let header_hash = riegeli_hash(&bytes[ps + 8..ps + 40]);
+    bytes[ps..ps + 8].copy_from_slice(&header_hash.to_le_bytes());
+    std::fs::write(&file, bytes).unwrap();
+    let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+    drop(mount);
+    assert_verify_names(dir.path(), &[&shard]);
+}
+
+#[test]
+fn zstd_bomb_chunk_gives_eio_without_allocating() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let shard = last_shard(dir.path(), "data");
+    let span = chunk_start(dir.path(), &shard, 0);
+    let file = dir.path().join(&shard);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let h = span.start as usize;
+    // decoded_data_size of the chunk: 1 TiB, header hash fixed so only the claim is hostile.
+    bytes[h + 32..h + 40].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let header_hash = riegeli_hash(&bytes[h + 8..h + 40]);
+    bytes[h..h + 8].copy_from_slice(&header_hash.to_le_bytes());
+    std::fs::write(&file, bytes).unwrap();
+    let mount = assert_mount_eio(dir.path(), &published, &[5]);
+    assert!(peak_rss(mount.pid()) < 256 << 20);
+    drop(mount);
+    assert_verify_names(dir.path(), &[&shard]);
+}
+
+#[test]
+fn missing_manifest_page_gives_eio_on_its_records() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let page = page_rel(dir.path(), 1);
+    std::fs::remove_file(dir.path().join(&page)).unwrap();
+    let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+    drop(mount);
+    assert_verify_names(dir.path(), &[&page]);
+}
+
+#[test]
+fn out_of_range_record_indices_give_eio() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    edit_last_entry(dir.path(), |entry| {
+        entry["record_indices"] = serde_json::json!([0, 1, 2, 40]);
+    });
+    let mount = MountGuard::mount(dir.path(), &[]);
+    // The entry is invalid as a whole or only its last record: either way ordinal 8 fails
+    // and records of the first page are untouched.
+    assert_eio(&mount.path("records/8/fields/iq.raw"));
+    let good = published.open();
+    for ordinal in 0..5 {
+        assert_eq!(
+            mounted_record_files(&mount.path(&format!("records/{ordinal}"))),
+            expected_record_files(&good, ordinal)
+        );
+    }
+    assert_mount_up(&mount);
+    drop(mount);
+    let (code, _) = sds_verify(dir.path());
+    assert_eq!(code, Some(1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Annotation references.
+
+fn with_annotations(published: &Published) -> tempfile::TempDir {
+    use sdsfs::annotations::AnnotationStatus;
+    use sdsfs::annotations::{publish_annotations, AnnotationOptions, AnnotationRecord};
+    let dir = damaged_copy(published);
+    let dataset = Dataset::open(local_store(dir.path()), OpenOptions::default()).unwrap();
+    let rows: Vec<AnnotationRecord> = (0..dataset.len())
+        .map(|o| {
+            let id = dataset.record_meta(o).unwrap().id;
+            AnnotationRecord::new(id, o, AnnotationStatus::Success)
+        })
+        .collect();
+    let options = AnnotationOptions {
+        records_per_shard: 4,
+        ..AnnotationOptions::default()
+    };
+    publish_annotations(&dataset, "labels", &rows, &Default::default(), &options).unwrap();
+    dir
+}
+
+/// Writes `revision` at its content address and swings the catalog pointer to it.
+fn install_revision(dir: &Path, revision: &serde_json::Value) {
+    let mut text = serde_json::to_string_pretty(revision).unwrap();
+    text.push('\n');
+    let sha = sdsfs::format::documents::ids::sha256_hex(text.as_bytes());
+    let rel = format!("annotations/catalogs/{sha}.json");
+    std::fs::write(dir.join(&rel), text).unwrap();
+    write_json(
+        &dir.join("annotations/catalog.json"),
+        &serde_json::json!({"revision": {"path": rel}}),
+    );
+}
+
+fn current_revision(dir: &Path) -> serde_json::Value {
+    let catalog = read_json(&dir.join("annotations/catalog.json"));
+    read_json(&dir.join(catalog["revision"]["path"].as_str().unwrap()))
+}
+
+fn assert_no_sets(dir: &Path, published: &Published) {
+    let mount = MountGuard::mount(dir, &["--metadata-ttl", "0"]);
+    assert_eq!(
+        std::fs::read_dir(mount.path("annotations"))
+            .unwrap()
+            .count(),
+        0
+    );
+    assert_eq!(
+        std::fs::read_dir(mount.path("records/0/annotations"))
+            .unwrap()
+            .count(),
+        0
+    );
+    let good = published.open();
+    for ordinal in [0, 8] {
+        assert_eq!(
+            mounted_record_files(&mount.path(&format!("records/{ordinal}"))),
+            expected_record_files(&good, ordinal)
+        );
+    }
+    assert_mount_up(&mount);
+}
+
+#[test]
+fn annotation_reference_traversal_hides_the_annotations() {
+    let published = pristine();
+    // Sanity: the set is visible when nothing is broken.
+    let dir = with_annotations(&published);
+    {
+        let mount = MountGuard::mount(dir.path(), &[]);
+        assert!(mount.path("annotations/labels/set.json").is_file());
+        assert!(mount
+            .path("records/3/annotations/labels/annotation.json")
+            .is_file());
+    }
+    for bad in BAD_PATHS {
+        // Catalog pointer → revision.
+        let dir = with_annotations(&published);
+        write_json(
+            &dir.path().join("annotations/catalog.json"),
+            &serde_json::json!({"revision": {"path": bad}}),
+        );
+        assert_no_sets(dir.path(), &published);
+
+        // Revision → set root.
+        let dir = with_annotations(&published);
+        let mut revision = current_revision(dir.path());
+        revision["sets"]["labels"]["path"] = bad.into();
+        install_revision(dir.path(), &revision);
+        assert_no_sets(dir.path(), &published);
+
+        // Set root → object.
+        let dir = with_annotations(&published);
+        let mut revision = current_revision(dir.path());
+        let set_rel = revision["sets"]["labels"]["path"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut set_root = read_json(&dir.path().join(&set_rel));
+        set_root["shards"][1]["object"]["path"] = bad.into();
+        let new_rel = set_rel.replace("root.json", "root2.json");
+        write_json(&dir.path().join(&new_rel), &set_root);
+        revision["sets"]["labels"]["path"] = new_rel.clone().into();
+        revision["sets"]["labels"]["stored_bytes"] = file_len(dir.path(), &new_rel).unwrap().into();
+        install_revision(dir.path(), &revision);
+        assert_no_sets(dir.path(), &published);
+    }
+}
+
+#[test]
+fn verify_of_the_pristine_dataset_is_clean() {
+    let published = pristine();
+    let (code, stdout) = sds_verify(published.root());
+    assert_eq!(code, Some(0), "{stdout}");
+    // The resealing helper itself breaks nothing.
+    let dir = damaged_copy(&published);
+    reseal(dir.path());
+    let (code, stdout) = sds_verify(dir.path());
+    assert_eq!(code, Some(0), "{stdout}");
+    let _: PathBuf = dir.path().to_path_buf();
+}

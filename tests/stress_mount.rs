@@ -1,0 +1,231 @@
+//! Load: 32 concurrent reader threads doing sequential and random reads (random offsets and
+//! sizes) over a real mount with a 1 MiB cache for a bounded time, every byte checked against
+//! what the library reads; a watchdog fails the test (and kills the daemon so stuck readers
+//! return) if no read completes for 15 s; the daemon's peak RSS stays within cache + 64 MiB.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::datasets::{local_store, obj, Bits};
+use common::mount::{peak_rss, MountGuard};
+use rand::{Rng, SeedableRng};
+use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
+use sdsfs::format::dtype::DType;
+use sdsfs::format::json::Value;
+use sdsfs::format::record::{Axis, Field, Record};
+use sdsfs::fs::views;
+
+const THREADS: usize = 32;
+const RUN: Duration = Duration::from_secs(10);
+const STALL: Duration = Duration::from_secs(15);
+const CACHE: u64 = 1 << 20;
+
+fn big_record(serial: usize) -> Record {
+    let mut bits = Bits::new(serial as u64 + 7);
+    // 24k to 56k complex64 samples: 192 KiB to 448 KiB per record, far more than the cache.
+    let samples = 24_576 + (serial % 5) as u64 * 8192;
+    let iq = Field::new(DType::C64, vec![samples], bits.bytes(samples as usize * 8))
+        .unwrap()
+        .with_axes(vec![Axis::new("time", samples)]);
+    let small = Field::new(DType::I16, vec![3, 5], bits.bytes(30))
+        .unwrap()
+        .with_axes(vec![Axis::new("a", 3), Axis::new("b", 5)]);
+    Record::new(format!("load-{serial:04}"))
+        .with_metadata(obj(&[("serial", Value::Int(serial as i128))]))
+        .with_field("rx/iq", iq)
+        .with_field("small", small)
+}
+
+#[test]
+fn thirty_two_readers_tiny_cache_exact_bytes_no_deadlock_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let mut receipts = Vec::new();
+    let per_shard = 6;
+    let total = 36;
+    for shard in 0..total / per_shard {
+        let records: Vec<Record> = (shard * per_shard..(shard + 1) * per_shard)
+            .map(big_record)
+            .collect();
+        let receipt = write_shard(
+            store.as_ref(),
+            records,
+            &format!("w{shard}"),
+            0,
+            &ShardOptions::default(),
+        )
+        .unwrap();
+        receipts.push(receipt);
+    }
+    publish(
+        store.as_ref(),
+        &receipts,
+        &PublishOptions::new("ds-load", "snap-load"),
+    )
+    .unwrap();
+
+    // Expected bytes of every file the readers touch, from the library.
+    let dataset = Dataset::open(store.clone(), OpenOptions::default()).unwrap();
+    let mut expected: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for ordinal in 0..dataset.len() {
+        let record = dataset.read_record(ordinal).unwrap();
+        let base = format!("records/{ordinal:02}");
+        expected.insert(
+            format!("{base}/record.json"),
+            views::record_json(&record.meta(), ordinal),
+        );
+        for (name, field) in &record.fields {
+            let raw = field.data.to_vec();
+            let mut npy = views::npy::npy_header(field.meta.dtype, &field.meta.shape);
+            npy.extend_from_slice(&raw);
+            expected.insert(format!("{base}/fields/{name}.npy"), npy);
+            expected.insert(format!("{base}/fields/{name}.raw"), raw);
+        }
+    }
+    let expected: Arc<Vec<(String, Vec<u8>)>> = Arc::new(expected.into_iter().collect());
+
+    let mut mount = MountGuard::mount(dir.path(), &["--cache-size", "1M"]);
+    let pid = mount.pid();
+    let mountpoint = mount.mountpoint.clone();
+    let progress = Arc::new(AtomicU64::new(0));
+    let bytes_read = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let stalled = Arc::new(AtomicBool::new(false));
+
+    let watchdog = {
+        let (progress, done, stalled) = (progress.clone(), done.clone(), stalled.clone());
+        std::thread::spawn(move || {
+            let mut last = progress.load(Ordering::SeqCst);
+            let mut since = Instant::now();
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(200));
+                let now = progress.load(Ordering::SeqCst);
+                if now != last {
+                    last = now;
+                    since = Instant::now();
+                } else if since.elapsed() > STALL {
+                    stalled.store(true, Ordering::SeqCst);
+                    // SAFETY: signalling the test's own child daemon so stuck reads return.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    return;
+                }
+            }
+        })
+    };
+
+    let deadline = Instant::now() + RUN;
+    let readers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (expected, progress, bytes_read, stalled) = (
+                expected.clone(),
+                progress.clone(),
+                bytes_read.clone(),
+                stalled.clone(),
+            );
+            let mountpoint = mountpoint.clone();
+            std::thread::spawn(move || -> Result<(), String> {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
+                while Instant::now() < deadline && !stalled.load(Ordering::SeqCst) {
+                    let (rel, want) = &expected[rng.gen_range(0..expected.len())];
+                    let path = mountpoint.join(rel);
+                    let file = std::fs::File::open(&path).map_err(|e| format!("{rel}: {e}"))?;
+                    // Drop the kernel's page cache of the file, so reads reach the daemon
+                    // instead of being served from pages an earlier reader brought in.
+                    // SAFETY: a valid open descriptor; advisory call.
+                    unsafe {
+                        libc::posix_fadvise(
+                            std::os::fd::AsRawFd::as_raw_fd(&file),
+                            0,
+                            0,
+                            libc::POSIX_FADV_DONTNEED,
+                        )
+                    };
+                    let len = want.len() as u64;
+                    if rng.gen_bool(0.3) {
+                        // Sequential, in random-sized pieces.
+                        let mut offset = 0u64;
+                        let step = rng.gen_range(1..=256 * 1024);
+                        let mut buf = vec![0u8; step];
+                        loop {
+                            let n = file
+                                .read_at(&mut buf, offset)
+                                .map_err(|e| format!("{rel}@{offset}: {e}"))?;
+                            if n == 0 {
+                                break;
+                            }
+                            let end = offset as usize + n;
+                            if end > want.len() || buf[..n] != want[offset as usize..end] {
+                                return Err(format!("{rel}: wrong bytes at {offset}+{n}"));
+                            }
+                            offset += n as u64;
+                            bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+                            progress.fetch_add(1, Ordering::SeqCst);
+                        }
+                        if offset != len {
+                            return Err(format!("{rel}: read {offset} of {len} bytes"));
+                        }
+                    } else {
+                        for _ in 0..8 {
+                            let offset = rng.gen_range(0..=len);
+                            let size = rng.gen_range(1..=300 * 1024);
+                            let mut buf = vec![0u8; size];
+                            let mut got = 0;
+                            while got < size {
+                                let n = file
+                                    .read_at(&mut buf[got..], offset + got as u64)
+                                    .map_err(|e| format!("{rel}@{offset}: {e}"))?;
+                                if n == 0 {
+                                    break;
+                                }
+                                got += n;
+                            }
+                            let end = (offset as usize + size).min(want.len());
+                            if buf[..got] != want[offset as usize..end] {
+                                return Err(format!("{rel}: wrong bytes at {offset}+{got}"));
+                            }
+                            bytes_read.fetch_add(got as u64, Ordering::Relaxed);
+                            progress.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for reader in readers {
+        match reader.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failures.push(e),
+            Err(_) => failures.push("reader panicked".into()),
+        }
+    }
+    done.store(true, Ordering::SeqCst);
+    let _ = watchdog.join();
+    let peak = peak_rss(pid);
+    let ops = progress.load(Ordering::SeqCst);
+    let total_bytes = bytes_read.load(Ordering::Relaxed);
+    eprintln!(
+        "stress: {THREADS} threads, {ops} reads, {} MiB checked, daemon peak RSS {} MiB",
+        total_bytes >> 20,
+        peak >> 20
+    );
+    assert!(
+        !stalled.load(Ordering::SeqCst),
+        "no progress for {STALL:?}: deadlock?"
+    );
+    assert!(failures.is_empty(), "{failures:?}\n{}", mount.log_text());
+    assert!(ops > 100, "only {ops} reads");
+    assert!(
+        peak > 0 && peak <= CACHE + (64 << 20),
+        "daemon peak RSS {peak} over cache + 64 MiB"
+    );
+    assert!(std::fs::metadata(mount.path("records")).unwrap().is_dir());
+    let status = mount.unmount();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+}
