@@ -19,7 +19,9 @@ use common::datasets::*;
 use common::mount::{force_unmount, is_mounted, peak_rss, MountGuard};
 use sdsfs::arrayrecord::{riegeli_hash, write_records, ArrayRecordReader, WriterOptions};
 use sdsfs::dataset::{Dataset, OpenOptions};
+use sdsfs::format::limits::RecordLimits;
 use sdsfs::format::path::RelPath;
+use sdsfs::format::record::{decode, parse_layout};
 use sdsfs::fs::views;
 use sdsfs::storage::{ObjectReader, ObjectStore};
 
@@ -536,6 +538,110 @@ fn a_row_claiming_10_to_the_12_elements_fails_without_allocating() {
         row["fields"]["iq"]["axes"][0]["length"] = huge.into();
         rows[0] = serde_json::to_vec(&row).unwrap();
     });
+    let mount = assert_mount_eio(dir.path(), &published, &[5]);
+    let pid = mount.pid();
+    assert!(peak_rss(pid) < 256 << 20, "daemon RSS {}", peak_rss(pid));
+    drop(mount);
+    assert_verify_names(dir.path(), &["5"]);
+}
+
+/// Rebuilds a SafeTensors payload so that the tensor of field `field` claims `elements`
+/// elements in the header, and its first axis the same length in the descriptor. The
+/// descriptor moves to the front of the data buffer (so it stays readable) and the claimed
+/// tensor to the back; the payload keeps only the bytes it had, so the claim is a lie.
+fn claim_elements(payload: &[u8], field: &str, elements: u64) -> Vec<u8> {
+    let n = u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&payload[8..8 + n]).unwrap();
+    let data = &payload[8 + n..];
+    let bytes_of = |key: &str| -> &[u8] {
+        let offsets = &header[key]["data_offsets"];
+        &data[as_u64(&offsets[0]) as usize..as_u64(&offsets[1]) as usize]
+    };
+    let mut descriptor: serde_json::Value =
+        serde_json::from_slice(bytes_of("__sds_descriptor__")).unwrap();
+    let key = descriptor["fields"][field]["tensor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    descriptor["fields"][field]["axes"][0]["length"] = elements.into();
+    let descriptor = serde_json::to_vec(&descriptor).unwrap();
+    let mut order: Vec<String> = header
+        .keys()
+        .filter(|k| *k != "__metadata__" && *k != "__sds_descriptor__" && **k != key)
+        .cloned()
+        .collect();
+    order.push(key.clone());
+    let mut new_header = header.clone();
+    let mut body = descriptor.clone();
+    new_header["__sds_descriptor__"]["shape"] = serde_json::json!([descriptor.len()]);
+    new_header["__sds_descriptor__"]["data_offsets"] = serde_json::json!([0, descriptor.len()]);
+    for name in &order {
+        let start = body.len() as u64;
+        body.extend_from_slice(bytes_of(name));
+        let end = if *name == key {
+            let itemsize = match header[name]["dtype"].as_str().unwrap() {
+                "C64" | "F64" | "I64" | "U64" => 8,
+                "F32" | "I32" | "U32" => 4,
+                "F16" | "I16" | "U16" => 2,
+                _ => 1,
+            };
+            new_header[name]["shape"] = serde_json::json!([elements]);
+            start + elements * itemsize
+        } else {
+            body.len() as u64
+        };
+        new_header[name]["data_offsets"] = serde_json::json!([start, end]);
+    }
+    let mut header_text = serde_json::to_vec(&new_header).unwrap();
+    while header_text.len() % 8 != 0 {
+        header_text.push(b' ');
+    }
+    let mut out = (header_text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&header_text);
+    out.extend_from_slice(&body);
+    out
+}
+
+#[test]
+fn a_record_descriptor_claiming_10_to_the_12_elements_fails_without_allocating() {
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    let huge: u64 = 1_000_000_000_000;
+    // The data record (ordinal 5) claims a 10^12-element `iq` in its SafeTensors header and
+    // descriptor; its metadata row claims the same, so the record and row agree on everything
+    // and only the size is hostile.
+    let data = last_shard(dir.path(), "data");
+    rewrite_shard(dir.path(), &data, |payloads| {
+        payloads[0] = claim_elements(&payloads[0], "iq", huge);
+    });
+    let meta = last_shard(dir.path(), "metadata");
+    rewrite_shard(dir.path(), &meta, |rows| {
+        let mut row: serde_json::Value = serde_json::from_slice(&rows[0]).unwrap();
+        row["fields"]["iq"]["shape"] = serde_json::json!([huge]);
+        row["fields"]["iq"]["axes"][0]["length"] = huge.into();
+        rows[0] = serde_json::to_vec(&row).unwrap();
+    });
+    // The data record on its own is refused for its size, not for a framing defect: both the
+    // whole-payload decoder and the prefix reader the mount uses stop at the tensor-bytes limit.
+    let shard = std::fs::read(dir.path().join(&data)).unwrap();
+    let reader = ArrayRecordReader::open(bytes::Bytes::from(shard), &data).unwrap();
+    let payload = reader.read(0).unwrap();
+    let limits = RecordLimits::default();
+    for error in [
+        decode(payload.clone(), &limits).unwrap_err(),
+        parse_layout(&payload, &limits).unwrap_err(),
+    ] {
+        let message = error.to_string();
+        assert!(
+            message.contains("tensor bytes") && message.contains("8000000000000"),
+            "{message}"
+        );
+    }
+    // So is its row (the row limit is what the mount meets first).
+    let dataset = Dataset::open(local_store(dir.path()), OpenOptions::default()).unwrap();
+    let message = dataset.read_record(5).unwrap_err().to_string();
+    assert!(message.contains("tensor bytes"), "{message}");
     let mount = assert_mount_eio(dir.path(), &published, &[5]);
     let pid = mount.pid();
     assert!(peak_rss(pid) < 256 << 20, "daemon RSS {}", peak_rss(pid));
