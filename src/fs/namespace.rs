@@ -557,18 +557,7 @@ impl Namespace {
             },
             Ino::FieldNode(o, n) => {
                 let tree = self.record_tree(o)?;
-                let Some(Node::Dir { children, .. }) = tree.node(n) else {
-                    return Err(FsError::NotDir);
-                };
-                let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
-                let kind = match tree.node(child) {
-                    Some(Node::Dir { .. }) => Kind::Dir,
-                    _ => Kind::File,
-                };
-                let name = tree
-                    .node(child)
-                    .map(|c| c.name().to_string())
-                    .unwrap_or_default();
+                let (child, kind, name) = tree_child(&tree, n, index)?;
                 entry(Ino::FieldNode(o, child), kind, name)
             }
             Ino::ById => {
@@ -611,20 +600,7 @@ impl Namespace {
                 _ => entry(Ino::RecordSetField(o, i, 0), Kind::Dir, "fields".into()),
             },
             Ino::RecordSetField(o, i, n) => {
-                let carrier = self.carrier(o, i)?;
-                let tree = &carrier.tree;
-                let Some(Node::Dir { children, .. }) = tree.node(n) else {
-                    return Err(FsError::NotDir);
-                };
-                let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
-                let kind = match tree.node(child) {
-                    Some(Node::Dir { .. }) => Kind::Dir,
-                    _ => Kind::File,
-                };
-                let name = tree
-                    .node(child)
-                    .map(|c| c.name().to_string())
-                    .unwrap_or_default();
+                let (child, kind, name) = tree_child(&self.carrier(o, i)?.tree, n, index)?;
                 entry(Ino::RecordSetField(o, i, child), kind, name)
             }
             _ => return Err(FsError::NotFound),
@@ -832,6 +808,19 @@ impl Namespace {
                 None
             }
         }
+    }
+}
+
+/// The `index`-th child of directory node `dir` of a field tree: its node, kind and name.
+fn tree_child(tree: &RecordTree, dir: u32, index: u64) -> Result<(u32, Kind, String), FsError> {
+    let Some(Node::Dir { children, .. }) = tree.node(dir) else {
+        return Err(FsError::NotDir);
+    };
+    let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
+    match tree.node(child) {
+        Some(Node::Dir { name, .. }) => Ok((child, Kind::Dir, name.clone())),
+        Some(Node::File { name, .. }) => Ok((child, Kind::File, name.clone())),
+        None => Err(FsError::NotFound),
     }
 }
 
