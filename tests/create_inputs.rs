@@ -3,8 +3,10 @@
 
 mod common;
 
+use common::cli::{ok, sds};
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 
 use sdsfs::dataset::{Dataset, OpenOptions};
@@ -13,23 +15,6 @@ use sdsfs::format::json::Value;
 use sdsfs::format::record::{Field, Record};
 use sdsfs::fs::views;
 use sdsfs::storage::{LocalStore, ObjectStore};
-
-fn sds(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sds"))
-        .args(args)
-        .output()
-        .expect("run sds")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = sds(args);
-    assert!(
-        out.status.success(),
-        "sds {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The one stderr line of a failed run.
 fn fails(args: &[&str]) -> String {

@@ -3,30 +3,15 @@
 
 mod common;
 
+use common::cli::ok;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 
 use common::mount::MountGuard;
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::storage::{LocalStore, ObjectStore};
-
-fn sds(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sds"))
-        .args(args)
-        .output()
-        .expect("run sds")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = sds(args);
-    assert!(
-        out.status.success(),
-        "sds {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn open(root: &Path) -> Dataset {
     let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(root).unwrap());

@@ -5,8 +5,10 @@
 
 mod common;
 
+use common::cli::{ok, sds};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 
 use common::datasets::snapshot_tree;
@@ -16,23 +18,6 @@ use sdsfs::format::dtype::DType;
 use sdsfs::format::record::Record;
 use sdsfs::fs::views;
 use sdsfs::storage::{LocalStore, ObjectStore};
-
-fn sds(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sds"))
-        .args(args)
-        .output()
-        .expect("run sds")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = sds(args);
-    assert!(
-        out.status.success(),
-        "sds {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The one stderr line of a run that failed with `code`.
 fn fails(args: &[&str], code: i32) -> String {

@@ -54,4 +54,5 @@ pub fn run_python(script: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
     output.stdout
 }
 
+pub mod cli;
 pub mod mount;

@@ -1,0 +1,23 @@
+//! Running the built `sds` binary from tests.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// Runs `sds ARGS` and returns its output, whatever the exit status.
+pub fn sds(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sds"))
+        .args(args)
+        .output()
+        .expect("run sds")
+}
+
+/// Runs `sds ARGS`, asserts success, and returns its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = sds(args);
+    assert!(
+        out.status.success(),
+        "sds {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
