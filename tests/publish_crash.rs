@@ -244,3 +244,139 @@ fn killed_creates_converge() {
     assert!(iterations >= 5);
     assert!(kills > 0, "no kill landed mid-run; the delays are too long");
 }
+
+/// The rows of set `set` for a dataset of `records` records: every record gets a row whose
+/// values name the set and the ordinal, so any lost, duplicated or misplaced row shows.
+fn annotation_rows(dir: &Path, set: &str, records: usize) -> String {
+    let rows: String = (0..records)
+        .map(|i| {
+            format!(
+                "{{\"source_index\": {i}, \"status\": \"success\", \
+                 \"values\": {{\"set\": \"{set}\", \"ordinal\": {i}, \"pad\": \"{}\"}}}}\n",
+                "x".repeat(200 + i)
+            )
+        })
+        .collect();
+    let path = dir.join(format!("{set}.jsonl"));
+    std::fs::write(&path, rows).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Every set named is in the catalog, with one row per record holding its own values.
+fn assert_sets_exact(root: &Path, sets: &[&str], records: usize, when: &str) {
+    let dataset = Dataset::open(local_store(root), Default::default()).unwrap();
+    let catalog = sdsfs::annotations::read_catalog(&dataset).unwrap();
+    for set in sets {
+        let Some(Ok(view)) = catalog.sets.get(*set) else {
+            panic!("{when}: set {set} lost from the catalog");
+        };
+        for ordinal in 0..records as u64 {
+            let row = view.get(&dataset, ordinal).unwrap();
+            let values =
+                sdsfs::format::json::to_compact(&sdsfs::format::json::Value::Object(row.values));
+            let pad = "x".repeat(200 + ordinal as usize);
+            let expected = format!("{{\"ordinal\":{ordinal},\"pad\":\"{pad}\",\"set\":\"{set}\"}}");
+            assert!(
+                values == expected,
+                "{when}: set {set} ordinal {ordinal} holds {values}"
+            );
+        }
+    }
+}
+
+#[test]
+fn killed_annotations_converge() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0xa770_7a7e);
+    let started = Instant::now();
+    let (mut iterations, mut kills, mut concurrent_kills) = (0, 0, 0);
+    while iterations < 30 && started.elapsed() < Duration::from_secs(20) {
+        iterations += 1;
+        let published = publish_dataset(&[6, 5, 6], 2);
+        let records = published.records.len();
+        let root = published.root().to_path_buf();
+        let root_s = root.to_str().unwrap().to_string();
+        let rows_dir = tempfile::tempdir().unwrap();
+        let sets = ["alpha", "beta", "gamma"];
+        let rows: Vec<String> = sets
+            .iter()
+            .map(|set| annotation_rows(rows_dir.path(), set, records))
+            .collect();
+        let args_of = |i: usize| -> Vec<String> {
+            let per_shard = (1 + i * 2).to_string();
+            [
+                "annotate",
+                &root_s,
+                "--name",
+                sets[i],
+                "--rows",
+                &rows[i],
+                "--records-per-shard",
+                &per_shard,
+            ]
+            .map(String::from)
+            .to_vec()
+        };
+        // Sets published one after another, each killed a few times first.
+        for i in 0..2 {
+            let args = args_of(i);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            for _ in 0..rng.gen_range(1..4) {
+                let mut child = spawn(&args);
+                let delay = Duration::from_micros(rng.gen_range(0..60_000));
+                std::thread::sleep(delay);
+                let finished = child.try_wait().unwrap().is_some();
+                child.kill().ok(); // SIGKILL
+                child.wait().unwrap();
+                kills += usize::from(!finished);
+                let when =
+                    format!("iteration {iterations}: after killing annotate {i} at {delay:?}");
+                assert_verifies_if_published(&root, &when);
+            }
+            let out = Command::new(SDS).args(&args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // Two publishers racing on the catalog, one of them killed, then re-run.
+        let racing: Vec<Vec<String>> = vec![args_of(2), args_of(1)];
+        let mut children: Vec<Child> = racing
+            .iter()
+            .map(|a| spawn(&a.iter().map(String::as_str).collect::<Vec<_>>()))
+            .collect();
+        std::thread::sleep(Duration::from_micros(rng.gen_range(0..60_000)));
+        let victim = rng.gen_range(0..children.len());
+        let finished = children[victim].try_wait().unwrap().is_some();
+        children[victim].kill().ok();
+        concurrent_kills += usize::from(!finished);
+        for child in &mut children {
+            child.wait().unwrap();
+        }
+        assert_verifies_if_published(&root, &format!("iteration {iterations}: racing kill"));
+        for args in &racing {
+            let out = Command::new(SDS).args(args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let verify = Command::new(SDS)
+            .args(["verify", "--deep", &root_s])
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "iteration {iterations}: {}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
+        assert_sets_exact(&root, &sets, records, &format!("iteration {iterations}"));
+    }
+    eprintln!(
+        "{iterations} iterations, {kills} sds annotate processes killed before finishing, \
+         {concurrent_kills} of the racing ones"
+    );
+    assert!(iterations >= 5);
+    assert!(kills > 0, "no kill landed mid-run; the delays are too long");
+}
