@@ -233,9 +233,9 @@ fn set_root_shards_tile_the_source() {
         check(&|r| {
             r.shards.pop();
         }),
-        &["the last entry ends at 200"],
+        &["the entries end at 200"],
     );
-    assert_refused(check(&|r| r.shards.clear()), &["the last entry ends at 0"]);
+    assert_refused(check(&|r| r.shards.clear()), &["the entries end at 0"]);
     // A source with no records: a set with no shards.
     check(&|r| {
         r.shards.clear();

@@ -482,7 +482,7 @@ fn snapshot_manifests_must_tile_the_records() {
     );
     assert_refused(
         validate_edited(|s| s.record_count = 231),
-        &["do not tile [0, 231): the last entry ends at 230"],
+        &["do not tile [0, 231): the entries end at 230"],
     );
     assert_refused(
         validate_edited(|s| s.manifests[1].record_count = u64::MAX),

@@ -910,3 +910,219 @@ fn verify_of_the_pristine_dataset_is_clean() {
     assert_eq!(code, Some(0), "{stdout}");
     let _: PathBuf = dir.path().to_path_buf();
 }
+
+// ---------------------------------------------------------------------------------------------
+// The remaining rules of the control graph (profile section 4), one case each, table-driven:
+// what breaks, and where it must surface.
+
+/// Edits a JSON document of the copy in place, without resealing sizes above it.
+fn edit_doc(dir: &Path, rel: &str, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join(rel);
+    let mut doc = read_json(&path);
+    edit(&mut doc);
+    write_json(&path, &doc);
+}
+
+/// Edits the snapshot, then reseals: only the rule the edit breaks is broken.
+fn edit_snapshot(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let rel = snapshot_rel(dir);
+    edit_doc(dir, &rel, edit);
+    reseal(dir);
+}
+
+/// Edits page `index` without resealing the entries' own sizes, then fixes only the sizes of
+/// the documents above it (the page's object size, root's snapshot size).
+fn edit_page_raw(dir: &Path, index: usize, edit: impl FnOnce(&mut serde_json::Value)) {
+    let page = page_rel(dir, index);
+    edit_doc(dir, &page, edit);
+    let page_len = file_len(dir, &page).unwrap();
+    let snap = snapshot_rel(dir);
+    edit_doc(dir, &snap, |s| {
+        s["manifests"][index]["object"]["stored_bytes"] = page_len.into()
+    });
+    let snap_len = file_len(dir, &snap).unwrap();
+    edit_doc(dir, "root.json", |r| {
+        r["snapshot"]["stored_bytes"] = snap_len.into()
+    });
+}
+
+type Damage = fn(&Path);
+
+#[test]
+fn control_graph_rules_refuse_the_mount_naming_document_and_rule() {
+    let cases: Vec<(&str, Damage, &[&str])> = vec![
+        (
+            "root.json missing",
+            |d| std::fs::remove_file(d.join("root.json")).unwrap(),
+            &["root.json"],
+        ),
+        (
+            "snapshot object missing",
+            |d| std::fs::remove_file(d.join(snapshot_rel(d))).unwrap(),
+            &["snapshot"],
+        ),
+        (
+            "snapshot size differs from its reference",
+            |d| {
+                edit_doc(d, "root.json", |r| {
+                    r["snapshot"]["stored_bytes"] =
+                        (as_u64(&r["snapshot"]["stored_bytes"]) + 1).into()
+                })
+            },
+            &["snapshot", "bytes"],
+        ),
+        (
+            "root and snapshot disagree on snapshot_id",
+            |d| {
+                edit_doc(d, "root.json", |r| {
+                    r["snapshot_id"] = "another-snapshot".into()
+                })
+            },
+            &["snapshot_id"],
+        ),
+        (
+            "dataset_id not portable",
+            |d| edit_doc(d, "root.json", |r| r["dataset_id"] = "not portable!".into()),
+            &["root.json", "dataset_id"],
+        ),
+        (
+            "required key missing",
+            |d| {
+                edit_doc(d, "root.json", |r| {
+                    r.as_object_mut().unwrap().remove("metadata");
+                })
+            },
+            &["root.json", "metadata"],
+        ),
+        (
+            "duplicate key",
+            |d| {
+                let text = std::fs::read_to_string(d.join("root.json")).unwrap();
+                let doubled = text.replacen("{", "{\"dataset_id\": \"twice\", ", 1);
+                std::fs::write(d.join("root.json"), doubled).unwrap();
+            },
+            &["root.json", "duplicate"],
+        ),
+        (
+            "layout_version unknown",
+            |d| edit_doc(d, "root.json", |r| r["layout_version"] = "9.9".into()),
+            &["root.json", "layout_version"],
+        ),
+        (
+            "shard_container not array_record",
+            |d| edit_snapshot(d, |s| s["shard_container"] = "tfrecord".into()),
+            &["snapshot", "shard_container"],
+        ),
+        (
+            "manifests do not tile: gap",
+            |d| edit_snapshot(d, |s| s["manifests"][1]["first_ordinal"] = 6.into()),
+            &["snapshot", "tile"],
+        ),
+        (
+            "record_count disagrees with the manifests",
+            |d| edit_snapshot(d, |s| s["record_count"] = 10.into()),
+            &["snapshot", "record_count"],
+        ),
+        (
+            "shard_count disagrees with the manifests",
+            |d| edit_snapshot(d, |s| s["shard_count"] = 4.into()),
+            &["snapshot", "shard_count"],
+        ),
+        (
+            "stored_bytes disagrees with the manifests",
+            |d| {
+                let snap = snapshot_rel(d);
+                edit_doc(d, &snap, |s| {
+                    s["stored_bytes"] = (as_u64(&s["stored_bytes"]) + 1).into()
+                });
+                let len = file_len(d, &snap).unwrap();
+                edit_doc(d, "root.json", |r| {
+                    r["snapshot"]["stored_bytes"] = len.into()
+                });
+            },
+            &["snapshot", "stored_bytes"],
+        ),
+        (
+            "negative count",
+            |d| edit_snapshot(d, |s| s["manifests"][0]["record_count"] = (-1).into()),
+            &["snapshot", "record_count"],
+        ),
+        (
+            "count written as a float",
+            |d| edit_snapshot(d, |s| s["record_count"] = 9.0.into()),
+            &["snapshot", "record_count"],
+        ),
+    ];
+    let published = pristine();
+    for (name, damage, needles) in cases {
+        let dir = damaged_copy(&published);
+        damage(dir.path());
+        let stderr = mount_refused(dir.path());
+        eprint!("{name}: {stderr}");
+        for needle in needles {
+            assert!(
+                stderr.to_lowercase().contains(&needle.to_lowercase()),
+                "{name}: {needle:?} not in {stderr}"
+            );
+        }
+        let (code, stdout) = sds_verify(dir.path());
+        assert_eq!(code, Some(1), "{name}: sds verify passed: {stdout}");
+    }
+}
+
+#[test]
+fn manifest_page_and_shard_rules_give_eio_on_that_page_only() {
+    let cases: Vec<(&str, Damage)> = vec![
+        ("page_id is not the page's", |d| {
+            edit_page_raw(d, 1, |p| p["page_id"] = "other-00000001".into())
+        }),
+        ("page names another snapshot", |d| {
+            edit_page_raw(d, 1, |p| p["snapshot_id"] = "another-snapshot".into())
+        }),
+        ("page size differs from its reference", |d| {
+            let snap = snapshot_rel(d);
+            edit_doc(d, &snap, |s| {
+                let size = &mut s["manifests"][1]["object"]["stored_bytes"];
+                *size = (as_u64(size) + 1).into();
+            });
+            let len = file_len(d, &snap).unwrap();
+            edit_doc(d, "root.json", |r| {
+                r["snapshot"]["stored_bytes"] = len.into()
+            });
+        }),
+        ("shard entries do not tile the page", |d| {
+            edit_page_raw(d, 1, |p| p["shards"][0]["first_ordinal"] = 6.into())
+        }),
+        ("entry stored_bytes is not data + metadata", |d| {
+            edit_page_raw(d, 1, |p| {
+                let entry = &mut p["shards"][0];
+                entry["stored_bytes"] = (as_u64(&entry["stored_bytes"]) + 1).into();
+                p["stored_bytes"] = (as_u64(&p["stored_bytes"]) + 1).into();
+            })
+        }),
+        ("record_indices of the wrong length", |d| {
+            edit_page_raw(d, 1, |p| {
+                p["shards"][0]["record_indices"] = serde_json::json!([0, 1])
+            })
+        }),
+        ("data shard size differs from its reference", |d| {
+            let shard = d.join(last_shard(d, "data"));
+            let mut bytes = std::fs::read(&shard).unwrap();
+            bytes.push(0);
+            std::fs::write(&shard, bytes).unwrap();
+        }),
+        ("metadata shard missing", |d| {
+            std::fs::remove_file(d.join(last_shard(d, "metadata"))).unwrap()
+        }),
+    ];
+    let published = pristine();
+    for (name, damage) in cases {
+        eprintln!("case: {name}");
+        let dir = damaged_copy(&published);
+        damage(dir.path());
+        let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+        drop(mount);
+        let (code, stdout) = sds_verify(dir.path());
+        assert_eq!(code, Some(1), "{name}: sds verify passed: {stdout}");
+    }
+}

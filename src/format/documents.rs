@@ -259,7 +259,9 @@ pub(crate) fn check_tiling(
         };
     }
     if expected != end {
-        return refuse(format!("the last entry ends at {expected}"));
+        return refuse(format!(
+            "the entries end at {expected}, but record_count puts the end at {end}"
+        ));
     }
     Ok(())
 }
@@ -320,7 +322,10 @@ mod tests {
         );
         assert_eq!(
             tiling(&[(0, 4)], 0, 5),
-            Err("items do not tile [0, 5): the last entry ends at 4".into())
+            Err(
+                "items do not tile [0, 5): the entries end at 4, but record_count puts the end at 5"
+                    .into()
+            )
         );
         assert!(tiling(&[(u64::MAX, 1)], u64::MAX, u64::MAX).is_err());
     }
