@@ -21,7 +21,15 @@ use sdsfs::format::record::{Axis, Field, Record};
 use sdsfs::fs::views;
 
 const THREADS: usize = 32;
-const RUN: Duration = Duration::from_secs(10);
+/// How long the readers run: 10 s in the suite; `SDS_STRESS_SECONDS` for long runs
+/// (`scripts/stress`).
+fn run_time() -> Duration {
+    let seconds = std::env::var("SDS_STRESS_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    Duration::from_secs(seconds)
+}
 const STALL: Duration = Duration::from_secs(15);
 const CACHE: u64 = 1 << 20;
 
@@ -118,7 +126,7 @@ fn thirty_two_readers_tiny_cache_exact_bytes_no_deadlock_bounded_memory() {
         })
     };
 
-    let deadline = Instant::now() + RUN;
+    let deadline = Instant::now() + run_time();
     let readers: Vec<_> = (0..THREADS)
         .map(|t| {
             let (expected, progress, bytes_read, stalled) = (
