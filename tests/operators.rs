@@ -196,6 +196,24 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     assert_eq!(applied.uid, Some(7));
     assert_eq!(applied.cache_size, 2 << 30);
     assert_eq!(applied.log_file.as_deref(), Some(Path::new("/tmp/l")));
+    // Object-store settings of an fstab line for an S3-compatible server.
+    let call = helper_invocation(&argv(&[
+        "/sbin/mount.fuse.sdsfs",
+        "s3://bucket/ds",
+        "/mnt/ds",
+        "-o",
+        "ro,endpoint_url=http://minio:9000,region=eu-west-1,allow_http",
+    ]));
+    let Some(Ok(HelperCall::Mount(mut s3))) = call else {
+        panic!("{call:?}")
+    };
+    sdsfs::cli::mount::apply_mount_options(&mut s3).unwrap();
+    assert_eq!(s3.store.endpoint_url.as_deref(), Some("http://minio:9000"));
+    assert_eq!(s3.store.region.as_deref(), Some("eu-west-1"));
+    assert!(s3.store.allow_http);
+    let options = s3.store.cloud_options();
+    assert_eq!(options.endpoint.as_deref(), Some("http://minio:9000"));
+    assert_eq!(options.allow_http, Some(true));
     // `sdsfs SOURCE MOUNTPOINT -o OPTS`, as mount.fuse3 runs it; -f is "fake" there.
     let call = helper_invocation(&argv(&["sdsfs", "/d", "/m", "-oro", "-f"]));
     assert!(matches!(call, Some(Ok(HelperCall::Fake))), "{call:?}");

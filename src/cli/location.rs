@@ -6,8 +6,11 @@
 //! that broke a rule, then the rule (`/data/ds/root.json: min_reader_version "9" is newer than
 //! this reader (0.2)`), so the message says what to look at without a backtrace.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use clap::Args;
 
 use crate::dataset::{Dataset, DatasetError, OpenOptions};
 use crate::format::documents::DocumentError;
@@ -22,6 +25,66 @@ impl std::fmt::Display for OpenFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Explicit object-store settings on the command line, for S3-compatible stores (MinIO, Ceph,
+/// moto) and emulators. Each overrides its environment variable; unset, the standard
+/// environment applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
+pub struct StoreArgs {
+    /// Object-store endpoint: an S3-compatible server (http://minio:9000), or a GCS base URL
+    /// for an emulator; overrides AWS_ENDPOINT_URL.
+    #[arg(long, global = true, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// S3 region; overrides AWS_REGION (default us-east-1).
+    #[arg(long, global = true, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Permit a plain-http endpoint (as AWS_ALLOW_HTTP=true).
+    #[arg(long, global = true)]
+    pub allow_http: bool,
+}
+
+impl StoreArgs {
+    /// The same settings as command-line arguments (for re-executing a daemon).
+    pub fn to_arguments(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = Vec::new();
+        if let Some(url) = &self.endpoint_url {
+            out.extend(["--endpoint-url".into(), url.into()]);
+        }
+        if let Some(region) = &self.region {
+            out.extend(["--region".into(), region.into()]);
+        }
+        if self.allow_http {
+            out.push("--allow-http".into());
+        }
+        out
+    }
+
+    /// The options object stores are opened with: the environment's, overridden by these.
+    pub fn cloud_options(&self) -> CloudOptions {
+        let mut options = CloudOptions::from_env();
+        options.endpoint = self.endpoint_url.clone();
+        options.region = self.region.clone();
+        options.allow_http = self.allow_http.then_some(true);
+        options
+    }
+}
+
+/// The settings of this process's command line; set once by `main` before any store opens.
+static STORE_ARGS: OnceLock<StoreArgs> = OnceLock::new();
+
+/// Records the command line's store settings for every store this process opens. Only the
+/// first call counts (one command line per process).
+pub fn use_store_args(args: StoreArgs) {
+    let _ = STORE_ARGS.set(args);
+}
+
+fn cloud_options() -> CloudOptions {
+    STORE_ARGS
+        .get()
+        .cloned()
+        .unwrap_or_default()
+        .cloud_options()
 }
 
 /// The local directory a `DATASET` argument names.
@@ -51,7 +114,7 @@ pub fn is_object_store(argument: &str) -> bool {
 /// locations are not contacted until the first read.
 pub fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
     if is_object_store(argument) {
-        let store = CloudStore::open(argument, &CloudOptions::from_env())
+        let store = CloudStore::open(argument, &cloud_options())
             .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
         return Ok(Arc::new(store));
     }

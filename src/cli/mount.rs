@@ -109,11 +109,14 @@ pub struct MountArgs {
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub threads: usize,
     /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
-    /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N; generic options
+    /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, endpoint_url=URL,
+    /// region=REGION, allow_http; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
+    #[command(flatten)]
+    pub store: super::location::StoreArgs,
 }
 
 /// Entry point of the `sdsfs` binary.
@@ -255,6 +258,9 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "threads" => args.threads = parse_number(name, value.ok_or_else(missing)?)?,
             "log_file" => args.log_file = Some(PathBuf::from(value.ok_or_else(missing)?)),
             "foreground" => args.foreground = true,
+            "endpoint_url" => args.store.endpoint_url = Some(value.ok_or_else(missing)?.into()),
+            "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
+            "allow_http" => args.store.allow_http = true,
             _ if is_generic_option(name) => {}
             _ => return Err(format!("unknown mount option {name:?}")),
         }
@@ -311,6 +317,7 @@ pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
 
 fn mount(mut args: MountArgs) -> Result<(), String> {
     apply_mount_options(&mut args)?;
+    super::location::use_store_args(args.store.clone());
     check_mountpoint(&args.mountpoint)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
     let stats = Arc::new(MountStats::default());
@@ -412,6 +419,7 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
         "--threads".into(),
         args.threads.to_string().into(),
     ]);
+    out.extend(args.store.to_arguments());
     out.push("--".into());
     out.push(args.dataset.clone().into());
     out.push(args.mountpoint.clone().into());

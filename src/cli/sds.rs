@@ -46,7 +46,8 @@ use crate::dataset::{Dataset, PublishOptions};
     after_help = "DATASET is a local directory holding root.json, or a file:// URL \
 (file:///data/ds), or an object-store location s3://bucket/prefix or gs://bucket/prefix \
 (credentials, region and endpoint from the standard AWS_* / GOOGLE_* environment, e.g. \
-AWS_ENDPOINT_URL and AWS_ALLOW_HTTP=true for S3-compatible stores; retries tuned by \
+AWS_ENDPOINT_URL and AWS_ALLOW_HTTP=true for S3-compatible stores, or the explicit \
+--endpoint-url, --region and --allow-http options; retries tuned by \
 SDS_RETRY_ATTEMPTS, SDS_RETRY_BASE_MS, SDS_RETRY_CAP_MS).\n\n\
 Exit status: 0 success; 1 the dataset cannot be opened or read (one line on stderr naming \
 the document and the rule broken); 2 usage error."
@@ -54,6 +55,8 @@ the document and the rule broken); 2 usage error."
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub store: location::StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,6 +199,7 @@ pub enum Command {
 /// Parses the command line, runs the command and returns the exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    location::use_store_args(cli.store);
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
