@@ -179,6 +179,7 @@ impl Dataset {
     /// The metadata row at a known location.
     pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
         let shard = self.metadata_shard(location)?;
+        self.read_ahead(&shard, location.physical_index);
         let bytes = shard
             .read(location.physical_index)
             .map_err(|source| DatasetError::Shard {
@@ -197,6 +198,7 @@ impl Dataset {
     /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
     pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
         let shard = self.data_shard(location)?;
+        self.read_ahead(&shard, location.physical_index);
         shard
             .read(location.physical_index)
             .map_err(|source| DatasetError::Shard {
@@ -213,12 +215,40 @@ impl Dataset {
         sink: &mut dyn std::io::Write,
     ) -> Result<u64, DatasetError> {
         let shard = self.data_shard(location)?;
+        self.read_ahead(&shard, location.physical_index);
         shard
             .read_into(location.physical_index, sink)
             .map_err(|source| DatasetError::Shard {
                 object: shard.name().to_string(),
                 source,
             })
+    }
+
+    /// Read-ahead for sequential scans on object stores: when record `physical` directly
+    /// follows the previous read of this shard, the chunks of the next
+    /// [`read_ahead_chunks`](OpenOptions::read_ahead_chunks) groups are fetched in the
+    /// background (bounded, see [`crate::storage::ReadAhead`]). Called before the record's own
+    /// read, so the prefetch overlaps it. Random access never prefetches.
+    fn read_ahead(&self, shard: &ShardReader, physical: u64) {
+        let chunks = self.options.read_ahead_chunks as u64;
+        if chunks == 0 || self.store.as_local().is_some() {
+            return;
+        }
+        let source = shard.source();
+        if !source.read_ahead().follows_previous(physical) {
+            return;
+        }
+        let group = shard.group_size().max(1);
+        let chunk = physical / group;
+        for k in 1..=chunks {
+            let first = (chunk + k).saturating_mul(group);
+            if first >= shard.len() {
+                break;
+            }
+            if let Ok(span) = shard.chunk_span(first) {
+                source.prefetch(span);
+            }
+        }
     }
 
     /// Decoded size of the record at `location` (from the shard index; no data read).
