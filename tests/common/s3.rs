@@ -203,3 +203,60 @@ impl Drop for FaultProxy {
         let _ = self.child.wait();
     }
 }
+
+/// Uploads every file below `root` (create-only) under the store's prefix.
+pub fn upload_tree(store: &dyn sdsfs::storage::ObjectStore, root: &std::path::Path) {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let relative = sdsfs::format::path::RelPath::new(&relative).unwrap();
+                store.create_from_file(&relative, &path).unwrap();
+            }
+        }
+    }
+}
+
+/// Every file (content) and symbolic link (target) below `root`, by relative path.
+pub fn walk(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(
+                    format!("{relative} ->"),
+                    target.to_string_lossy().into_owned().into_bytes(),
+                );
+            } else {
+                let content = std::fs::read(&path)
+                    .unwrap_or_else(|e| panic!("reading {relative}: {e}"));
+                assert_eq!(meta.len(), content.len() as u64, "{relative}");
+                out.insert(relative, content);
+            }
+        }
+    }
+    out
+}
+
+/// The keys under `prefix` in `bucket`, listed from the server directly (tests only: the
+/// library never lists).
+pub fn list_keys(port: u16, bucket: &str, prefix: &str) -> Vec<String> {
+    let (status, body) = http(port, "GET", &format!("/{bucket}?prefix={prefix}"), b"").unwrap();
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&body);
+    text.split("<Key>")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_string()))
+        .collect()
+}

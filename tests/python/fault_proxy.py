@@ -23,7 +23,8 @@ Control endpoints (never faulted; S3 bucket names cannot start with ``_``):
 - ``GET /__proxy/stats``: JSON counters: ``requests``, ``forwarded``, ``injected`` (per mode),
   ``in_flight``, ``max_in_flight``, and the request ``log`` when ``?log=1``.
 - ``POST /__proxy/config`` with a JSON body: any of ``rate``, ``modes``, ``delay_ms``,
-  ``path_contains`` (fault only requests whose path contains it; "" for all), ``latency_ms``
+  ``path_contains`` (fault only requests whose path contains it; "" for all), ``limit`` (inject
+  at most this many more faults; null for no limit), ``latency_ms``
   (added to every forwarded request, to make overlap observable).
 - ``POST /__proxy/reset``: zeroes the counters and the log.
 """
@@ -61,6 +62,7 @@ class State:
         self.delay_ms = delay_ms
         self.latency_ms = 0
         self.path_contains = ""
+        self.limit = None
         self.reset()
 
     def reset(self):
@@ -86,6 +88,8 @@ class State:
                 self.delay_ms = int(config["delay_ms"])
             if "latency_ms" in config:
                 self.latency_ms = int(config["latency_ms"])
+            if "limit" in config:
+                self.limit = None if config["limit"] is None else int(config["limit"])
             if "path_contains" in config:
                 self.path_contains = str(config["path_contains"])
 
@@ -101,7 +105,11 @@ class State:
             if len(self.log) > 200_000:
                 del self.log[:100_000]
             eligible = self.path_contains in entry["path"]
+            if self.limit is not None and self.limit <= 0:
+                eligible = False
             if eligible and self.modes and self.rng.random() < self.rate:
+                if self.limit is not None:
+                    self.limit -= 1
                 mode = self.rng.choice(self.modes)
                 self.injected[mode] += 1
                 return mode
@@ -175,7 +183,8 @@ def make_handler(state, host, port):
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
         def control(self, body):
             parsed = urllib.parse.urlsplit(self.path)
