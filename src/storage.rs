@@ -42,8 +42,8 @@ use crate::format::path::RelPath;
 
 pub use error::{ErrorKind, StorageError};
 pub use local::LocalStore;
-pub use readahead::ReadAhead;
 pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
+pub use readahead::ReadAhead;
 
 /// Identity of one stored version of an object, for generation-pinned reads and
 /// compare-and-swap.

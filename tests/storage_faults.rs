@@ -148,7 +148,11 @@ fn a_mount_through_faults_reads_every_file_exactly() {
         local_tree.len()
     );
     assert!(proxy.faults_injected() >= 5, "{stats}");
-    assert!(remote.log_text().contains("retrying"), "{}", remote.log_text());
+    assert!(
+        remote.log_text().contains("retrying"),
+        "{}",
+        remote.log_text()
+    );
 }
 
 /// `records/N/fields/...` files of record `n` in a walked tree, data files first.
@@ -215,7 +219,10 @@ fn when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up() 
         "{report}"
     );
     let log = remote.log_text();
-    assert!(log.contains("objects/data/") && log.contains("retrying"), "{log}");
+    assert!(
+        log.contains("objects/data/") && log.contains("retrying"),
+        "{log}"
+    );
 
     // The failure is not remembered: once storage recovers, the same file reads exactly.
     proxy.faults(0.0, &[]);
@@ -301,7 +308,11 @@ fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faul
     )
     .unwrap();
     let sets: BTreeSet<&String> = revision.sets.keys().collect();
-    assert_eq!(sets, names.iter().collect::<BTreeSet<_>>(), "a set was lost");
+    assert_eq!(
+        sets,
+        names.iter().collect::<BTreeSet<_>>(),
+        "a set was lost"
+    );
     let out = run(
         env!("CARGO_BIN_EXE_sds"),
         &["verify", "s3://ann/ds", "--deep"],

@@ -198,12 +198,13 @@ impl Dataset {
     /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
     pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
         let shard = self.data_shard(location)?;
-        let payload = shard
-            .read(location.physical_index)
-            .map_err(|source| DatasetError::Shard {
-                object: shard.name().to_string(),
-                source,
-            })?;
+        let payload =
+            shard
+                .read(location.physical_index)
+                .map_err(|source| DatasetError::Shard {
+                    object: shard.name().to_string(),
+                    source,
+                })?;
         self.read_ahead(&shard, location.physical_index);
         Ok(payload)
     }

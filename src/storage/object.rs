@@ -18,6 +18,9 @@
 //! - [`create`](ObjectStore::create) is a create-only PUT (`If-None-Match: *` on S3,
 //!   `x-goog-if-generation-match: 0` on GCS); when the object exists its bytes are read and
 //!   compared, giving [`CreateOutcome::AlreadyIdentical`] or [`StorageError::Collision`].
+//! - [`create_from_file`](ObjectStore::create_from_file) of a file above the multipart
+//!   threshold (64 MiB) on S3 streams it in 16 MiB parts to a temporary key, then copies it to
+//!   the target create-only on the server (see [`multipart`] for why and how atomic).
 //! - [`compare_and_swap`](ObjectStore::compare_and_swap) is a conditional PUT: the ETag on
 //!   S3, the generation on GCS.
 //! - Generation-pinned reads use the object generation on GCS; S3 has no numeric generation,
@@ -29,6 +32,14 @@
 //! [`RetryPolicy`] (5 attempts, 1 s base, 60 s cap, jittered by default), used for idempotent
 //! calls only (reads, HEADs, create-only writes). Transient means: connection, timeout and
 //! body errors, HTTP 408, 429 and 5xx. Every retried failure is logged with its cause.
+//! `tests/storage_faults.rs` checks all of this through a fault-injecting proxy.
+//!
+//! # Concurrency
+//!
+//! No lock is held around a request: concurrent reads of different records are concurrent
+//! requests (counted in flight at the proxy in `tests/storage_faults.rs`). Sequential scans
+//! read ahead through [`ObjectReader::prefetch`](super::ObjectReader::prefetch), driven by the
+//! dataset layer.
 
 mod location;
 mod multipart;
@@ -183,7 +194,8 @@ impl CloudStore {
                     .map(|s| (Arc::new(s) as Arc<dyn Remote>, None))
             }
         };
-        let (remote, multipart) = built.map_err(|e| StorageError::invalid(parsed.to_string(), e.to_string()))?;
+        let (remote, multipart) =
+            built.map_err(|e| StorageError::invalid(parsed.to_string(), e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sds-object-store")

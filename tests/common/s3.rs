@@ -213,7 +213,11 @@ pub fn upload_tree(store: &dyn sdsfs::storage::ObjectStore, root: &std::path::Pa
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let relative = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 let relative = sdsfs::format::path::RelPath::new(&relative).unwrap();
                 store.create_from_file(&relative, &path).unwrap();
             }
@@ -229,7 +233,11 @@ pub fn walk(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let meta = std::fs::symlink_metadata(&path).unwrap();
-            let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.file_type().is_symlink() {
@@ -239,8 +247,8 @@ pub fn walk(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8
                     target.to_string_lossy().into_owned().into_bytes(),
                 );
             } else {
-                let content = std::fs::read(&path)
-                    .unwrap_or_else(|e| panic!("reading {relative}: {e}"));
+                let content =
+                    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {relative}: {e}"));
                 assert_eq!(meta.len(), content.len() as u64, "{relative}");
                 out.insert(relative, content);
             }

@@ -153,6 +153,12 @@ def make_handler(state, host, port):
         def log_message(self, *args):
             pass
 
+        def setup(self):
+            super().setup()
+            # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+            # algorithm and the peer's delayed ACK stall every response by ~40 ms.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def read_body(self):
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
                 body = b""
@@ -214,6 +220,8 @@ def make_handler(state, host, port):
             for attempt in range(2):
                 if upstream.conn is None:
                     upstream.conn = http.client.HTTPConnection(host, port, timeout=60)
+                    upstream.conn.connect()
+                    upstream.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 try:
                     upstream.conn.request(self.command, self.path, body=body, headers=headers)
                     response = upstream.conn.getresponse()

@@ -154,9 +154,7 @@ impl CloudStore {
         };
         if completed.is_err() {
             // Best effort: an upload left open costs storage until a lifecycle rule ends it.
-            let _ = self
-                .runtime
-                .block_on(multipart.abort_multipart(temp, &id));
+            let _ = self.runtime.block_on(multipart.abort_multipart(temp, &id));
         }
         completed
     }
