@@ -45,6 +45,10 @@ pub struct OpenOptions {
     pub control_limits: JsonLimits,
     /// Limits for records and metadata rows.
     pub record_limits: RecordLimits,
+    /// Chunks fetched ahead, in the background, once a shard is read sequentially (record
+    /// `i + 1` after record `i`) on an object store; 0 disables read-ahead. Local stores never
+    /// read ahead (the kernel does).
+    pub read_ahead_chunks: usize,
 }
 
 impl Default for OpenOptions {
@@ -54,6 +58,7 @@ impl Default for OpenOptions {
             open_shards: 64,
             control_limits: JsonLimits::CONTROL,
             record_limits: RecordLimits::default(),
+            read_ahead_chunks: 2,
         }
     }
 }

@@ -28,6 +28,7 @@
 mod error;
 mod local;
 pub mod object;
+mod readahead;
 
 use std::io;
 use std::ops::Range;
@@ -42,6 +43,7 @@ use crate::format::path::RelPath;
 pub use error::{ErrorKind, StorageError};
 pub use local::LocalStore;
 pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
+pub use readahead::ReadAhead;
 
 /// Identity of one stored version of an object, for generation-pinned reads and
 /// compare-and-swap.
@@ -174,6 +176,8 @@ pub struct ObjectReader {
     path: RelPath,
     generation: Option<u64>,
     size: u64,
+    /// Prefetched ranges (see [`ObjectReader::prefetch`]), shared by clones.
+    ahead: Arc<ReadAhead>,
 }
 
 impl ObjectReader {
@@ -194,6 +198,7 @@ impl ObjectReader {
             path,
             generation,
             size: info.size,
+            ahead: Arc::default(),
         })
     }
 
@@ -227,6 +232,9 @@ impl ObjectReader {
                     format!("read of {len} bytes at offset {offset} overflows"),
                 ))
             })?;
+        if let Some(bytes) = self.ahead.take(offset, end) {
+            return Ok(bytes);
+        }
         Ok(self
             .store
             .read_range(&self.path, offset..end, self.generation)?)

@@ -17,7 +17,9 @@
 //!    conflict everything is re-read and rebuilt (never a stale revision re-used), up to
 //!    `catalog_retry_limit` retries, with a short randomised pause so racing writers spread out.
 //!    Because each revision is derived from the one it replaces, no concurrently published set
-//!    is ever lost.
+//!    is ever lost. A transient failure of the swap itself (its response lost: it may have
+//!    happened) is handled the same way, never by repeating the request: the catalog is
+//!    re-read, and if it already holds this entry the publication is done.
 //!
 //! The publication id defaults to the profile's derivation from the set name and the source
 //! snapshot id, so re-running the same publication writes the same bytes to the same paths and
@@ -45,7 +47,7 @@ use crate::format::json::{Object, Value};
 use crate::format::limits::RecordLimits;
 use crate::format::path::RelPath;
 use crate::format::record;
-use crate::storage::StorageError;
+use crate::storage::{ErrorKind, StorageError};
 
 /// How a set is published.
 #[derive(Debug, Clone)]
@@ -525,6 +527,13 @@ pub fn commit_to_catalog(
             }
             Err(StorageError::PreconditionFailed { object }) => {
                 return Err(AnnotationError::Contention { object, attempts })
+            }
+            // The swap may or may not have happened (a lost response): never repeat it
+            // blindly. The loop re-reads the catalog, finds the entry if the swap went
+            // through, and otherwise derives a new revision from what it reads.
+            Err(e) if e.kind() == ErrorKind::Transient && attempts <= retry_limit => {
+                tracing::warn!("{e}; re-reading the catalog before trying again");
+                std::thread::sleep(backoff(attempts));
             }
             Err(e) => return Err(e.into()),
         }

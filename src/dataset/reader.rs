@@ -185,6 +185,7 @@ impl Dataset {
                 object: shard.name().to_string(),
                 source,
             })?;
+        self.read_ahead(&shard, location.physical_index);
         RecordMeta::parse_row(&bytes, &self.options.record_limits).map_err(|source| {
             DatasetError::Record {
                 ordinal: location.ordinal,
@@ -197,12 +198,15 @@ impl Dataset {
     /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
     pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
         let shard = self.data_shard(location)?;
-        shard
-            .read(location.physical_index)
-            .map_err(|source| DatasetError::Shard {
-                object: shard.name().to_string(),
-                source,
-            })
+        let payload =
+            shard
+                .read(location.physical_index)
+                .map_err(|source| DatasetError::Shard {
+                    object: shard.name().to_string(),
+                    source,
+                })?;
+        self.read_ahead(&shard, location.physical_index);
+        Ok(payload)
     }
 
     /// Streams the encoded record of `location` into `sink` without holding it in memory;
@@ -213,12 +217,43 @@ impl Dataset {
         sink: &mut dyn std::io::Write,
     ) -> Result<u64, DatasetError> {
         let shard = self.data_shard(location)?;
-        shard
+        let len = shard
             .read_into(location.physical_index, sink)
             .map_err(|source| DatasetError::Shard {
                 object: shard.name().to_string(),
                 source,
-            })
+            })?;
+        self.read_ahead(&shard, location.physical_index);
+        Ok(len)
+    }
+
+    /// Read-ahead for sequential scans on object stores: when record `physical` directly
+    /// follows the previous read of this shard, the chunks of the next
+    /// [`read_ahead_chunks`](OpenOptions::read_ahead_chunks) groups are fetched in the
+    /// background (bounded, see [`crate::storage::ReadAhead`]). Called after the record's own
+    /// read, which has consumed (and freed) its prefetched chunk, so a steady scan keeps
+    /// `read_ahead_chunks` chunks ahead without evicting one it is about to read. Random access
+    /// never prefetches.
+    fn read_ahead(&self, shard: &ShardReader, physical: u64) {
+        let chunks = self.options.read_ahead_chunks as u64;
+        if chunks == 0 || self.store.as_local().is_some() {
+            return;
+        }
+        let source = shard.source();
+        if !source.read_ahead().follows_previous(physical) {
+            return;
+        }
+        let group = shard.group_size().max(1);
+        let chunk = physical / group;
+        for k in 1..=chunks {
+            let first = (chunk + k).saturating_mul(group);
+            if first >= shard.len() {
+                break;
+            }
+            if let Ok(span) = shard.chunk_span(first) {
+                source.prefetch(span);
+            }
+        }
     }
 
     /// Decoded size of the record at `location` (from the shard index; no data read).

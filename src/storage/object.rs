@@ -18,6 +18,9 @@
 //! - [`create`](ObjectStore::create) is a create-only PUT (`If-None-Match: *` on S3,
 //!   `x-goog-if-generation-match: 0` on GCS); when the object exists its bytes are read and
 //!   compared, giving [`CreateOutcome::AlreadyIdentical`] or [`StorageError::Collision`].
+//! - [`create_from_file`](ObjectStore::create_from_file) of a file above the multipart
+//!   threshold (64 MiB) on S3 streams it in 16 MiB parts to a temporary key, then copies it to
+//!   the target create-only on the server (see [`multipart`] for why and how atomic).
 //! - [`compare_and_swap`](ObjectStore::compare_and_swap) is a conditional PUT: the ETag on
 //!   S3, the generation on GCS.
 //! - Generation-pinned reads use the object generation on GCS; S3 has no numeric generation,
@@ -29,8 +32,17 @@
 //! [`RetryPolicy`] (5 attempts, 1 s base, 60 s cap, jittered by default), used for idempotent
 //! calls only (reads, HEADs, create-only writes). Transient means: connection, timeout and
 //! body errors, HTTP 408, 429 and 5xx. Every retried failure is logged with its cause.
+//! `tests/storage_faults.rs` checks all of this through a fault-injecting proxy.
+//!
+//! # Concurrency
+//!
+//! No lock is held around a request: concurrent reads of different records are concurrent
+//! requests (counted in flight at the proxy in `tests/storage_faults.rs`). Sequential scans
+//! read ahead through [`ObjectReader::prefetch`](super::ObjectReader::prefetch), driven by the
+//! dataset layer.
 
 mod location;
+mod multipart;
 mod retry;
 
 use std::io;
@@ -41,7 +53,7 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
-use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey, S3CopyIfNotExists};
 use object_store::client::{HttpError, HttpErrorKind};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path as Key;
@@ -72,13 +84,31 @@ pub struct CloudOptions {
     /// Static S3 credentials; `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` otherwise.
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
+    /// Files larger than this are uploaded to S3 in parts (see [`multipart`]);
+    /// `SDS_MULTIPART_THRESHOLD` otherwise, [`DEFAULT_MULTIPART_THRESHOLD`] by default.
+    pub multipart_threshold: Option<u64>,
+    /// Size of each part (at least 5 MiB, S3's minimum); `SDS_MULTIPART_PART_SIZE` otherwise,
+    /// [`DEFAULT_PART_SIZE`] by default.
+    pub part_size: Option<u64>,
 }
+
+/// Files above 64 MiB go up in parts.
+pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
+/// 16 MiB parts: with two in flight, an upload holds 32 MiB of the file at most.
+pub const DEFAULT_PART_SIZE: u64 = 16 << 20;
 
 impl CloudOptions {
     /// Defaults with the retry policy taken from `SDS_RETRY_*` (see [`RetryPolicy::from_env`]).
     pub fn from_env() -> CloudOptions {
+        let number = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
         CloudOptions {
             retry: RetryPolicy::from_env(),
+            multipart_threshold: number("SDS_MULTIPART_THRESHOLD"),
+            part_size: number("SDS_MULTIPART_PART_SIZE"),
             ..CloudOptions::default()
         }
     }
@@ -91,6 +121,10 @@ pub struct CloudStore {
     remote: Arc<dyn Remote>,
     runtime: tokio::runtime::Runtime,
     retry: RetryPolicy,
+    /// Low-level multipart uploads (S3 only; GCS uploads stay single requests).
+    multipart: Option<Arc<AmazonS3>>,
+    multipart_threshold: u64,
+    part_size: u64,
 }
 
 impl CloudStore {
@@ -133,7 +167,13 @@ impl CloudStore {
                 if let Some(secret) = &options.secret_access_key {
                     builder = builder.with_secret_access_key(secret);
                 }
-                builder.build().map(|s| Arc::new(s) as Arc<dyn Remote>)
+                // Create-only copies complete a one-part upload with `If-None-Match: *`
+                // (the last step of a multipart create, see `multipart`).
+                builder = builder.with_copy_if_not_exists(S3CopyIfNotExists::Multipart);
+                builder.build().map(|s| {
+                    let s = Arc::new(s);
+                    (s.clone() as Arc<dyn Remote>, Some(s))
+                })
             }
             Service::Gcs => {
                 let mut builder = GoogleCloudStorageBuilder::from_env()
@@ -149,10 +189,13 @@ impl CloudStore {
                         allow.to_string(),
                     );
                 }
-                builder.build().map(|s| Arc::new(s) as Arc<dyn Remote>)
+                builder
+                    .build()
+                    .map(|s| (Arc::new(s) as Arc<dyn Remote>, None))
             }
         };
-        let remote = built.map_err(|e| StorageError::invalid(parsed.to_string(), e.to_string()))?;
+        let (remote, multipart) =
+            built.map_err(|e| StorageError::invalid(parsed.to_string(), e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sds-object-store")
@@ -164,6 +207,11 @@ impl CloudStore {
             remote,
             runtime,
             retry: options.retry,
+            multipart,
+            multipart_threshold: options
+                .multipart_threshold
+                .unwrap_or(DEFAULT_MULTIPART_THRESHOLD),
+            part_size: options.part_size.unwrap_or(DEFAULT_PART_SIZE),
         })
     }
 
@@ -464,11 +512,17 @@ impl ObjectStore for CloudStore {
         self.create_bytes(path, Bytes::copy_from_slice(data))
     }
 
-    /// Uploads the file with one create-only PUT, holding it in memory (S3 accepts single
-    /// PUTs up to 5 GiB; multipart create-only uploads are not implemented yet).
+    /// Files up to the multipart threshold go up with one create-only PUT, held in memory;
+    /// larger ones (on S3) in parts, with bounded memory (see [`multipart`]).
     fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
-        let data =
-            std::fs::read(file).map_err(|e| StorageError::io(file.display().to_string(), e))?;
+        let io_error = |e| StorageError::io(file.display().to_string(), e);
+        let handle = std::fs::File::open(file).map_err(io_error)?;
+        let size = handle.metadata().map_err(io_error)?.len();
+        if self.uses_multipart(size) {
+            return self.create_from_file_in_parts(path, &handle, size);
+        }
+        let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        std::io::Read::read_to_end(&mut &handle, &mut data).map_err(io_error)?;
         self.create_bytes(path, Bytes::from(data))
     }
 

@@ -56,3 +56,4 @@ pub fn run_python(script: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
 
 pub mod cli;
 pub mod mount;
+pub mod s3;

@@ -103,7 +103,7 @@ impl RetryPolicy {
 
 /// A random number from the standard library's per-instance hash keys (no extra dependency;
 /// jitter needs spread, not cryptographic quality).
-fn random_u64() -> u64 {
+pub(super) fn random_u64() -> u64 {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(
         std::time::SystemTime::now()
