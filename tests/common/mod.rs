@@ -54,5 +54,7 @@ pub fn run_python(script: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
     output.stdout
 }
 
+pub mod annotate;
 pub mod cli;
+pub mod cloud;
 pub mod mount;
