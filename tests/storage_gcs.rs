@@ -189,7 +189,7 @@ fn sds_info_and_a_fuse_mount_of_a_gcs_copy_match_the_local_dataset() {
 #[test]
 fn concurrent_annotation_publishers_on_gcs_lose_no_set() {
     let gcs = CloudServer::gcs(&["race"]);
-    annotation_race(&gcs, "race", 8, 1);
+    annotation_race(&gcs, "race", 8, 2);
 }
 
 /// An independent GCS emulator agrees on reads: the same `sds info` and the same mounted tree,

@@ -83,7 +83,7 @@ fn sds_info_and_a_fuse_mount_of_an_s3_copy_match_the_local_dataset() {
 #[test]
 fn concurrent_annotation_publishers_on_s3_lose_no_set() {
     let moto = CloudServer::moto(&["race"]);
-    annotation_race(&moto, "race", 8, 1);
+    annotation_race(&moto, "race", 8, 2);
 }
 
 #[test]

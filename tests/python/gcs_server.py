@@ -121,6 +121,9 @@ def unsatisfiable(size):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sds-test-gcs"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, each response on a
+    # kept-alive connection would wait for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -169,6 +172,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         head = method == "HEAD"
+        # The body is read before anything can fail, so a refused request leaves a kept-alive
+        # connection ready for the next one.
+        self.payload = self.body() if method in ("PUT", "POST") else b""
         try:
             self.authenticate()
             bucket, key, query = self.target()
@@ -202,7 +208,6 @@ class Handler(BaseHTTPRequestHandler):
 
     def bucket_request(self, method, bucket, query, head):
         if method == "PUT":
-            self.body()
             if not self.server.store.create_bucket(bucket):
                 raise Failure(409, "BucketAlreadyOwnedByYou", "bucket %s exists" % bucket)
             self.reply(200)
@@ -274,7 +279,7 @@ class Handler(BaseHTTPRequestHandler):
         self.object_get(bucket, key, query, head=True)
 
     def object_put(self, bucket, key, query):
-        data = self.body()
+        data = self.payload
         source = self.headers.get("x-goog-copy-source")
         store = self.server.store
         with store.lock:
