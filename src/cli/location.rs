@@ -1,6 +1,7 @@
 //! The `DATASET` argument: a local directory path, a `file://` URL, or an object-store
 //! location `s3://bucket/prefix` / `gs://bucket/prefix` (credentials, region and endpoint from
-//! the standard `AWS_*` / `GOOGLE_*` environment; retries tuned by `SDS_RETRY_*`).
+//! the standard `AWS_*` / `GOOGLE_*` environment, e.g. `GOOGLE_APPLICATION_CREDENTIALS` and, for
+//! an emulator, `GOOGLE_BASE_URL`; see docs/STORAGE.md; retries tuned by `SDS_RETRY_*`).
 //!
 //! Opening errors are turned into the one line a user sees: the full location of the document
 //! that broke a rule, then the rule (`/data/ds/root.json: min_reader_version "9" is newer than

@@ -46,7 +46,8 @@ use crate::dataset::{Dataset, PublishOptions};
     after_help = "DATASET is a local directory holding root.json, or a file:// URL \
 (file:///data/ds), or an object-store location s3://bucket/prefix or gs://bucket/prefix \
 (credentials, region and endpoint from the standard AWS_* / GOOGLE_* environment, e.g. \
-AWS_ENDPOINT_URL and AWS_ALLOW_HTTP=true for S3-compatible stores, or the explicit \
+AWS_ENDPOINT_URL and AWS_ALLOW_HTTP=true for S3-compatible stores, \
+GOOGLE_APPLICATION_CREDENTIALS for GCS and GOOGLE_BASE_URL for a GCS emulator, or the explicit \
 --endpoint-url, --region and --allow-http options; retries tuned by \
 SDS_RETRY_ATTEMPTS, SDS_RETRY_BASE_MS, SDS_RETRY_CAP_MS).\n\n\
 Exit status: 0 success; 1 the dataset cannot be opened or read (one line on stderr naming \

@@ -26,6 +26,16 @@
 //! - Generation-pinned reads use the object generation on GCS; S3 has no numeric generation,
 //!   so a pinned read there is [`StorageError::GenerationsUnsupported`].
 //!
+//! # Credentials and endpoints
+//!
+//! Both builders start from the standard environment, read by `object_store` itself: `AWS_*`
+//! for S3; for GCS every `GOOGLE_*` key it knows, notably `GOOGLE_APPLICATION_CREDENTIALS`
+//! (application default credentials: a service-account key, whose requests carry a
+//! self-signed JWT, or gcloud's `authorized_user` file), `GOOGLE_SERVICE_ACCOUNT` /
+//! `GOOGLE_SERVICE_ACCOUNT_KEY`, `GOOGLE_BEARER_TOKEN`, and `GOOGLE_BASE_URL` for an emulator;
+//! with none of them, gcloud's well-known file, then the GCE metadata server. [`CloudOptions`]
+//! overrides the few settings tests and S3-compatible stores need.
+//!
 //! # Retries
 //!
 //! `object_store`'s own retry loop is switched off, so that exactly one policy applies:
@@ -47,7 +57,7 @@ mod retry;
 
 use std::io;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -68,12 +78,14 @@ use crate::format::path::RelPath;
 pub use location::{CloudUrl, Service};
 pub use retry::RetryPolicy;
 
-/// Settings beyond the standard environment (`AWS_*`, `GOOGLE_*`), for S3-compatible stores
-/// and tests. Explicit values override the environment.
+/// Settings beyond the standard environment (`AWS_*`, `GOOGLE_*`), for S3-compatible stores,
+/// GCS emulators and tests. Explicit values override the environment.
 #[derive(Debug, Clone, Default)]
 pub struct CloudOptions {
     pub retry: RetryPolicy,
-    /// S3 endpoint URL (MinIO, moto, ...); `AWS_ENDPOINT_URL` otherwise.
+    /// S3: the endpoint URL (MinIO, moto, ...), `AWS_ENDPOINT_URL` otherwise. GCS: the base
+    /// URL requests go to (`http://127.0.0.1:4443` for an emulator), `GOOGLE_BASE_URL`
+    /// otherwise, `https://storage.googleapis.com` by default.
     pub endpoint: Option<String>,
     /// S3 region; `AWS_REGION` otherwise, `us-east-1` by default.
     pub region: Option<String>,
@@ -90,6 +102,10 @@ pub struct CloudOptions {
     /// Size of each part (at least 5 MiB, S3's minimum); `SDS_MULTIPART_PART_SIZE` otherwise,
     /// [`DEFAULT_PART_SIZE`] by default.
     pub part_size: Option<u64>,
+    /// GCS credentials file (a service-account key or an `authorized_user` file, as `gcloud`
+    /// writes them); `GOOGLE_APPLICATION_CREDENTIALS` otherwise, then gcloud's well-known
+    /// file, then the metadata server.
+    pub google_credentials: Option<PathBuf>,
 }
 
 /// Files above 64 MiB go up in parts.
@@ -132,6 +148,15 @@ impl CloudStore {
     /// environment plus `options`. Opening sends no request.
     pub fn open(url: &str, options: &CloudOptions) -> Result<CloudStore, StorageError> {
         let parsed = CloudUrl::parse(url).map_err(|reason| StorageError::invalid(url, reason))?;
+        let google_credentials = match &options.google_credentials {
+            None => None,
+            Some(file) => Some(file.to_str().ok_or_else(|| {
+                StorageError::invalid(
+                    url,
+                    format!("credentials file {} is not a UTF-8 path", file.display()),
+                )
+            })?),
+        };
         // One retry policy only: ours. object_store's would multiply attempts and ignore
         // our idempotency rules.
         let no_retries = RetryConfig {
@@ -188,6 +213,12 @@ impl CloudStore {
                         GoogleConfigKey::Client(ClientConfigKey::AllowHttp),
                         allow.to_string(),
                     );
+                }
+                if let Some(endpoint) = &options.endpoint {
+                    builder = builder.with_base_url(endpoint.trim_end_matches('/'));
+                }
+                if let Some(file) = google_credentials {
+                    builder = builder.with_application_credentials(file);
                 }
                 builder
                     .build()

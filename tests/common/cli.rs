@@ -5,8 +5,15 @@ use std::process::{Command, Output};
 
 /// Runs `sds ARGS` and returns its output, whatever the exit status.
 pub fn sds(args: &[&str]) -> Output {
+    sds_env(args, &[])
+}
+
+/// Runs `sds ARGS` with extra environment variables (e.g. an object store's credentials) and
+/// returns its output, whatever the exit status.
+pub fn sds_env(args: &[&str], env: &[(&str, String)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sds"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .expect("run sds")
 }

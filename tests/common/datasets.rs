@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -208,6 +209,23 @@ pub fn write_documents_by_hand(
     snapshot_id: &str,
     pages: Vec<Vec<sdsfs::format::documents::ShardEntry>>,
 ) -> Vec<String> {
+    write_documents_pinned(store, dataset_id, snapshot_id, pages, |_| None)
+}
+
+/// [`write_documents_by_hand`], each manifest-page and snapshot reference carrying the
+/// generation `pin` gives for the document just written (section 7's optional `generation`).
+pub fn write_documents_pinned(
+    store: &dyn ObjectStore,
+    dataset_id: &str,
+    snapshot_id: &str,
+    pages: Vec<Vec<sdsfs::format::documents::ShardEntry>>,
+    pin: impl Fn(&RelPath) -> Option<u64>,
+) -> Vec<String> {
+    let put = |path: &str, text: &str| {
+        let mut reference = put_document(store, path, text);
+        reference.generation = pin(&reference.path);
+        reference
+    };
     let mut manifests = Vec::new();
     let mut paths = Vec::new();
     let mut first = 0;
@@ -216,14 +234,14 @@ pub fn write_documents_by_hand(
         first += page.record_count;
         let id = sdsfs::format::documents::ids::page_id(snapshot_id, index as u64);
         let path = sdsfs::format::documents::ids::manifest_path(&id).unwrap();
-        let reference = put_document(store, path.as_str(), &page.to_json());
+        let reference = put(path.as_str(), &page.to_json());
         paths.push(path.to_string());
         manifests.push(ManifestRef::for_page(&page, reference));
     }
     let snapshot =
         Snapshot::from_manifests(dataset_id, snapshot_id, Object::new(), manifests).unwrap();
     let snapshot_rel = sdsfs::format::documents::ids::snapshot_path(snapshot_id).unwrap();
-    let snapshot_ref = put_document(store, snapshot_rel.as_str(), &snapshot.to_json());
+    let snapshot_ref = put(snapshot_rel.as_str(), &snapshot.to_json());
     let root = DatasetRoot::new(dataset_id, snapshot_id, snapshot_ref, Object::new());
     put_document(store, "root.json", &root.to_json());
     paths
@@ -344,11 +362,13 @@ pub struct Call {
     pub path: String,
 }
 
-/// Delegates to a store and records every call (operation and relative path).
+/// Delegates to a store and records every call (operation and relative path), and the bytes
+/// content reads returned.
 #[derive(Debug)]
 pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
     calls: Mutex<Vec<Call>>,
+    bytes_read: AtomicU64,
 }
 
 impl CountingStore {
@@ -356,7 +376,28 @@ impl CountingStore {
         CountingStore {
             inner,
             calls: Mutex::new(Vec::new()),
+            bytes_read: AtomicU64::new(0),
         }
+    }
+
+    /// Counts the bytes of a successful content read.
+    fn counted(&self, result: Result<Bytes, StorageError>) -> Result<Bytes, StorageError> {
+        if let Ok(bytes) = &result {
+            self.bytes_read
+                .fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        }
+        result
+    }
+
+    /// Bytes returned by content reads and the number of content reads since the last take;
+    /// then starts both counts afresh.
+    pub fn take_bytes_and_reads(&self) -> (u64, u64) {
+        let calls = std::mem::take(&mut *self.calls.lock().unwrap());
+        let reads = calls
+            .iter()
+            .filter(|c| matches!(c.op, "read" | "read_limited" | "read_range"))
+            .count() as u64;
+        (self.bytes_read.swap(0, Ordering::SeqCst), reads)
     }
 
     fn log(&self, op: &'static str, path: &RelPath) {
@@ -410,7 +451,7 @@ impl ObjectStore for CountingStore {
 
     fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
         self.log("read", path);
-        self.inner.read(path, generation)
+        self.counted(self.inner.read(path, generation))
     }
 
     fn read_limited(
@@ -420,7 +461,7 @@ impl ObjectStore for CountingStore {
         max_bytes: u64,
     ) -> Result<Bytes, StorageError> {
         self.log("read_limited", path);
-        self.inner.read_limited(path, generation, max_bytes)
+        self.counted(self.inner.read_limited(path, generation, max_bytes))
     }
 
     fn read_range(
@@ -430,7 +471,7 @@ impl ObjectStore for CountingStore {
         generation: Option<u64>,
     ) -> Result<Bytes, StorageError> {
         self.log("read_range", path);
-        self.inner.read_range(path, range, generation)
+        self.counted(self.inner.read_range(path, range, generation))
     }
 
     fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {

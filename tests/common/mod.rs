@@ -54,6 +54,8 @@ pub fn run_python(script: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
     output.stdout
 }
 
+pub mod annotate;
 pub mod cli;
+pub mod cloud;
 pub mod mount;
 pub mod s3;

