@@ -1,5 +1,5 @@
 //! Crash test of publication: `sds write-shard` and `sds publish` (distributed), and `sds
-//! create` (one command), run as child processes and are killed with SIGKILL after random
+//! create` (one command) and `sds annotate` (sequential and racing publishers), run as child processes and are killed with SIGKILL after random
 //! (seeded) delays, several times per step, then re-run to completion. After every kill no
 //! `root.json` may exist whose graph is broken (a reader never sees a root pointing at a
 //! missing object); at the end every run must pass `sds verify --deep` and hold exactly the
@@ -29,6 +29,45 @@ fn spawn(args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// Starts `sds ARGS` and SIGKILLs it after a random delay below `max_micros`: whether it was
+/// still running when killed, and the delay.
+fn kill_after_random_delay(
+    args: &[&str],
+    rng: &mut rand::rngs::StdRng,
+    max_micros: u64,
+) -> (bool, Duration) {
+    let mut child = spawn(args);
+    let delay = Duration::from_micros(rng.gen_range(0..max_micros));
+    std::thread::sleep(delay);
+    let finished = child.try_wait().unwrap().is_some();
+    child.kill().ok(); // SIGKILL
+    child.wait().unwrap();
+    (!finished, delay)
+}
+
+/// Runs `sds ARGS` to completion; it must succeed.
+fn sds_succeeds<S: AsRef<std::ffi::OsStr>>(args: &[S], when: &str) {
+    let out = Command::new(SDS).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{when}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `sds verify --deep ROOT` passes.
+fn assert_verifies_deep(root: &str, when: &str) {
+    let verify = Command::new(SDS)
+        .args(["verify", "--deep", root])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{when}: {}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
 /// Whatever state a kill left: if `root.json` exists, the whole graph it references is there
 /// and valid.
 fn assert_never_dangling(root: &Path, when: &str) {
@@ -52,23 +91,11 @@ fn run_with_crashes(
 ) -> usize {
     let mut killed = 0;
     for _ in 0..kills {
-        let mut child = spawn(args);
-        let delay = Duration::from_micros(rng.gen_range(0..50_000));
-        std::thread::sleep(delay);
-        let finished = child.try_wait().unwrap().is_some();
-        child.kill().ok(); // SIGKILL
-        child.wait().unwrap();
-        if !finished {
-            killed += 1;
-        }
+        let (was_running, delay) = kill_after_random_delay(args, rng, 50_000);
+        killed += usize::from(was_running);
         assert_never_dangling(root, &format!("after killing {args:?} at {delay:?}"));
     }
-    let out = Command::new(SDS).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    sds_succeeds(args, &format!("{args:?}"));
     assert_never_dangling(root, &format!("after completing {args:?}"));
     killed
 }
@@ -122,15 +149,7 @@ fn killed_publications_converge() {
         args.extend(receipt_files.iter().map(String::as_str));
         kills += run_with_crashes(&args, rng.gen_range(1..4), &mut rng, &root);
 
-        let verify = Command::new(SDS)
-            .args(["verify", "--deep", &root_s])
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "iteration {iterations}: {}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        assert_verifies_deep(&root_s, &format!("iteration {iterations}"));
         let dataset = Dataset::open(local_store(&root), Default::default()).unwrap();
         let records: Vec<_> = dataset.iter_records().map(Result::unwrap).collect();
         assert_eq!(
@@ -202,34 +221,16 @@ fn killed_creates_converge() {
             "-q",
         ];
         for _ in 0..rng.gen_range(1..5) {
-            let mut child = spawn(&args);
-            let delay = Duration::from_micros(rng.gen_range(0..130_000));
-            std::thread::sleep(delay);
-            let finished = child.try_wait().unwrap().is_some();
-            child.kill().ok(); // SIGKILL
-            child.wait().unwrap();
-            if !finished {
+            let (was_running, delay) = kill_after_random_delay(&args, &mut rng, 130_000);
+            if was_running {
                 kills += 1;
                 published_kills += usize::from(root.join("root.json").exists());
             }
             let when = format!("iteration {iterations}: after killing sds create at {delay:?}");
             assert_verifies_if_published(&root, &when);
         }
-        let out = Command::new(SDS).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "iteration {iterations}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let verify = Command::new(SDS)
-            .args(["verify", "--deep", &root_s])
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "iteration {iterations}: {}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        sds_succeeds(&args, &format!("iteration {iterations}"));
+        assert_verifies_deep(&root_s, &format!("iteration {iterations}"));
         let dataset = Dataset::open(local_store(&root), Default::default()).unwrap();
         let records: Vec<_> = dataset.iter_records().map(Result::unwrap).collect();
         assert_eq!(
@@ -321,23 +322,13 @@ fn killed_annotations_converge() {
             let args = args_of(i);
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             for _ in 0..rng.gen_range(1..4) {
-                let mut child = spawn(&args);
-                let delay = Duration::from_micros(rng.gen_range(0..60_000));
-                std::thread::sleep(delay);
-                let finished = child.try_wait().unwrap().is_some();
-                child.kill().ok(); // SIGKILL
-                child.wait().unwrap();
-                kills += usize::from(!finished);
+                let (was_running, delay) = kill_after_random_delay(&args, &mut rng, 60_000);
+                kills += usize::from(was_running);
                 let when =
                     format!("iteration {iterations}: after killing annotate {i} at {delay:?}");
                 assert_verifies_if_published(&root, &when);
             }
-            let out = Command::new(SDS).args(&args).output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            sds_succeeds(&args, &format!("iteration {iterations}: annotate {i}"));
         }
         // Two publishers racing on the catalog, one of them killed, then re-run.
         let racing: Vec<Vec<String>> = vec![args_of(2), args_of(1)];
@@ -355,22 +346,12 @@ fn killed_annotations_converge() {
         }
         assert_verifies_if_published(&root, &format!("iteration {iterations}: racing kill"));
         for args in &racing {
-            let out = Command::new(SDS).args(args).output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            sds_succeeds(
+                args,
+                &format!("iteration {iterations}: re-run after the race"),
             );
         }
-        let verify = Command::new(SDS)
-            .args(["verify", "--deep", &root_s])
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "iteration {iterations}: {}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        assert_verifies_deep(&root_s, &format!("iteration {iterations}"));
         assert_sets_exact(&root, &sets, records, &format!("iteration {iterations}"));
     }
     eprintln!(
