@@ -156,3 +156,65 @@ fn help_documents_every_option_with_its_default() {
         assert!(help.contains(needle), "missing {needle}: {help}");
     }
 }
+
+/// A daemon unmounted from outside must not, while it exits, unmount a new mount made at the
+/// same path in the meantime (mount(8) or systemd remounting): fuser's own unmount-on-drop
+/// would, so the daemon skips it after an external unmount.
+#[test]
+fn an_exiting_daemon_leaves_a_new_mount_at_its_path_alone() {
+    use std::time::{Duration, Instant};
+    let dataset = tiny_dataset();
+    for round in 0..3 {
+        let mut first = common::mount::MountGuard::mount(dataset.path(), &[]);
+        let mnt = first.mountpoint.clone();
+        let _cleanup = Cleanup(&mnt);
+        let status = Command::new("umount").arg(&mnt).status().unwrap();
+        assert!(status.success(), "round {round}: umount failed");
+        // Remount at once, while the first daemon notices and exits.
+        let mut second = sdsfs()
+            .args(["mount", "--foreground"])
+            .arg(dataset.path())
+            .arg(&mnt)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_mounted(&mnt) {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: remount not ready"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let old = first.child.as_mut().unwrap();
+        let exited = loop {
+            if let Some(status) = old.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: old daemon still running"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        first.child = None;
+        assert!(
+            exited.success(),
+            "round {round}: old daemon exited {exited}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            is_mounted(&mnt),
+            "round {round}: the old daemon unmounted the new mount"
+        );
+        assert_eq!(
+            std::fs::read(mnt.join("records/0/fields/x.raw")).unwrap(),
+            [1, 2, 3]
+        );
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(second.id() as i32, libc::SIGTERM) };
+        second.wait().unwrap();
+    }
+}

@@ -532,14 +532,31 @@ fn serve(
     if !signalled {
         // Unmounted from outside (umount, `sdsfs unmount`, systemd's ExecStop): a clean end.
         tracing::info!(mountpoint = %args.mountpoint.display(), "unmounted");
-        return background
-            .join()
+        return join_without_unmount(background)
             .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()));
     }
     tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
     background
         .umount_and_join()
         .map_err(|e| format!("unmount of {} failed: {e}", args.mountpoint.display()))
+}
+
+/// Joins the session thread after an unmount from outside, without unmounting again.
+///
+/// Dropping a `BackgroundSession` (which `join` does) unmounts its mount point unless fuser
+/// finds the connection gone, and fuser 0.18's check reads a disconnected `/dev/fuse` (poll
+/// reports POLLERR) as still mounted. So a daemon that exits slowly after `umount` would
+/// unmount whatever was mounted at the same path in the meantime: a remount by mount(8) or
+/// systemd. The session's mount handle and channel are therefore leaked; the process exits
+/// right after, and the kernel has already torn the mount down.
+fn join_without_unmount(background: fuser::BackgroundSession) -> std::io::Result<()> {
+    let background = std::mem::ManuallyDrop::new(background);
+    // SAFETY: `background` is never dropped nor used again, so the join handle is moved out of
+    // it exactly once.
+    let thread = unsafe { std::ptr::read(&background.guard) };
+    thread
+        .join()
+        .map_err(|_| std::io::Error::other("filesystem thread panicked"))?
 }
 
 /// Sends `state` to the service manager's notification socket (`sd_notify(3)` protocol: one
