@@ -916,3 +916,153 @@ pub fn annotation_race(server: &CloudServer, bucket: &str, processes: usize, rou
     let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
     assert_sets_read_back(&dataset, processes * rounds);
 }
+
+/// Runs `program` with an environment holding nothing but `PATH` and `env`.
+fn run_bare(program: &str, args: &[&str], env: &[(&str, String)]) -> std::process::Output {
+    Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run")
+}
+
+/// Unmounts on drop, whatever happened (for daemonized mounts, which have no child to kill).
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        if super::mount::is_mounted(self.0) {
+            super::mount::force_unmount(self.0);
+        }
+    }
+}
+
+/// The endpoint, region and plain-http permission given only on the command line: the child
+/// environment holds this server's credentials and `PATH`, nothing else (no
+/// `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, `AWS_REGION`, `GOOGLE_BASE_URL`). Checks that
+/// `sds --endpoint-url URL [--region R --allow-http] info` prints what it prints for the local
+/// demo dataset, and that a daemonized `sdsfs mount -o endpoint_url=URL[,region=R,allow_http]`
+/// (the options must reach the re-executed daemon) serves the demo file for file identical to
+/// a mount of the local copy. Returns how many files were compared.
+pub fn explicit_store_options_reach(server: &CloudServer, bucket: &str) -> usize {
+    let rest = format!("{bucket}/copies/demo");
+    upload_tree(&server.store(&rest), &demo());
+    let url = server.url(&rest);
+    let endpoint = server.endpoint();
+    let (env, flags, mount_options) = match server.kind {
+        Kind::S3 => (
+            vec![
+                ("AWS_ACCESS_KEY_ID", "test".to_string()),
+                ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+            ],
+            vec![
+                "--endpoint-url",
+                &endpoint,
+                "--region",
+                "us-east-1",
+                "--allow-http",
+            ],
+            format!("endpoint_url={endpoint},region=us-east-1,allow_http"),
+        ),
+        Kind::Gcs => (
+            vec![(
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                server.credentials().to_string_lossy().into_owned(),
+            )],
+            vec!["--endpoint-url", &endpoint],
+            format!("endpoint_url={endpoint}"),
+        ),
+    };
+    let sds = env!("CARGO_BIN_EXE_sds");
+    let local = demo();
+    let local_info = run_bare(sds, &["info", local.to_str().unwrap()], &[]);
+    let remote_info = run_bare(sds, &[&flags[..], &["info", &url]].concat(), &env);
+    assert!(
+        remote_info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remote_info.stderr)
+    );
+    let local_text =
+        String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
+    assert_eq!(
+        local_text,
+        String::from_utf8_lossy(&remote_info.stdout).replace(&url, "DS")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mountpoint = dir.path().join("mnt");
+    std::fs::create_dir(&mountpoint).unwrap();
+    let _unmount = Unmount(&mountpoint);
+    if server.kind == Kind::S3 {
+        refused_without_allow_http(&url, &endpoint, &env, &mountpoint);
+    }
+    let log = dir.path().join("sdsfs.log");
+    let log_option = format!("log_file={}", log.display());
+    let mounted = run_bare(
+        env!("CARGO_BIN_EXE_sdsfs"),
+        &[
+            "mount",
+            "-o",
+            &mount_options,
+            "-o",
+            &log_option,
+            &url,
+            mountpoint.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(
+        mounted.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&mounted.stderr),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(super::mount::is_mounted(&mountpoint));
+    let reference = MountGuard::mount(&local, &[]);
+    let remote_tree = walk(&mountpoint);
+    let local_tree = walk(&reference.mountpoint);
+    assert!(local_tree.len() > 50);
+    assert_eq!(
+        remote_tree.keys().collect::<Vec<_>>(),
+        local_tree.keys().collect::<Vec<_>>()
+    );
+    for (path, content) in &local_tree {
+        assert!(remote_tree[path] == *content, "{path} differs");
+    }
+    let unmounted = run_bare(
+        env!("CARGO_BIN_EXE_sdsfs"),
+        &["unmount", mountpoint.to_str().unwrap()],
+        &[],
+    );
+    assert!(unmounted.status.success());
+    assert!(!super::mount::is_mounted(&mountpoint));
+    eprintln!(
+        "{:?}: explicit options: {} files identical through a daemonized mount",
+        server.kind,
+        local_tree.len()
+    );
+    local_tree.len()
+}
+
+/// The control for [`explicit_store_options_reach`] on S3: the same command lines without the
+/// plain-http permission fail, so it is the flag that made them work.
+fn refused_without_allow_http(url: &str, endpoint: &str, env: &[(&str, String)], mnt: &Path) {
+    let info = run_bare(
+        env!("CARGO_BIN_EXE_sds"),
+        &["--endpoint-url", endpoint, "info", url],
+        env,
+    );
+    let message = String::from_utf8_lossy(&info.stderr);
+    assert!(!info.status.success() && message.contains(url), "{message}");
+    let option = format!("endpoint_url={endpoint}");
+    let mount = run_bare(
+        env!("CARGO_BIN_EXE_sdsfs"),
+        &["mount", "-o", &option, url, mnt.to_str().unwrap()],
+        env,
+    );
+    assert!(!mount.status.success());
+    assert!(!super::mount::is_mounted(mnt));
+}
