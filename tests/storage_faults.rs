@@ -101,7 +101,7 @@ fn a_publication_through_faults_is_byte_identical_to_a_clean_one(kind: Kind) {
     // Publishing again converges: every create-only object is found identical.
     publish(&faulty, &receipts, &options).unwrap();
     let stats = proxy.stats(false);
-    eprintln!("publication through faults: {stats}");
+    eprintln!("{kind:?}: publication through faults: {stats}");
     assert!(proxy.faults_injected() >= 10, "{stats}");
     for mode in ["503", "reset_after", "reset_mid"] {
         assert!(stats["injected"][mode].as_u64().unwrap() > 0, "{stats}");
@@ -137,7 +137,7 @@ fn a_publication_through_faults_is_byte_identical_to_a_clean_one(kind: Kind) {
     );
     assert_ok(&out, "sds verify --deep");
     eprintln!(
-        "{} objects identical; {} faults injected in all",
+        "{kind:?}: {} objects identical; {} faults injected in all",
         clean_keys.len(),
         proxy.faults_injected()
     );
