@@ -1,20 +1,49 @@
-//! S3 under faults: `tests/python/fault_proxy.py` between the client and moto answers a share
-//! of requests with 503/500/429, resets connections before forwarding, after forwarding (the
-//! server applied the request, the response is lost) and mid-body. Publications, mounts and
-//! annotators must still succeed with exactly the bytes of a clean run; a read that finally
-//! fails is EIO on that file only; compare-and-swap is never repeated blindly. Also: multipart
-//! create-only uploads, parallel reads and read-ahead, counted at the proxy.
+//! S3 and GCS under faults: `tests/python/fault_proxy.py` between the client and the server
+//! (moto, or our GCS server `tests/python/gcs_server.py`) answers a share of requests with
+//! 503/500/429, resets connections before forwarding, after forwarding (the server applied the
+//! request, the response is lost) and mid-body. Publications, mounts and annotators must still
+//! succeed with exactly the bytes of a clean run; a read that finally fails is EIO on that file
+//! only; compare-and-swap is never repeated blindly. Also: multipart create-only uploads,
+//! parallel reads and read-ahead, counted at the proxy.
+//!
+//! Every check runs on both services, as `CHECK::s3` and `CHECK::gcs`.
 
 mod common;
+
+/// Runs each named check (a `fn(Kind)`) on S3 and on GCS, as the tests `NAME::s3` and
+/// `NAME::gcs`.
+macro_rules! on_both_services {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn s3() {
+                super::$name(super::Kind::S3)
+            }
+            #[test]
+            fn gcs() {
+                super::$name(super::Kind::Gcs)
+            }
+        }
+    )*};
+}
+
+on_both_services!(
+    a_publication_through_faults_is_byte_identical_to_a_clean_one,
+    a_mount_through_faults_reads_every_file_exactly,
+    when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up,
+    compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faults,
+    large_files_go_up_in_bounded_parts_and_stay_create_only,
+    independent_reads_overlap_and_sequential_scans_read_ahead,
+);
 
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::cloud::{walk, CloudServer, FaultProxy, Kind};
 use common::datasets::{record, write_shards};
 use common::mount::MountGuard;
-use common::s3::{self, FaultProxy, Moto};
 use sdsfs::dataset::{publish, Dataset, OpenOptions, PublishOptions};
 use sdsfs::format::documents::{CatalogPointer, Revision};
 use sdsfs::format::json::JsonLimits;
@@ -56,13 +85,11 @@ fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-#[test]
-fn a_publication_through_faults_is_byte_identical_to_a_clean_one() {
-    let moto = Moto::start();
-    moto.bucket("pub");
-    let proxy = FaultProxy::start(&moto.endpoint());
-    let clean = s3::store(&moto.endpoint(), "s3://pub/clean", s3::short_retry(3));
-    let faulty = s3::store(&proxy.endpoint(), "s3://pub/faulty", s3::short_retry(12));
+fn a_publication_through_faults_is_byte_identical_to_a_clean_one(kind: Kind) {
+    let server = CloudServer::start(kind, &["pub"]);
+    let proxy = FaultProxy::start(&server);
+    let clean = server.store("pub/clean");
+    let faulty = proxy.store("pub/faulty", 12);
     let sizes = [25usize, 25, 10];
     let options = PublishOptions::new("ds-faults", "snap-1");
     let (receipts, records) = write_shards(&clean, &sizes);
@@ -74,7 +101,7 @@ fn a_publication_through_faults_is_byte_identical_to_a_clean_one() {
     // Publishing again converges: every create-only object is found identical.
     publish(&faulty, &receipts, &options).unwrap();
     let stats = proxy.stats(false);
-    eprintln!("publication through faults: {stats}");
+    eprintln!("{kind:?}: publication through faults: {stats}");
     assert!(proxy.faults_injected() >= 10, "{stats}");
     for mode in ["503", "reset_after", "reset_mid"] {
         assert!(stats["injected"][mode].as_u64().unwrap() > 0, "{stats}");
@@ -86,11 +113,11 @@ fn a_publication_through_faults_is_byte_identical_to_a_clean_one() {
             .map(|k| k.strip_prefix(prefix).unwrap().to_string())
             .collect()
     };
-    let clean_keys = strip(s3::list_keys(moto.port, "pub", "clean/"), "clean/");
-    let faulty_keys = strip(s3::list_keys(moto.port, "pub", "faulty/"), "faulty/");
+    let clean_keys = strip(server.list_keys("pub", "clean/"), "clean/");
+    let faulty_keys = strip(server.list_keys("pub", "faulty/"), "faulty/");
     assert!(clean_keys.len() >= 2 * sizes.len() + 3, "{clean_keys:?}");
     assert_eq!(clean_keys, faulty_keys);
-    let bucket = s3::store(&moto.endpoint(), "s3://pub", s3::short_retry(3));
+    let bucket = server.store("pub");
     for key in &clean_keys {
         let clean = bucket.read(&rel(&format!("clean/{key}")), None).unwrap();
         let faulty = bucket.read(&rel(&format!("faulty/{key}")), None).unwrap();
@@ -102,36 +129,37 @@ fn a_publication_through_faults_is_byte_identical_to_a_clean_one() {
     for (ordinal, expected) in records.iter().enumerate() {
         assert_eq!(&dataset.read_record(ordinal as u64).unwrap(), expected);
     }
-    let env = s3::env(&proxy.endpoint(), 12);
+    let env = proxy.env(12);
     let out = run(
         env!("CARGO_BIN_EXE_sds"),
-        &["verify", "s3://pub/faulty", "--deep"],
+        &["verify", &server.url("pub/faulty"), "--deep"],
         &env,
     );
     assert_ok(&out, "sds verify --deep");
     eprintln!(
-        "{} objects identical; {} faults injected in all",
+        "{kind:?}: {} objects identical; {} faults injected in all",
         clean_keys.len(),
         proxy.faults_injected()
     );
 }
 
-#[test]
-fn a_mount_through_faults_reads_every_file_exactly() {
-    let moto = Moto::start();
-    moto.bucket("demo");
-    let local = common::repo_root().join("fixtures/demo");
-    s3::upload_tree(
-        &s3::store(&moto.endpoint(), "s3://demo/ds", s3::short_retry(3)),
-        &local,
-    );
-    let proxy = FaultProxy::start(&moto.endpoint());
+/// The demo dataset uploaded to `demo/ds` on a fresh server of `kind`.
+fn server_with_demo(kind: Kind) -> CloudServer {
+    let server = CloudServer::start(kind, &["demo"]);
+    common::cloud::upload_tree(&server.store("demo/ds"), &common::cloud::demo());
+    server
+}
+
+fn a_mount_through_faults_reads_every_file_exactly(kind: Kind) {
+    let server = server_with_demo(kind);
+    let proxy = FaultProxy::start(&server);
     proxy.faults(0.3, ALL_FAULTS);
-    let env = s3::env(&proxy.endpoint(), 12);
-    let remote = MountGuard::mount_with_env("s3://demo/ds".as_ref(), &[], &env_refs(&env));
-    let reference = MountGuard::mount(&local, &[]);
-    let local_tree = s3::walk(&reference.mountpoint);
-    let remote_tree = s3::walk(&remote.mountpoint);
+    let env = proxy.env(12);
+    let url = server.url("demo/ds");
+    let remote = MountGuard::mount_with_env(url.as_ref(), &[], &env_refs(&env));
+    let reference = MountGuard::mount(&common::cloud::demo(), &[]);
+    let local_tree = walk(&reference.mountpoint);
+    let remote_tree = walk(&remote.mountpoint);
     assert!(local_tree.len() > 50);
     assert_eq!(
         remote_tree.keys().collect::<Vec<_>>(),
@@ -144,7 +172,7 @@ fn a_mount_through_faults_reads_every_file_exactly() {
     }
     let stats = proxy.stats(false);
     eprintln!(
-        "{} files ({bytes} bytes) identical through the mount; proxy: {stats}",
+        "{kind:?}: {} files ({bytes} bytes) identical through the mount; proxy: {stats}",
         local_tree.len()
     );
     assert!(proxy.faults_injected() >= 5, "{stats}");
@@ -164,20 +192,14 @@ fn files_of(tree: &std::collections::BTreeMap<String, Vec<u8>>, n: usize) -> Vec
         .collect()
 }
 
-#[test]
-fn when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up() {
-    let moto = Moto::start();
-    moto.bucket("demo");
-    let local = common::repo_root().join("fixtures/demo");
-    s3::upload_tree(
-        &s3::store(&moto.endpoint(), "s3://demo/ds", s3::short_retry(3)),
-        &local,
-    );
-    let proxy = FaultProxy::start(&moto.endpoint());
-    let env = s3::env(&proxy.endpoint(), 3);
-    let remote = MountGuard::mount_with_env("s3://demo/ds".as_ref(), &[], &env_refs(&env));
-    let reference = MountGuard::mount(&local, &[]);
-    let local_tree = s3::walk(&reference.mountpoint);
+fn when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up(kind: Kind) {
+    let server = server_with_demo(kind);
+    let proxy = FaultProxy::start(&server);
+    let env = proxy.env(3);
+    let url = server.url("demo/ds");
+    let remote = MountGuard::mount_with_env(url.as_ref(), &[], &env_refs(&env));
+    let reference = MountGuard::mount(&common::cloud::demo(), &[]);
+    let local_tree = walk(&reference.mountpoint);
     let good = &files_of(&local_tree, 0)[0];
     let bad = &files_of(&local_tree, 5)[0];
     // Listing reads every metadata row; one data file is read while storage is healthy.
@@ -229,18 +251,16 @@ fn when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up() 
     assert_eq!(std::fs::read(remote.path(bad)).unwrap(), local_tree[bad]);
 }
 
-#[test]
-fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faults() {
-    let moto = Moto::start();
-    moto.bucket("ann");
-    let clean = s3::store(&moto.endpoint(), "s3://ann/ds", s3::short_retry(3));
+fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faults(kind: Kind) {
+    let server = CloudServer::start(kind, &["ann"]);
+    let clean = server.store("ann/ds");
     let (receipts, records) = write_shards(&clean, &[6, 6]);
     publish(&clean, &receipts, &PublishOptions::new("ds-ann", "snap-1")).unwrap();
-    let proxy = FaultProxy::start(&moto.endpoint());
+    let proxy = FaultProxy::start(&server);
 
     // A swap whose response is lost: it happened, the client sees a transient error, and the
     // request was sent exactly once (no blind retry).
-    let faulty = s3::store(&proxy.endpoint(), "s3://ann/ds", s3::short_retry(8));
+    let faulty = proxy.store("ann/ds", 8);
     let probe = rel("probe.json");
     proxy.faults(1.0, &["reset_after"]);
     let err = faulty.compare_and_swap(&probe, b"one", None).unwrap_err();
@@ -270,13 +290,14 @@ fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faul
         "{\"source_index\": 1, \"status\": \"failed\", \"detail_status\": \"x\"}\n",
     )
     .unwrap();
-    let env = s3::env(&proxy.endpoint(), 12);
+    let env = proxy.env(12);
+    let url = server.url("ann/ds");
     let names: Vec<String> = (0..4).map(|i| format!("set-{i}")).collect();
     let children: Vec<_> = names
         .iter()
         .map(|name| {
             Command::new(env!("CARGO_BIN_EXE_sds"))
-                .args(["annotate", "s3://ann/ds", "--name", name, "--rows"])
+                .args(["annotate", &url, "--name", name, "--rows"])
                 .arg(&rows)
                 .args(["--fill", "skipped", "--records-per-shard", "4"])
                 .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -291,7 +312,7 @@ fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faul
         assert_ok(&out, name);
     }
     let stats = proxy.stats(false);
-    eprintln!("annotators through faults: {stats}");
+    eprintln!("{kind:?}: annotators through faults: {stats}");
     assert!(proxy.faults_injected() >= 5, "{stats}");
     proxy.faults(0.0, &[]);
     let dataset = Dataset::open(Arc::new(clean), OpenOptions::default()).unwrap();
@@ -315,8 +336,8 @@ fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faul
     );
     let out = run(
         env!("CARGO_BIN_EXE_sds"),
-        &["verify", "s3://ann/ds", "--deep"],
-        &s3::env(&moto.endpoint(), 3),
+        &["verify", &url, "--deep"],
+        &server.env(),
     );
     assert_ok(&out, "sds verify --deep");
 }
@@ -327,11 +348,12 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
     (0..len).map(|_| bits.next() as u8).collect()
 }
 
-fn multipart_store(endpoint: &str, url: &str, attempts: u32) -> CloudStore {
-    let mut options = s3::options(endpoint, s3::short_retry(attempts));
+/// A store through `proxy` uploading files above 6 MiB in 5 MiB parts.
+fn multipart_store(proxy: &FaultProxy, rest: &str, attempts: u32) -> CloudStore {
+    let mut options = proxy.options(attempts);
     options.multipart_threshold = Some(6 << 20);
     options.part_size = Some(5 << 20);
-    CloudStore::open(url, &options).unwrap()
+    CloudStore::open(&proxy.server.url(rest), &options).unwrap()
 }
 
 /// Part uploads in the proxy log: `(partNumber, body bytes)`.
@@ -355,12 +377,10 @@ fn part_uploads(stats: &serde_json::Value) -> Vec<(u64, u64)> {
         .collect()
 }
 
-#[test]
-fn large_files_go_up_in_bounded_parts_and_stay_create_only() {
-    let moto = Moto::start();
-    moto.bucket("multipart");
-    let proxy = FaultProxy::start(&moto.endpoint());
-    let store = multipart_store(&proxy.endpoint(), "s3://multipart/ds", 12);
+fn large_files_go_up_in_bounded_parts_and_stay_create_only(kind: Kind) {
+    let server = CloudServer::start(kind, &["multipart"]);
+    let proxy = FaultProxy::start(&server);
+    let store = multipart_store(&proxy, "multipart/ds", 12);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shard");
     let data = pattern(13 << 20, 1);
@@ -387,9 +407,9 @@ fn large_files_go_up_in_bounded_parts_and_stay_create_only() {
         .max()
         .unwrap();
     assert!(largest_body <= 5 << 20, "{largest_body}");
-    // The temporary object is gone; only the target remains.
+    // The temporary object is gone; only the target remains (and on GCS no upload is open).
     assert_eq!(
-        s3::list_keys(moto.port, "multipart", "ds/"),
+        server.list_keys("multipart", "ds/"),
         vec!["ds/objects/data/big.array_record".to_string()]
     );
 
@@ -420,22 +440,17 @@ fn large_files_go_up_in_bounded_parts_and_stay_create_only() {
     );
     proxy.faults(0.0, &[]);
     assert!(store.read(&second, None).unwrap() == other);
-    eprintln!("multipart through faults: {}", proxy.stats(false));
+    eprintln!("{kind:?}: multipart through faults: {}", proxy.stats(false));
     assert!(proxy.faults_injected() > 0);
 }
 
-/// A dataset of `count` records in one shard in S3 behind a proxy; returns the records.
+/// A dataset of `count` records in one shard at `bucket/ds`; returns the records.
 fn one_shard_dataset(
-    moto: &Moto,
+    server: &CloudServer,
     bucket: &str,
     count: usize,
 ) -> Vec<sdsfs::format::record::Record> {
-    moto.bucket(bucket);
-    let store = s3::store(
-        &moto.endpoint(),
-        &format!("s3://{bucket}/ds"),
-        s3::short_retry(3),
-    );
+    let store = server.store(&format!("{bucket}/ds"));
     let (receipts, _) = write_shards(&store, &[count]);
     publish(&store, &receipts, &PublishOptions::new("ds-ra", "snap-1")).unwrap();
     (0..count).map(record).collect()
@@ -461,13 +476,12 @@ fn range_header(span: std::ops::Range<u64>) -> String {
     format!("bytes={}-{}", span.start, span.end - 1)
 }
 
-#[test]
-fn independent_reads_overlap_and_sequential_scans_read_ahead() {
-    let moto = Moto::start();
-    let records = one_shard_dataset(&moto, "readahead", 24);
-    let proxy = FaultProxy::start(&moto.endpoint());
+fn independent_reads_overlap_and_sequential_scans_read_ahead(kind: Kind) {
+    let server = CloudServer::start(kind, &["readahead"]);
+    let records = one_shard_dataset(&server, "readahead", 24);
+    let proxy = FaultProxy::start(&server);
     let open = || {
-        let store = s3::store(&proxy.endpoint(), "s3://readahead/ds", s3::short_retry(3));
+        let store = proxy.store("readahead/ds", 3);
         Arc::new(Dataset::open(Arc::new(store), OpenOptions::default()).unwrap())
     };
     // Whole records: the metadata shard is read too, but only data-shard GETs are counted.

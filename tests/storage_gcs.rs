@@ -12,8 +12,8 @@ use common::annotate::race_rows;
 use common::cli::sds_env;
 use common::cloud::{
     annotation_race, assert_info_and_mount_match, compare_and_swap_race, demo,
-    info_and_mount_match_local, live_generation, object_operations, publish_read_back_and_measure,
-    rel, write_pinned_dataset, CloudServer, FakeGcsServer,
+    explicit_store_options_reach, info_and_mount_match_local, live_generation, object_operations,
+    publish_read_back_and_measure, rel, write_pinned_dataset, CloudServer, FakeGcsServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::documents::ids::snapshot_path;
@@ -216,4 +216,12 @@ fn fake_gcs_server_serves_the_same_tree_but_refuses_object_store_uploads() {
             && stderr.contains("invalid uploadType"),
         "{stderr}"
     );
+}
+
+/// `--endpoint-url` and `-o endpoint_url=` instead of `GOOGLE_BASE_URL`, with only the
+/// credentials file in the environment.
+#[test]
+fn an_explicit_endpoint_reaches_sds_and_a_daemonized_mount() {
+    let gcs = CloudServer::gcs(&["explicit"]);
+    explicit_store_options_reach(&gcs, "explicit");
 }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cloud::{
-    annotation_race, compare_and_swap_race, free_port, info_and_mount_match_local,
-    object_operations, publish_read_back_and_measure, rel, write_pinned_dataset, CloudServer,
+    annotation_race, compare_and_swap_race, explicit_store_options_reach, free_port,
+    info_and_mount_match_local, object_operations, publish_read_back_and_measure, rel,
+    write_pinned_dataset, CloudServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::storage::{CloudOptions, CloudStore, ErrorKind, ObjectStore, RetryPolicy, StorageError};
@@ -121,4 +122,12 @@ fn unreachable_servers_are_transient_and_only_idempotent_calls_are_retried() {
     let err = store.compare_and_swap(&path, b"x", None).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
     assert!(started.elapsed() < Duration::from_millis(75));
+}
+
+/// `--endpoint-url`, `--region`, `--allow-http` and their `-o` forms, with only the keys in the
+/// environment.
+#[test]
+fn explicit_endpoint_region_and_allow_http_reach_sds_and_a_daemonized_mount() {
+    let moto = CloudServer::moto(&["explicit"]);
+    explicit_store_options_reach(&moto, "explicit");
 }

@@ -19,8 +19,9 @@
 //!   `x-goog-if-generation-match: 0` on GCS); when the object exists its bytes are read and
 //!   compared, giving [`CreateOutcome::AlreadyIdentical`] or [`StorageError::Collision`].
 //! - [`create_from_file`](ObjectStore::create_from_file) of a file above the multipart
-//!   threshold (64 MiB) on S3 streams it in 16 MiB parts to a temporary key, then copies it to
-//!   the target create-only on the server (see [`multipart`] for why and how atomic).
+//!   threshold (64 MiB) streams it in 16 MiB parts to a temporary key (S3 multipart upload, or
+//!   GCS's XML-API multipart upload), then copies it to the target create-only on the server
+//!   (see [`multipart`] for why and how atomic).
 //! - [`compare_and_swap`](ObjectStore::compare_and_swap) is a conditional PUT: the ETag on
 //!   S3, the generation on GCS.
 //! - Generation-pinned reads use the object generation on GCS; S3 has no numeric generation,
@@ -63,9 +64,10 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
-use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey, S3CopyIfNotExists};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, S3CopyIfNotExists};
 use object_store::client::{HttpError, HttpErrorKind};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::multipart::MultipartStore;
 use object_store::path::Path as Key;
 use object_store::{
     ClientConfigKey, GetOptions, GetRange, ObjectMeta, ObjectStore as Remote, PutMode, PutOptions,
@@ -96,7 +98,7 @@ pub struct CloudOptions {
     /// Static S3 credentials; `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` otherwise.
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
-    /// Files larger than this are uploaded to S3 in parts (see [`multipart`]);
+    /// Files larger than this are uploaded in parts (see [`multipart`]);
     /// `SDS_MULTIPART_THRESHOLD` otherwise, [`DEFAULT_MULTIPART_THRESHOLD`] by default.
     pub multipart_threshold: Option<u64>,
     /// Size of each part (at least 5 MiB, S3's minimum); `SDS_MULTIPART_PART_SIZE` otherwise,
@@ -131,16 +133,28 @@ impl CloudOptions {
 }
 
 /// A dataset root in S3 or GCS.
-#[derive(Debug)]
 pub struct CloudStore {
     url: CloudUrl,
     remote: Arc<dyn Remote>,
     runtime: tokio::runtime::Runtime,
     retry: RetryPolicy,
-    /// Low-level multipart uploads (S3 only; GCS uploads stay single requests).
-    multipart: Option<Arc<AmazonS3>>,
+    /// Low-level multipart uploads (S3's, or GCS's XML-API ones), for large files.
+    multipart: Arc<dyn MultipartStore>,
     multipart_threshold: u64,
     part_size: u64,
+}
+
+impl std::fmt::Debug for CloudStore {
+    // The multipart client has no `Debug`; the remote stands for both.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CloudStore")
+            .field("url", &self.url)
+            .field("remote", &self.remote)
+            .field("retry", &self.retry)
+            .field("multipart_threshold", &self.multipart_threshold)
+            .field("part_size", &self.part_size)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CloudStore {
@@ -197,7 +211,7 @@ impl CloudStore {
                 builder = builder.with_copy_if_not_exists(S3CopyIfNotExists::Multipart);
                 builder.build().map(|s| {
                     let s = Arc::new(s);
-                    (s.clone() as Arc<dyn Remote>, Some(s))
+                    (s.clone() as Arc<dyn Remote>, s as Arc<dyn MultipartStore>)
                 })
             }
             Service::Gcs => {
@@ -220,9 +234,10 @@ impl CloudStore {
                 if let Some(file) = google_credentials {
                     builder = builder.with_application_credentials(file);
                 }
-                builder
-                    .build()
-                    .map(|s| (Arc::new(s) as Arc<dyn Remote>, None))
+                builder.build().map(|s| {
+                    let s = Arc::new(s);
+                    (s.clone() as Arc<dyn Remote>, s as Arc<dyn MultipartStore>)
+                })
             }
         };
         let (remote, multipart) =
@@ -544,7 +559,7 @@ impl ObjectStore for CloudStore {
     }
 
     /// Files up to the multipart threshold go up with one create-only PUT, held in memory;
-    /// larger ones (on S3) in parts, with bounded memory (see [`multipart`]).
+    /// larger ones in parts, with bounded memory (see [`multipart`]).
     fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
         let io_error = |e| StorageError::io(file.display().to_string(), e);
         let handle = std::fs::File::open(file).map_err(io_error)?;

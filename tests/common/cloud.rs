@@ -4,8 +4,9 @@
 //! - GCS: `tests/python/gcs_server.py`, our XML-API server of a versioned bucket with
 //!   generation preconditions, which also checks the service-account JWT `object_store` signs
 //!   (so the `GOOGLE_APPLICATION_CREDENTIALS` path is exercised for real).
+//! - Faults: `tests/python/fault_proxy.py` ([`FaultProxy`]) in front of either server.
 //!
-//! Each test starts its own server on a free port; the guard kills it on drop.
+//! Each test starts its own servers on free ports; the guards kill them on drop.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -162,10 +163,16 @@ impl CloudServer {
             base: Duration::from_millis(5),
             cap: Duration::from_millis(20),
         };
+        self.options_via(&self.endpoint(), retry)
+    }
+
+    /// Client options with this server's credentials that send requests to `endpoint` (the
+    /// server itself or a proxy in front of it).
+    pub fn options_via(&self, endpoint: &str, retry: RetryPolicy) -> CloudOptions {
         match self.kind {
             Kind::S3 => CloudOptions {
                 retry,
-                endpoint: Some(self.endpoint()),
+                endpoint: Some(endpoint.to_string()),
                 region: Some("us-east-1".into()),
                 allow_http: Some(true),
                 access_key_id: Some("test".into()),
@@ -174,7 +181,7 @@ impl CloudServer {
             },
             Kind::Gcs => CloudOptions {
                 retry,
-                endpoint: Some(self.endpoint()),
+                endpoint: Some(endpoint.to_string()),
                 google_credentials: Some(self.credentials()),
                 ..CloudOptions::default()
             },
@@ -188,9 +195,17 @@ impl CloudServer {
 
     /// The standard environment `sds` and `sdsfs` need to reach this server.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        let mut env = match self.kind {
+        let mut env = self.env_via(&self.endpoint());
+        env.push(("SDS_RETRY_BASE_MS", "10".into()));
+        env
+    }
+
+    /// The credentials of [`CloudServer::env`] with requests sent to `endpoint`, and no
+    /// retry settings.
+    pub fn env_via(&self, endpoint: &str) -> Vec<(&'static str, String)> {
+        match self.kind {
             Kind::S3 => vec![
-                ("AWS_ENDPOINT_URL", self.endpoint()),
+                ("AWS_ENDPOINT_URL", endpoint.to_string()),
                 ("AWS_ALLOW_HTTP", "true".into()),
                 ("AWS_ACCESS_KEY_ID", "test".into()),
                 ("AWS_SECRET_ACCESS_KEY", "test".into()),
@@ -201,11 +216,157 @@ impl CloudServer {
                     "GOOGLE_APPLICATION_CREDENTIALS",
                     self.credentials().to_string_lossy().into_owned(),
                 ),
-                ("GOOGLE_BASE_URL", self.endpoint()),
+                ("GOOGLE_BASE_URL", endpoint.to_string()),
             ],
-        };
-        env.push(("SDS_RETRY_BASE_MS", "10".into()));
+        }
+    }
+
+    /// The live keys under `prefix` in `bucket`, listed from the server directly (tests only:
+    /// the library never lists). GCS: also asserts no multipart upload is left open.
+    pub fn list_keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        match self.kind {
+            Kind::S3 => {
+                let path = format!("/{bucket}?prefix={prefix}");
+                let (status, body) = http(self.port, "GET", &path, b"").unwrap();
+                assert_eq!(status, 200);
+                let text = String::from_utf8_lossy(&body);
+                text.split("<Key>")
+                    .skip(1)
+                    .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_string()))
+                    .collect()
+            }
+            Kind::Gcs => {
+                let path = format!("/__test/objects?bucket={bucket}&prefix={prefix}");
+                let (status, body) = http(self.port, "GET", &path, b"").unwrap();
+                assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+                let listing: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(listing["uploads"], serde_json::json!([]), "{listing}");
+                let keys = listing["keys"].as_array().unwrap();
+                keys.iter()
+                    .map(|k| k.as_str().unwrap().to_string())
+                    .collect()
+            }
+        }
+    }
+}
+
+/// A short policy for tests: `attempts` tries, 10 ms base, 80 ms cap.
+pub fn short_retry(attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        attempts,
+        base: Duration::from_millis(10),
+        cap: Duration::from_millis(80),
+    }
+}
+
+/// `tests/python/fault_proxy.py` in front of a [`CloudServer`] (S3 or GCS), killed on drop.
+/// It fails a configurable share of requests (HTTP 503/500/429, resets before and after
+/// forwarding, cut bodies), adds latency, and logs and counts every request.
+pub struct FaultProxy<'a> {
+    _child: ChildGuard,
+    pub port: u16,
+    pub server: &'a CloudServer,
+}
+
+impl<'a> FaultProxy<'a> {
+    /// Starts the proxy in front of `server` with no faults configured.
+    pub fn start(server: &'a CloudServer) -> FaultProxy<'a> {
+        let script = super::repo_root().join("tests/python/fault_proxy.py");
+        let mut child = Command::new(super::python())
+            .arg(script)
+            .args([
+                "--upstream",
+                &server.endpoint(),
+                "--rate",
+                "0",
+                "--seed",
+                "7",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn fault_proxy.py");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("proxy stdout");
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let child = ChildGuard(child);
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("fault_proxy.py printed {line:?}, not a port"));
+        FaultProxy {
+            _child: child,
+            port,
+            server,
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A store rooted at `scheme://rest` reaching the server through the proxy, retrying
+    /// `attempts` times from a 10 ms base.
+    pub fn store(&self, rest: &str, attempts: u32) -> CloudStore {
+        let options = self.options(attempts);
+        CloudStore::open(&self.server.url(rest), &options).unwrap()
+    }
+
+    /// The options of [`FaultProxy::store`].
+    pub fn options(&self, attempts: u32) -> CloudOptions {
+        self.server
+            .options_via(&self.endpoint(), short_retry(attempts))
+    }
+
+    /// The environment `sds` and `sdsfs` need to reach the server through the proxy, with
+    /// retries of `attempts` tries from a 10 ms base (80 ms cap).
+    pub fn env(&self, attempts: u32) -> Vec<(&'static str, String)> {
+        let mut env = self.server.env_via(&self.endpoint());
+        env.extend([
+            ("SDS_RETRY_ATTEMPTS", attempts.to_string()),
+            ("SDS_RETRY_BASE_MS", "10".into()),
+            ("SDS_RETRY_CAP_MS", "80".into()),
+        ]);
         env
+    }
+
+    /// Applies a JSON configuration (`rate`, `modes`, `delay_ms`, `latency_ms`,
+    /// `path_contains`, `limit`).
+    pub fn configure(&self, config: serde_json::Value) {
+        let body = config.to_string();
+        let response = http(self.port, "POST", "/__proxy/config", body.as_bytes());
+        assert_eq!(response.map(|r| r.0), Some(200), "configure {body}");
+    }
+
+    /// Injects faults into a share `rate` of requests, drawn from `modes`.
+    pub fn faults(&self, rate: f64, modes: &[&str]) {
+        self.configure(serde_json::json!({ "rate": rate, "modes": modes }));
+    }
+
+    /// Counters (and with `log`, every request seen).
+    pub fn stats(&self, log: bool) -> serde_json::Value {
+        let path = if log {
+            "/__proxy/stats?log=1"
+        } else {
+            "/__proxy/stats"
+        };
+        let (status, body) = http(self.port, "GET", path, b"").expect("proxy stats");
+        assert_eq!(status, 200);
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// Faults injected so far (delays not counted).
+    pub fn faults_injected(&self) -> u64 {
+        self.stats(false)["faults"].as_u64().unwrap()
+    }
+
+    /// Zeroes the counters and the log.
+    pub fn reset(&self) {
+        assert_eq!(
+            http(self.port, "POST", "/__proxy/reset", b"").map(|r| r.0),
+            Some(200)
+        );
     }
 }
 
@@ -307,17 +468,26 @@ fn fake_gcs_binary() -> PathBuf {
         .join(format!("fake-gcs-server-{}-{arch}", std::env::consts::OS))
 }
 
-/// A minimal HTTP/1.1 request without credentials or body to `127.0.0.1:port`; the status
-/// code, or `None` when nothing answers.
-fn http_status(port: u16, method: &str, path: &str) -> Option<u16> {
+/// A minimal HTTP/1.1 request without credentials to `127.0.0.1:port`: status and body, or
+/// `None` when nothing answers.
+pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> Option<(u16, Vec<u8>)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
     );
     stream.write_all(head.as_bytes()).ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    response.split(' ').nth(1)?.parse().ok()
+    stream.write_all(body).ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, response[split + 4..].to_vec()))
+}
+
+fn http_status(port: u16, method: &str, path: &str) -> Option<u16> {
+    http(port, method, path, b"").map(|r| r.0)
 }
 
 /// Polls `GET path` until the server on `port` answers at all (30 s at most).
@@ -633,7 +803,7 @@ pub fn upload_tree(store: &dyn ObjectStore, root: &Path) {
     }
 }
 
-/// Every file (content) and symbolic link (target) below `root`.
+/// Every file (content) and symbolic link (target) below `root`, by relative path.
 pub fn walk(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack: Vec<PathBuf> = vec![root.to_path_buf()];
@@ -655,7 +825,8 @@ pub fn walk(root: &Path) -> BTreeMap<String, Vec<u8>> {
                     target.to_string_lossy().into_owned().into_bytes(),
                 );
             } else {
-                let content = std::fs::read(&path).unwrap();
+                let content =
+                    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {relative}: {e}"));
                 assert_eq!(meta.len(), content.len() as u64, "{relative}");
                 out.insert(relative, content);
             }
@@ -744,4 +915,154 @@ pub fn annotation_race(server: &CloudServer, bucket: &str, processes: usize, rou
     });
     let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
     assert_sets_read_back(&dataset, processes * rounds);
+}
+
+/// Runs `program` with an environment holding nothing but `PATH` and `env`.
+fn run_bare(program: &str, args: &[&str], env: &[(&str, String)]) -> std::process::Output {
+    Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run")
+}
+
+/// Unmounts on drop, whatever happened (for daemonized mounts, which have no child to kill).
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        if super::mount::is_mounted(self.0) {
+            super::mount::force_unmount(self.0);
+        }
+    }
+}
+
+/// The endpoint, region and plain-http permission given only on the command line: the child
+/// environment holds this server's credentials and `PATH`, nothing else (no
+/// `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, `AWS_REGION`, `GOOGLE_BASE_URL`). Checks that
+/// `sds --endpoint-url URL [--region R --allow-http] info` prints what it prints for the local
+/// demo dataset, and that a daemonized `sdsfs mount -o endpoint_url=URL[,region=R,allow_http]`
+/// (the options must reach the re-executed daemon) serves the demo file for file identical to
+/// a mount of the local copy. Returns how many files were compared.
+pub fn explicit_store_options_reach(server: &CloudServer, bucket: &str) -> usize {
+    let rest = format!("{bucket}/copies/demo");
+    upload_tree(&server.store(&rest), &demo());
+    let url = server.url(&rest);
+    let endpoint = server.endpoint();
+    let (env, flags, mount_options) = match server.kind {
+        Kind::S3 => (
+            vec![
+                ("AWS_ACCESS_KEY_ID", "test".to_string()),
+                ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+            ],
+            vec![
+                "--endpoint-url",
+                &endpoint,
+                "--region",
+                "us-east-1",
+                "--allow-http",
+            ],
+            format!("endpoint_url={endpoint},region=us-east-1,allow_http"),
+        ),
+        Kind::Gcs => (
+            vec![(
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                server.credentials().to_string_lossy().into_owned(),
+            )],
+            vec!["--endpoint-url", &endpoint],
+            format!("endpoint_url={endpoint}"),
+        ),
+    };
+    let sds = env!("CARGO_BIN_EXE_sds");
+    let local = demo();
+    let local_info = run_bare(sds, &["info", local.to_str().unwrap()], &[]);
+    let remote_info = run_bare(sds, &[&flags[..], &["info", &url]].concat(), &env);
+    assert!(
+        remote_info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remote_info.stderr)
+    );
+    let local_text =
+        String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
+    assert_eq!(
+        local_text,
+        String::from_utf8_lossy(&remote_info.stdout).replace(&url, "DS")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mountpoint = dir.path().join("mnt");
+    std::fs::create_dir(&mountpoint).unwrap();
+    let _unmount = Unmount(&mountpoint);
+    if server.kind == Kind::S3 {
+        refused_without_allow_http(&url, &endpoint, &env, &mountpoint);
+    }
+    let log = dir.path().join("sdsfs.log");
+    let log_option = format!("log_file={}", log.display());
+    let mounted = run_bare(
+        env!("CARGO_BIN_EXE_sdsfs"),
+        &[
+            "mount",
+            "-o",
+            &mount_options,
+            "-o",
+            &log_option,
+            &url,
+            mountpoint.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(
+        mounted.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&mounted.stderr),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(super::mount::is_mounted(&mountpoint));
+    let reference = MountGuard::mount(&local, &[]);
+    let remote_tree = walk(&mountpoint);
+    let local_tree = walk(&reference.mountpoint);
+    assert!(local_tree.len() > 50);
+    assert_eq!(
+        remote_tree.keys().collect::<Vec<_>>(),
+        local_tree.keys().collect::<Vec<_>>()
+    );
+    for (path, content) in &local_tree {
+        assert!(remote_tree[path] == *content, "{path} differs");
+    }
+    let unmounted = run_bare(
+        env!("CARGO_BIN_EXE_sdsfs"),
+        &["unmount", mountpoint.to_str().unwrap()],
+        &[],
+    );
+    assert!(unmounted.status.success());
+    assert!(!super::mount::is_mounted(&mountpoint));
+    eprintln!(
+        "{:?}: explicit options: {} files identical through a daemonized mount",
+        server.kind,
+        local_tree.len()
+    );
+    local_tree.len()
+}
+
+/// The control for [`explicit_store_options_reach`] on S3: the same command lines without the
+/// plain-http permission fail, so it is the flag that made them work.
+fn refused_without_allow_http(url: &str, endpoint: &str, env: &[(&str, String)], mnt: &Path) {
+    let info = run_bare(
+        env!("CARGO_BIN_EXE_sds"),
+        &["--endpoint-url", endpoint, "info", url],
+        env,
+    );
+    let message = String::from_utf8_lossy(&info.stderr);
+    assert!(!info.status.success() && message.contains(url), "{message}");
+    let option = format!("endpoint_url={endpoint}");
+    let mount = run_bare(
+        env!("CARGO_BIN_EXE_sdsfs"),
+        &["mount", "-o", &option, url, mnt.to_str().unwrap()],
+        env,
+    );
+    assert!(!mount.status.success());
+    assert!(!super::mount::is_mounted(mnt));
 }

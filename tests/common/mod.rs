@@ -58,4 +58,3 @@ pub mod annotate;
 pub mod cli;
 pub mod cloud;
 pub mod mount;
-pub mod s3;

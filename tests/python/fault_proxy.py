@@ -1,5 +1,6 @@
 """A fault-injecting HTTP proxy for storage tests: sits between a client (CloudStore, sds,
-sdsfs) and an S3 server (moto) on loopback, and fails a configurable share of requests.
+sdsfs) and an object-store server on loopback (moto for S3, tests/python/gcs_server.py for
+GCS), and fails a configurable share of requests.
 
     fault_proxy.py --upstream http://127.0.0.1:PORT [--rate 0.3] [--modes 503,reset_before]
                    [--delay-ms 200] [--seed N]
@@ -8,8 +9,8 @@ Prints the port it listens on (one line) once ready, then serves until killed.
 
 Fault modes (one is drawn uniformly for each faulted request):
 
-- ``503``, ``500``, ``429``: answered with that status and an S3 error body; the request never
-  reaches the server.
+- ``503``, ``500``, ``429``: answered with that status and an XML error body (the shape S3 and
+  the GCS XML API share); the request never reaches the server.
 - ``reset_before``: the connection is reset (RST) before anything is forwarded.
 - ``reset_after``: the request is forwarded (the server applies it), then the connection is
   reset instead of answering: the "lost response" case that makes non-idempotent retries
@@ -18,10 +19,10 @@ Fault modes (one is drawn uniformly for each faulted request):
   connection is reset (a cut-off body).
 - ``delay``: forwarded after ``delay_ms`` (not a failure; slows the request down).
 
-Control endpoints (never faulted; S3 bucket names cannot start with ``_``):
+Control endpoints (never faulted; S3 and GCS bucket names cannot start with ``_``):
 
 - ``GET /__proxy/stats``: JSON counters: ``requests``, ``forwarded``, ``injected`` (per mode),
-  ``in_flight``, ``max_in_flight``, and the request ``log`` when ``?log=1``.
+  ``in_flight``, ``max_in_flight``, and the request ``log`` when ``?log=1`` (paths decoded).
 - ``POST /__proxy/config`` with a JSON body: any of ``rate``, ``modes``, ``delay_ms``,
   ``path_contains`` (fault only requests whose path contains it; "" for all), ``limit`` (inject
   at most this many more faults; null for no limit), ``latency_ms``
@@ -264,7 +265,8 @@ def make_handler(state, host, port):
             parsed = urllib.parse.urlsplit(self.path)
             entry = {
                 "method": self.command,
-                "path": parsed.path,
+                # Decoded: GCS clients send the object name with "/" as %2F.
+                "path": urllib.parse.unquote(parsed.path),
                 "query": parsed.query,
                 "range": self.headers.get("Range"),
                 "body": len(body),

@@ -14,7 +14,19 @@ uses, with the semantics of a *versioned* GCS bucket:
   precondition is 412 and changes nothing. `x-goog-copy-source: BUCKET/KEY` copies.
 - `DELETE /BUCKET/KEY[?generation=N]`: makes the live object noncurrent (its generations stay
   readable), or removes generation N for good.
+- XML multipart uploads, as `object_store`'s `MultipartStore` sends them: `POST
+  /BUCKET/KEY?uploads` answers an `InitiateMultipartUploadResult` with a fresh `UploadId`;
+  `PUT /BUCKET/KEY?partNumber=N&uploadId=U` stores part N (replacing an earlier one) and
+  answers its `ETag`; `POST /BUCKET/KEY?uploadId=U` with a `CompleteMultipartUpload` body
+  (parts in ascending order, each `ETag` matching the stored part, all but the last at least
+  5 MiB) makes the concatenation a new generation and answers a
+  `CompleteMultipartUploadResult`; `DELETE /BUCKET/KEY?uploadId=U` aborts. An unknown upload
+  is 404 `NoSuchUpload`, a wrong part list 400 `InvalidPart` / `InvalidPartOrder` /
+  `EntityTooSmall`.
 - `PUT /BUCKET` creates a bucket (also `--bucket NAME` at start).
+- Outside the API, for tests only and without authentication (GCS bucket names cannot start
+  with `_`): `GET /__test/objects?bucket=B&prefix=P` lists the live keys under P and the
+  open multipart uploads as JSON.
 
 Every generation of every object is kept. One lock serialises all state, so concurrent
 conditional writers see a linearisable store: of two PUTs conditioned on the same generation,
@@ -25,8 +37,8 @@ file (a fresh RSA key) to PATH and then accepts only requests whose `Authorizati
 a JWT signed with that key, naming that key id and account; that is what `object_store` sends
 when pointed at the file with `GOOGLE_APPLICATION_CREDENTIALS`.
 
-Not implemented (not used by sdsfs): listing, XML multipart uploads, the JSON API; those
-answer 501 so a new use shows up as a clear failure rather than a silent wrong answer.
+Not implemented (not used by sdsfs): listing, the JSON API; those answer 501 so a new use
+shows up as a clear failure rather than a silent wrong answer.
 
 Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--credentials-out PATH]
 The first stdout line is `READY <port>` once the server accepts connections.
@@ -42,6 +54,8 @@ import sys
 import threading
 import time
 import urllib.parse
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -64,6 +78,7 @@ class Store:
     def __init__(self):
         self.lock = threading.Lock()
         self.buckets = {}  # bucket -> key -> {"versions": {gen: Version}, "live": gen or None}
+        self.uploads = {}  # upload id -> {"bucket", "key", "parts": {number: bytes}}
         self.last_generation = 0
 
     def next_generation(self):
@@ -176,16 +191,36 @@ class Handler(BaseHTTPRequestHandler):
         # connection ready for the next one.
         self.payload = self.body() if method in ("PUT", "POST") else b""
         try:
+            if self.path.startswith("/__test/"):
+                self.inspect()
+                return
             self.authenticate()
             bucket, key, query = self.target()
-            if bucket == "" or bucket == "storage" or "uploads" in query or "uploadId" in query:
+            if bucket == "" or bucket == "storage":
                 raise Failure(501, "NotImplemented", "%s %s is not implemented by the test server" % (method, self.path))
             if key is None:
                 self.bucket_request(method, bucket, query, head)
+            elif "uploads" in query or "uploadId" in query:
+                self.multipart(method, bucket, key, query)
             else:
                 getattr(self, "object_" + method.lower())(bucket, key, query)
         except Failure as failure:
             self.fail(failure, head)
+
+    def inspect(self):
+        """`GET /__test/objects?bucket=B&prefix=P`: live keys and open uploads (tests only)."""
+        parsed = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
+        if parsed.path != "/__test/objects":
+            raise Failure(404, "NoSuchKey", "unknown test path %s" % parsed.path)
+        store = self.server.store
+        prefix = query.get("prefix", "")
+        with store.lock:
+            objects = self.objects(query.get("bucket", ""))
+            keys = sorted(k for k, e in objects.items() if e["live"] is not None and k.startswith(prefix))
+            uploads = sorted(u["key"] for u in store.uploads.values())
+        body = json.dumps({"keys": keys, "uploads": uploads}).encode()
+        self.reply(200, [("Content-Type", "application/json")], body)
 
     do_GET = lambda self: self.dispatch("GET")  # noqa: E731
     do_HEAD = lambda self: self.dispatch("HEAD")  # noqa: E731
@@ -308,7 +343,98 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(204)
 
     def object_post(self, bucket, key, query):
-        raise Failure(501, "NotImplemented", "POST on objects (multipart uploads) is not implemented")
+        raise Failure(501, "NotImplemented", "POST on objects is only for multipart uploads")
+
+    # -- XML multipart uploads ------------------------------------------------------------
+
+    MIN_PART = 5 << 20
+
+    def multipart(self, method, bucket, key, query):
+        if method == "POST" and "uploads" in query:
+            self.multipart_initiate(bucket, key)
+        elif method == "PUT" and "partNumber" in query:
+            self.multipart_part(bucket, key, query)
+        elif method == "POST":
+            self.multipart_complete(bucket, key, query)
+        elif method == "DELETE":
+            with self.server.store.lock:
+                self.upload(bucket, key, query)
+                del self.server.store.uploads[query["uploadId"]]
+            self.reply(204)
+        else:
+            raise Failure(400, "InvalidArgument", "%s with multipart parameters" % method)
+
+    def upload(self, bucket, key, query):
+        """The open upload `uploadId` names, which must be for this object (lock held)."""
+        upload = self.server.store.uploads.get(query.get("uploadId"))
+        if upload is None or (upload["bucket"], upload["key"]) != (bucket, key):
+            raise Failure(404, "NoSuchUpload", "The requested upload was not found.")
+        return upload
+
+    def multipart_initiate(self, bucket, key):
+        store = self.server.store
+        upload_id = base64.urlsafe_b64encode(os.urandom(18)).decode()
+        with store.lock:
+            self.objects(bucket)
+            store.uploads[upload_id] = {"bucket": bucket, "key": key, "parts": {}}
+        body = (
+            "<?xml version='1.0' encoding='UTF-8'?><InitiateMultipartUploadResult>"
+            "<Bucket>%s</Bucket><Key>%s</Key><UploadId>%s</UploadId>"
+            "</InitiateMultipartUploadResult>" % (escape(bucket), escape(key), upload_id)
+        ).encode()
+        self.reply(200, [("Content-Type", "application/xml")], body)
+
+    def multipart_part(self, bucket, key, query):
+        number = query["partNumber"]
+        if not number.isdigit() or not 1 <= int(number) <= 10000:
+            raise Failure(400, "InvalidArgument", "partNumber %r" % number)
+        data = self.payload
+        with self.server.store.lock:
+            self.upload(bucket, key, query)["parts"][int(number)] = data
+        self.reply(200, [("ETag", '"%s"' % hashlib.md5(data).hexdigest())])
+
+    def multipart_complete(self, bucket, key, query):
+        try:
+            listed = [
+                (int(part.findtext("PartNumber")), part.findtext("ETag").strip())
+                for part in ElementTree.fromstring(self.payload).findall("Part")
+            ]
+        except (ElementTree.ParseError, TypeError, ValueError, AttributeError):
+            raise Failure(400, "MalformedXML", "not a CompleteMultipartUpload document")
+        store = self.server.store
+        with store.lock:
+            upload = self.upload(bucket, key, query)
+            data = self.assemble(upload["parts"], listed)
+            entry = self.objects(bucket).setdefault(key, {"versions": {}, "live": None})
+            version = Version(data, store.next_generation())
+            entry["versions"][version.generation] = version
+            entry["live"] = version.generation
+            del store.uploads[query["uploadId"]]
+        body = (
+            "<?xml version='1.0' encoding='UTF-8'?><CompleteMultipartUploadResult>"
+            "<Location>http://%s/%s/%s</Location><Bucket>%s</Bucket><Key>%s</Key>"
+            "<ETag>%s</ETag></CompleteMultipartUploadResult>"
+            % (self.headers.get("Host", ""), escape(bucket), escape(key), escape(bucket), escape(key), escape(version.etag()))
+        ).encode()
+        headers = [("Content-Type", "application/xml"), ("x-goog-generation", str(version.generation))]
+        self.reply(200, headers, body)
+
+    def assemble(self, parts, listed):
+        """The object the listed `(number, etag)` parts make, checked as GCS checks them."""
+        if not listed:
+            raise Failure(400, "InvalidArgument", "a multipart upload needs at least one part")
+        numbers = [number for number, _ in listed]
+        if numbers != sorted(set(numbers)):
+            raise Failure(400, "InvalidPartOrder", "parts must be listed in ascending order")
+        chunks = []
+        for i, (number, etag) in enumerate(listed):
+            data = parts.get(number)
+            if data is None or etag.strip('"') != hashlib.md5(data).hexdigest():
+                raise Failure(400, "InvalidPart", "part %d is missing or its ETag differs" % number)
+            if i + 1 < len(listed) and len(data) < self.MIN_PART:
+                raise Failure(400, "EntityTooSmall", "part %d is smaller than 5 MiB" % number)
+            chunks.append(data)
+        return b"".join(chunks)
 
 
 class Account:

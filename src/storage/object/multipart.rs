@@ -1,28 +1,32 @@
-//! Create-only uploads of large files to S3 in parts, with bounded memory.
+//! Create-only uploads of large files in parts, with bounded memory, on S3 and GCS.
 //!
 //! # Why a temporary key and a server-side copy
 //!
 //! S3 honours `If-None-Match: *` on `CompleteMultipartUpload`, which would make a multipart
-//! upload create-only by itself, but `object_store` 0.14.2 does not let a caller ask for it:
-//! `PutMultipartOptions` has no mode, and `MultipartStore::complete_multipart` always completes
-//! as an overwrite. Checking for the target first and then overwriting is not sound (two
-//! writers can both find it absent, and the second silently replaces the first). So:
+//! upload create-only by itself, but `object_store` 0.14.2 does not let a caller ask for it
+//! (nor for a generation precondition on GCS's XML-API multipart upload):
+//! `PutMultipartOptions` has no mode, and `MultipartStore::complete_multipart` always
+//! completes as an overwrite. Checking for the
+//! target first and then overwriting is not sound (two writers can both find it absent, and
+//! the second silently replaces the first). So, on both services:
 //!
 //! 1. if the target exists, its bytes are compared with the file (streamed) and the answer is
 //!    [`AlreadyIdentical`](CreateOutcome::AlreadyIdentical) or a collision, with no upload;
 //! 2. the file is uploaded in parts to a fresh temporary key `.sds-uploads/<path>.<nonce>`
 //!    under the same prefix (unique per attempt, so overwriting it is harmless);
 //! 3. the temporary object is copied server-side to the target with `copy_opts` in
-//!    [`CopyMode::Create`]: with `aws_copy_if_not_exists=multipart` that is an
-//!    `UploadPartCopy` completed with `If-None-Match: *`, which S3 applies atomically. A target
-//!    that appeared meanwhile is compared as in step 1;
+//!    [`CopyMode::Create`]: on S3 (with `aws_copy_if_not_exists=multipart`) an
+//!    `UploadPartCopy` completed with `If-None-Match: *`, on GCS a copy (`PUT` with
+//!    `x-goog-copy-source`) conditioned on `x-goog-if-generation-match: 0`; both services apply
+//!    it atomically. A target that appeared meanwhile is compared as in step 1;
 //! 4. the temporary object is deleted (best effort; a failure is logged).
 //!
 //! Readers never see a partial target: it appears only when step 3's completion succeeds, whole.
 //! A writer killed between steps 2 and 4 leaves an unreferenced object under `.sds-uploads/`
-//! (never reached by following references; a bucket lifecycle rule can expire the prefix).
-//! The cost is one server-side copy, no extra client bandwidth; `UploadPartCopy` caps a single
-//! copy at 5 GiB, the same limit as a single PUT.
+//! (never reached by following references; a bucket lifecycle rule can expire the prefix; on
+//! a versioned GCS bucket the deleted temporary object also stays as a noncurrent generation
+//! until such a rule removes it). The cost is one server-side copy, no extra client bandwidth;
+//! S3's `UploadPartCopy` caps a single copy at 5 GiB, the same limit as a single PUT.
 //!
 //! # Memory and retries
 //!
@@ -40,7 +44,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use object_store::multipart::{MultipartStore, PartId};
+use object_store::multipart::PartId;
 use object_store::path::Path as Key;
 use object_store::{CopyMode, CopyOptions, GetOptions, ObjectStoreExt, PutPayload};
 
@@ -51,13 +55,13 @@ use crate::storage::{CreateOutcome, ObjectStore, StorageError};
 /// Parts uploaded (and held in memory) at once.
 pub const UPLOADERS: usize = 2;
 
-/// The smallest part S3 accepts (all parts but the last).
+/// The smallest part S3 and GCS accept (all parts but the last).
 pub const MIN_PART_SIZE: u64 = 5 << 20;
 
 impl CloudStore {
     /// Whether a file of `size` bytes goes up in parts.
     pub(super) fn uses_multipart(&self, size: u64) -> bool {
-        self.multipart.is_some() && size > self.multipart_threshold
+        size > self.multipart_threshold
     }
 
     /// The create-only multipart upload described in the module documentation.
@@ -96,12 +100,7 @@ impl CloudStore {
         file: &File,
         size: u64,
     ) -> Result<(), StorageError> {
-        let Some(multipart) = &self.multipart else {
-            return Err(StorageError::invalid(
-                self.describe(path),
-                "this store has no multipart uploads",
-            ));
-        };
+        let multipart = &self.multipart;
         let object = self.describe(path);
         let id = self.retried(path, || {
             self.runtime
