@@ -209,6 +209,15 @@ impl CloudStore {
                 // Create-only copies complete a one-part upload with `If-None-Match: *`
                 // (the last step of a multipart create, see `multipart`).
                 builder = builder.with_copy_if_not_exists(S3CopyIfNotExists::Multipart);
+                if let Some(endpoint) = plain_http_endpoint(&builder) {
+                    return Err(StorageError::invalid(
+                        parsed.to_string(),
+                        format!(
+                            "endpoint {endpoint} is plain http: pass --allow-http (mount option \
+                             allow_http) or set AWS_ALLOW_HTTP=true"
+                        ),
+                    ));
+                }
                 builder.build().map(|s| {
                     let s = Arc::new(s);
                     (s.clone() as Arc<dyn Remote>, s as Arc<dyn MultipartStore>)
@@ -640,6 +649,16 @@ impl ObjectStore for CloudStore {
 
 /// Maps an `object_store` failure onto the storage error kinds; the original error stays the
 /// source, so its message (status, body, URL) reaches logs.
+/// The configured S3 endpoint when it is `http://` and plain http is not permitted:
+/// object_store would only say "builder error" on the first request.
+fn plain_http_endpoint(builder: &AmazonS3Builder) -> Option<String> {
+    let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint)?;
+    let allowed = builder
+        .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    (endpoint.to_ascii_lowercase().starts_with("http://") && !allowed).then_some(endpoint)
+}
+
 fn map_error(object: String, err: object_store::Error) -> StorageError {
     use object_store::Error as E;
     match err {

@@ -1056,13 +1056,20 @@ fn refused_without_allow_http(url: &str, endpoint: &str, env: &[(&str, String)],
         env,
     );
     let message = String::from_utf8_lossy(&info.stderr);
-    assert!(!info.status.success() && message.contains(url), "{message}");
+    assert!(
+        !info.status.success() && message.contains(url) && message.contains("--allow-http"),
+        "{message}"
+    );
     let option = format!("endpoint_url={endpoint}");
     let mount = run_bare(
         env!("CARGO_BIN_EXE_sdsfs"),
         &["mount", "-o", &option, url, mnt.to_str().unwrap()],
         env,
     );
-    assert!(!mount.status.success());
+    let message = String::from_utf8_lossy(&mount.stderr);
+    assert!(
+        !mount.status.success() && message.contains("allow_http"),
+        "{message}"
+    );
     assert!(!super::mount::is_mounted(mnt));
 }
