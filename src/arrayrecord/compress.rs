@@ -171,13 +171,31 @@ fn zstd_bulk(
     exact: bool,
     caps: DecodeCaps,
 ) -> Result<Vec<u8>, Fault> {
-    let mut d = zstd::bulk::Decompressor::new()?;
-    d.window_log_max(caps.zstd_window_log_max)?;
+    // Creating a context (ZSTD_createDCtx) costs more than decoding a small sizes buffer or
+    // metadata row, and every record read does one: each thread keeps one, per window limit.
+    let spare = SPARE_BULK.with(|s| s.borrow_mut().take());
+    let mut d = match spare {
+        Some((window, d)) if window == caps.zstd_window_log_max => d,
+        _ => {
+            let mut d = zstd::bulk::Decompressor::new()?;
+            d.window_log_max(caps.zstd_window_log_max)?;
+            d
+        }
+    };
     let mut out = Vec::with_capacity(expected as usize);
-    d.decompress_to_buffer(payload, &mut out)
-        .map_err(|e| corrupt(format!("decompression failed: {e}")))?;
+    let result = d.decompress_to_buffer(payload, &mut out);
+    // A context that failed mid-frame is reset by libzstd at the next frame start, so it can
+    // be kept whatever the outcome.
+    SPARE_BULK.with(|s| *s.borrow_mut() = Some((caps.zstd_window_log_max, d)));
+    result.map_err(|e| corrupt(format!("decompression failed: {e}")))?;
     check_len(out.len() as u64, expected, exact)?;
     Ok(out)
+}
+
+thread_local! {
+    /// One spare one-shot zstd context per thread, with the window limit it was set to.
+    static SPARE_BULK: std::cell::RefCell<Option<(u32, zstd::bulk::Decompressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// A zstd decompression context driven through `ZSTD_decompressStream`, for input that
