@@ -30,7 +30,8 @@ use sdsfs::format::json::{Object, Value};
 use sdsfs::format::record::{Axis, Field, Record};
 use sdsfs::storage::LocalStore;
 
-const USAGE: &str = "usage: make_bench_dataset large|noise OUT MIB [RAW] | many OUT N | scan OUT N SAMPLES";
+const USAGE: &str =
+    "usage: make_bench_dataset large|noise OUT MIB [RAW] | many OUT N | scan OUT N SAMPLES";
 const RECORDS_PER_SHARD: u64 = 10_000;
 const SHARDS_PER_MANIFEST: usize = 10;
 const SAMPLE_RATE_HZ: i128 = 20_000_000;
@@ -198,7 +199,11 @@ fn scan(out: &Path, count: u64, samples: u64) -> Result<(PublishSummary, u64), E
         )?);
         first = end;
     }
-    let summary = publish(&store, &receipts, &PublishOptions::new("bench-scan", "snap-1"))?;
+    let summary = publish(
+        &store,
+        &receipts,
+        &PublishOptions::new("bench-scan", "snap-1"),
+    )?;
     Ok((summary, count * len as u64))
 }
 

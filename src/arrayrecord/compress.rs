@@ -360,7 +360,7 @@ pub(crate) fn zstd_from_runs(
     let too_big = || corrupt(format!("values decompress to more than {expected} bytes"));
     let expected = usize::try_from(expected).map_err(|_| too_big())?;
     let (mut out, limit) = if exact {
-        (Vec::with_capacity(expected), expected)
+        (huge_capacity(expected), expected)
     } else {
         (
             Vec::with_capacity(EXACT_ALLOC_MAX as usize),
@@ -380,6 +380,21 @@ pub(crate) fn zstd_from_runs(
     }
     check_len(out.len() as u64, expected as u64, true)?;
     Ok(out)
+}
+
+/// Buffers from this size up are backed by transparent huge pages where the kernel allows it.
+const HUGE_MIN: usize = 4 << 20;
+
+/// An empty vector with room for `len` bytes. A large decoded record is written once, front
+/// to back, into fresh memory: with 4 KiB pages that is one page fault per 4 KiB (a third of
+/// the decoding time of a 256 MiB record in profiles, more in a VM), with 2 MiB pages 512
+/// times fewer. `MADV_HUGEPAGE` asks for those when the system's policy is `madvise`.
+pub(crate) fn huge_capacity(len: usize) -> Vec<u8> {
+    let out = Vec::with_capacity(len);
+    if len >= HUGE_MIN {
+        advise_huge(out.as_ptr() as usize, len);
+    }
+    out
 }
 
 /// Feeds the runs to the decoder until the frame ends.
@@ -488,6 +503,21 @@ impl<R: Read> Read for SnappyReader<R> {
             self.fill(input)?;
         }
         self.output.read(buf)
+    }
+}
+
+/// `madvise(MADV_HUGEPAGE)` on the whole pages inside `[start, start + len)` (malloc's large
+/// blocks start 16 bytes into a page, and madvise wants page-aligned ranges).
+fn advise_huge(start: usize, len: usize) {
+    const PAGE: usize = 4096;
+    let first = start.next_multiple_of(PAGE);
+    let end = (start + len) & !(PAGE - 1);
+    if end > first {
+        // SAFETY: whole pages of an allocation the caller owns and has not touched yet;
+        // madvise only changes how the kernel backs them, never their contents or validity.
+        unsafe {
+            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+        }
     }
 }
 

@@ -506,6 +506,10 @@ fn serve(
     let background = session
         .spawn()
         .map_err(|e| format!("cannot start the session: {e}"))?;
+    match crate::fs::fuse::raise_read_ahead(&args.mountpoint) {
+        Ok(kib) => tracing::debug!(read_ahead_kib = kib, "read-ahead window"),
+        Err(why) => tracing::debug!(%why, "read-ahead window left at the kernel's default"),
+    }
     tracing::info!(
         dataset = %args.dataset,
         mountpoint = %args.mountpoint.display(),

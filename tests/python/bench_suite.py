@@ -27,9 +27,9 @@ CACHE_MIB = 256  # --cache-size of the mounts of workloads 1, 3 and 7
 SIZES = {
     # field MiB, scan records, scan samples, metadata records, scaling (small, large),
     # create records, create samples
-    "quick": dict(large_mib=64, scan=1_000, scan_samples=4096, meta=10_000,
+    "quick": dict(large_mib=64, scan=1_000, scan_samples=16384, meta=10_000,
                   scale=(1_000, 100_000), create=1_000, create_samples=2048),
-    "full": dict(large_mib=256, scan=10_000, scan_samples=4096, meta=100_000,
+    "full": dict(large_mib=256, scan=10_000, scan_samples=16384, meta=100_000,
                  scale=(1_000, 1_000_000), create=10_000, create_samples=2048),
 }
 CLK = os.sysconf("SC_CLK_TCK")
