@@ -12,7 +12,8 @@
 //! record `n + 1` is decoded by one background thread while the reader copies record `n`
 //! through the kernel, so on a machine with a spare core the next read finds it decoded. Only
 //! in-memory records small enough not to crowd the cache (a quarter of it) are decoded ahead,
-//! and at most one at a time: it is a bounded bet on the scan going on, never a flood. It is
+//! and at most one at a time, and only within the shard being read: it is a bounded bet on the
+//! scan going on, never a flood, and touches no shard the reader has not. It is
 //! independent of any byte prefetch a storage backend does: it works on decoded records.
 //!
 //! Concurrency: a per-ordinal in-flight lock makes concurrent first reads of one record wait
@@ -208,6 +209,18 @@ impl RecordCache {
         let Ok(location) = dataset.locate(ordinal) else {
             return;
         };
+        // Only within the shard the reader is in: decode-ahead never opens a shard nobody has
+        // asked for (a scan loses one decode-ahead per shard, about one in a thousand).
+        let same_shard = ordinal
+            .checked_sub(1)
+            .and_then(|p| dataset.locate(p).ok())
+            .is_some_and(|previous| {
+                (previous.page_index, previous.shard_index)
+                    == (location.page_index, location.shard_index)
+            });
+        if !same_shard {
+            return;
+        }
         let Ok(claimed) = dataset.payload_len(&location) else {
             return;
         };
