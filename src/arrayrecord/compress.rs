@@ -49,23 +49,64 @@ pub(crate) fn compress_buffer(
 
 fn zstd_one_shot(level: i32, window_log: u32, input: &[u8]) -> io::Result<Vec<u8>> {
     use zstd::zstd_safe::CParameter;
-    let mut c = zstd::bulk::Compressor::new(level)?;
-    c.set_parameter(CParameter::WindowLog(window_log))?;
-    c.set_parameter(CParameter::ChecksumFlag(false))?;
-    c.set_parameter(CParameter::ContentSizeFlag(true))?;
-    c.compress(input)
+    with_cctx(level, |c| {
+        zstd_param(c, CParameter::WindowLog(window_log))?;
+        zstd_param(c, CParameter::ChecksumFlag(false))?;
+        zstd_param(c, CParameter::ContentSizeFlag(true))?;
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(input.len()));
+        c.compress2(&mut out, input)
+            .map_err(|code| io::Error::other(zstd::zstd_safe::get_error_name(code)))?;
+        Ok(out)
+    })
 }
 
 fn zstd_streamed(level: i32, window_log: u32, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
     use zstd::zstd_safe::CParameter;
-    // No pledged size: this is what makes the frame header match riegeli's streamed frames.
-    let mut e = zstd::stream::write::Encoder::new(out, level)?;
-    e.set_parameter(CParameter::WindowLog(window_log))?;
-    e.include_checksum(false)?;
-    e.include_contentsize(true)?;
-    e.write_all(input)?;
-    e.finish()?;
-    Ok(())
+    with_cctx(level, |c| {
+        // No pledged size: this is what makes the frame header match riegeli's streamed frames.
+        let mut e = zstd::stream::write::Encoder::with_context(&mut *out, c);
+        e.set_parameter(CParameter::WindowLog(window_log))?;
+        e.include_checksum(false)?;
+        e.include_contentsize(true)?;
+        e.write_all(input)?;
+        e.finish()?;
+        Ok(())
+    })
+}
+
+fn zstd_param(
+    c: &mut zstd::zstd_safe::CCtx<'static>,
+    p: zstd::zstd_safe::CParameter,
+) -> io::Result<()> {
+    c.set_parameter(p)
+        .map(|_| ())
+        .map_err(|code| io::Error::other(zstd::zstd_safe::get_error_name(code)))
+}
+
+thread_local! {
+    /// This thread's zstd compression context: creating one (`ZSTD_createCCtx`) cost more
+    /// than compressing a small record, and the writer compresses two buffers per record.
+    static CCTX: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's compression context, reset to zstd's defaults and `level`:
+/// the same state a freshly created context has, so the output is byte for byte what a new
+/// context would give.
+fn with_cctx<T>(
+    level: i32,
+    f: impl FnOnce(&mut zstd::zstd_safe::CCtx<'static>) -> io::Result<T>,
+) -> io::Result<T> {
+    use zstd::zstd_safe::{CParameter, ResetDirective};
+    let mut c = CCTX
+        .with(|slot| slot.borrow_mut().take())
+        .unwrap_or_else(zstd::zstd_safe::CCtx::create);
+    c.reset(ResetDirective::SessionAndParameters)
+        .map_err(|code| io::Error::other(zstd::zstd_safe::get_error_name(code)))?;
+    zstd_param(&mut c, CParameter::CompressionLevel(level))?;
+    let result = f(&mut c);
+    CCTX.with(|slot| *slot.borrow_mut() = Some(c));
+    result
 }
 
 fn brotli_compress(
