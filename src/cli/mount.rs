@@ -310,6 +310,7 @@ pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
 }
 
 fn mount(mut args: MountArgs) -> Result<(), String> {
+    crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     check_mountpoint(&args.mountpoint)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.

@@ -79,6 +79,24 @@ fn missing_field(name: &str) -> std::io::Error {
     std::io::Error::other(format!("decoded record has no field {name:?}"))
 }
 
+/// Makes the process's memory follow the cache's accounting: call once, before the mount's
+/// threads start.
+///
+/// glibc gives each thread that allocates its own arena (up to 8 per core). Decoded records
+/// are allocated by whichever FUSE thread (or the decode-ahead thread) loads them and freed by
+/// whichever evicts them, so every arena ends up holding freed blocks it cannot return, and the
+/// daemon's peak RSS during a long scan with a 256 MiB cache was 435 MiB, far above the cache.
+/// One arena reuses the blocks of evicted records for the next ones: 321 MiB in the same scan
+/// (a 256 MiB cache plus the process's fixed ~60 MiB), at no measurable cost in throughput (the
+/// allocator lock is taken a few times per record, the work per record is microseconds).
+pub fn bound_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; M_ARENA_MAX with 1 is a valid setting.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Cache sizing.
 #[derive(Debug, Clone, Copy)]
 pub struct CacheConfig {
