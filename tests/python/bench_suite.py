@@ -48,10 +48,12 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def run(cmd, **kw):
-    """Runs cmd; returns (wall seconds, CPU seconds of the process and its children, stdout)."""
+def run(cmd, capture=True):
+    """Runs cmd; returns (wall seconds, CPU seconds of the process and its children, stdout).
+    Without `capture` the output goes to /dev/null: a reader's bytes must not be timed through
+    a pipe into this interpreter."""
     c0, t0 = children_cpu(), time.perf_counter()
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, **kw).stdout
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE if capture else subprocess.DEVNULL).stdout
     return time.perf_counter() - t0, children_cpu() - c0, out
 
 
@@ -103,10 +105,10 @@ class Mount:
         return False
 
 
-def timed_in_mount(mount, cmd):
-    """(wall, cpu of cmd + the daemon's CPU meanwhile, stdout)."""
+def timed_in_mount(mount, cmd, capture=False):
+    """(wall, cpu of cmd + the daemon's CPU meanwhile, stdout if captured)."""
     d0 = mount.cpu()
-    wall, cpu, out = run(cmd)
+    wall, cpu, out = run(cmd, capture)
     return wall, cpu + mount.cpu() - d0, out
 
 
@@ -151,7 +153,7 @@ def large_field(bins, work, size, repeat, res):
                 w, c, _ = timed_in_mount(m, ["cat", field])
                 second.append(w)
                 second_cpu.append(c)
-                w, c, _ = run(["cat", raw])
+                w, c, _ = run(["cat", raw], capture=False)
                 local.append(w)
                 local_cpu.append(c)
             hwm.append(m.hwm_bytes())
@@ -241,25 +243,25 @@ def metadata(bins, work, size, repeat, res):
     for _ in range(repeat):
         before = watch.drain()
         with Mount(bins, ds, mnt) as m:
-            run(["ls", "-l", rec])
+            run(["ls", "-l", rec], capture=False)
             for _ in range(5):
                 w, c, _ = timed_in_mount(m, ["ls", "-l", rec])
                 t["ls_one"].append(w)
                 t["ls_one_cpu"].append(c)
             t["ls_all"].append(timed_in_mount(m, ["ls", "-l", f"{mnt}/records"])[0])
-            w, c, out = timed_in_mount(m, ["find", f"{mnt}/records", "-name", "*.npy"])
+            w, c, out = timed_in_mount(m, ["find", f"{mnt}/records", "-name", "*.npy"], capture=True)
             t["find"].append(w)
             t["find_cpu"].append(c)
             found = out.count(b"\n")
             if found != 2 * n:
                 raise RuntimeError(f"find saw {found} .npy files, expected {2 * n}")
-            w, c, out = timed_in_mount(m, ["du", "-sb", f"{mnt}/records"])
+            w, c, out = timed_in_mount(m, ["du", "-sb", f"{mnt}/records"], capture=True)
             t["du"].append(w)
             t["du_cpu"].append(c)
         events.append(watch.drain() - before)
     before = watch.drain()
     with Mount(bins, ds, mnt):
-        run(["cat", f"{rec}/fields/iq.raw"])
+        run(["cat", f"{rec}/fields/iq.raw"], capture=False)
     control = watch.drain() - before
     if control == 0:
         raise RuntimeError("the inotify watcher saw no data-shard read for a field read")
@@ -281,7 +283,8 @@ def scaling(bins, work, size, repeat, res):
             make(bins, "many", ds, n)
         first = f"{mnt}/records/{pad(0, n)}/record.json"
         full, head = [], []
-        for _ in range(repeat):
+        # Each run is milliseconds and the machine is noisy: three times the repetitions.
+        for _ in range(3 * repeat):
             # (a) mount, `ls records/` (every name), stat record 0
             t0 = time.perf_counter()
             with Mount(bins, ds, mnt):
