@@ -1,7 +1,8 @@
 //! The mounted tree's cost promises, checked on the FUSE-free core with a store that records
 //! every object read: mounting reads root.json and the snapshot only; listing `records/` reads
 //! nothing; `stat` of a field reads one manifest page and one metadata row; only reading tensor
-//! bytes touches a data shard. Listings resume exactly at any offset.
+//! bytes touches a data shard. Listings resume exactly at any offset. An ordinal scan decodes
+//! the next record ahead, within the shard being read only.
 
 mod common;
 
@@ -200,4 +201,50 @@ fn inode_numbers_are_stable_and_distinct() {
         }
     }
     assert!(seen.len() > 60, "{}", seen.len());
+}
+
+/// The inode of `records/<ordinal>/fields/a/iq.raw` (two-digit names: 40 records).
+fn iq_raw(ns: &Namespace, ordinal: u64) -> u64 {
+    let dir = ns
+        .lookup(Ino::Records.encode(), &format!("{ordinal:02}"))
+        .unwrap();
+    let fields = ns.lookup(dir.ino, "fields").unwrap();
+    let a = ns.lookup(fields.ino, "a").unwrap();
+    ns.lookup(a.ino, "iq.raw").unwrap().ino
+}
+
+#[test]
+fn an_ordinal_scan_decodes_the_next_record_ahead_within_the_shard() {
+    let dir = dataset(40, 4);
+    let (_store, ns) = mount_core(dir.path());
+    let misses = |ns: &Namespace| {
+        ns.record_cache()
+            .counters()
+            .misses
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    // A random read (record 9) decodes nothing ahead.
+    assert_eq!(&ns.read(iq_raw(&ns, 9), 0, 64).unwrap()[..], &[9u8; 32][..]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), 1);
+    // A step from record 0 to record 1 (shard 0..4) starts the decoding of record 2 ...
+    for ordinal in [0, 1] {
+        let bytes = ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
+        assert_eq!(&bytes[..], &[ordinal as u8; 32][..]);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while misses(&ns) < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "record 2 never decoded ahead"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // ... so reading it is a hit with the right bytes.
+    assert_eq!(&ns.read(iq_raw(&ns, 2), 0, 64).unwrap()[..], &[2u8; 32][..]);
+    // (That step decoded record 3 ahead.) Record 3 ends the shard: the step to it decodes
+    // nothing of the next shard (record 4).
+    assert_eq!(&ns.read(iq_raw(&ns, 3), 0, 64).unwrap()[..], &[3u8; 32][..]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), 5, "9, 0, 1, then 2 and 3 ahead; 4 left alone");
 }

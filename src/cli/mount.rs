@@ -316,6 +316,7 @@ pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
 }
 
 fn mount(mut args: MountArgs) -> Result<(), String> {
+    crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     super::location::use_store_args(args.store.clone());
     check_mountpoint(&args.mountpoint)?;
@@ -514,6 +515,10 @@ fn serve(
     let background = session
         .spawn()
         .map_err(|e| format!("cannot start the session: {e}"))?;
+    match crate::fs::fuse::raise_read_ahead(&args.mountpoint) {
+        Ok(kib) => tracing::debug!(read_ahead_kib = kib, "read-ahead window"),
+        Err(why) => tracing::debug!(%why, "read-ahead window left at the kernel's default"),
+    }
     tracing::info!(
         dataset = %args.dataset,
         mountpoint = %args.mountpoint.display(),

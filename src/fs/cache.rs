@@ -8,6 +8,14 @@
 //!   served from there with positional reads, so a 4 GiB field never sits in memory. A few such
 //!   files are kept (LRU by count); an evicted file disappears when its last reader drops it.
 //!
+//! Decode-ahead: when reads move from record `n - 1` to record `n` (a scan in ordinal order),
+//! record `n + 1` is decoded by one background thread while the reader copies record `n`
+//! through the kernel, so on a machine with a spare core the next read finds it decoded. Only
+//! in-memory records small enough not to crowd the cache (a quarter of it) are decoded ahead,
+//! and at most one at a time, and only within the shard being read: it is a bounded bet on the
+//! scan going on, never a flood, and touches no shard the reader has not. It is
+//! independent of any byte prefetch a storage backend does: it works on decoded records.
+//!
 //! Concurrency: a per-ordinal in-flight lock makes concurrent first reads of one record wait
 //! for a single decode instead of each decoding it; the cache maps are locked only briefly and
 //! never across storage I/O or decompression.
@@ -18,7 +26,8 @@ use std::io::{BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -68,6 +77,24 @@ impl RecordBytes {
 
 fn missing_field(name: &str) -> std::io::Error {
     std::io::Error::other(format!("decoded record has no field {name:?}"))
+}
+
+/// Makes the process's memory follow the cache's accounting: call once, before the mount's
+/// threads start.
+///
+/// glibc gives each thread that allocates its own arena (up to 8 per core). Decoded records
+/// are allocated by whichever FUSE thread (or the decode-ahead thread) loads them and freed by
+/// whichever evicts them, so every arena ends up holding freed blocks it cannot return, and the
+/// daemon's peak RSS during a long scan with a 256 MiB cache was 435 MiB, far above the cache.
+/// One arena reuses the blocks of evicted records for the next ones: 321 MiB in the same scan
+/// (a 256 MiB cache plus the process's fixed ~60 MiB), at no measurable cost in throughput (the
+/// allocator lock is taken a few times per record, the work per record is microseconds).
+pub fn bound_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; M_ARENA_MAX with 1 is a valid setting.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
 }
 
 /// Cache sizing.
@@ -191,6 +218,38 @@ impl RecordCache {
         result
     }
 
+    /// Decodes record `ordinal` into the cache if it is absent and small enough to be worth
+    /// it (decode-ahead); errors are left for the read that needs the record to report.
+    pub fn prefetch(&self, dataset: &Dataset, ordinal: u64) {
+        if self.lookup(ordinal).is_some() {
+            return;
+        }
+        let Ok(location) = dataset.locate(ordinal) else {
+            return;
+        };
+        // Only within the shard the reader is in: decode-ahead never opens a shard nobody has
+        // asked for (a scan loses one decode-ahead per shard, about one in a thousand).
+        let same_shard = ordinal
+            .checked_sub(1)
+            .and_then(|p| dataset.locate(p).ok())
+            .is_some_and(|previous| {
+                (previous.page_index, previous.shard_index)
+                    == (location.page_index, location.shard_index)
+            });
+        if !same_shard {
+            return;
+        }
+        let Ok(claimed) = dataset.payload_len(&location) else {
+            return;
+        };
+        if claimed > self.config.file_threshold || claimed > self.config.memory_bytes / 4 {
+            return;
+        }
+        if let Ok(row) = dataset.record_meta(ordinal) {
+            let _ = self.get(dataset, ordinal, &row);
+        }
+    }
+
     fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
         if let Some(hit) = lock(&self.memory).entries.get(&ordinal) {
             return Some(hit.clone());
@@ -302,4 +361,57 @@ fn load_into_file(
         .map_err(|e| record_error(dataset, ordinal, e))?;
     record::check_row_agrees(row, &layout.meta).map_err(|e| record_error(dataset, ordinal, e))?;
     Ok(RecordBytes::File { file, layout })
+}
+
+/// The decode-ahead of one mount (see the module documentation).
+#[derive(Debug)]
+pub struct DecodeAhead {
+    /// The ordinal of the last tensor read (`u64::MAX - 1` before any: no successor).
+    last: AtomicU64,
+    /// The background decoder, started by the first sequential step.
+    worker: OnceLock<SyncSender<u64>>,
+}
+
+impl Default for DecodeAhead {
+    fn default() -> Self {
+        DecodeAhead {
+            last: AtomicU64::new(u64::MAX - 1),
+            worker: OnceLock::new(),
+        }
+    }
+}
+
+impl DecodeAhead {
+    /// Called after each tensor read of record `ordinal`: on a step from `ordinal - 1`, asks
+    /// the worker to decode `ordinal + 1` unless it is busy (the request is then dropped).
+    pub fn after_read(&self, cache: &Arc<RecordCache>, dataset: &Arc<Dataset>, ordinal: u64) {
+        let previous = self.last.swap(ordinal, Ordering::Relaxed);
+        let next = ordinal.saturating_add(1);
+        if previous.wrapping_add(1) != ordinal || next >= dataset.len() {
+            return;
+        }
+        if cache.lookup(next).is_some() {
+            return;
+        }
+        let worker = self.worker.get_or_init(|| spawn_worker(cache, dataset));
+        let _ = worker.try_send(next);
+    }
+}
+
+/// One thread decoding the ordinals it is sent; it ends when the mount drops the sender.
+fn spawn_worker(cache: &Arc<RecordCache>, dataset: &Arc<Dataset>) -> SyncSender<u64> {
+    let (sender, receiver) = sync_channel::<u64>(1);
+    let (cache, dataset) = (cache.clone(), dataset.clone());
+    let spawned = std::thread::Builder::new()
+        .name("sdsfs-ahead".into())
+        .spawn(move || {
+            for ordinal in receiver {
+                cache.prefetch(&dataset, ordinal);
+            }
+        });
+    if let Err(e) = spawned {
+        // The receiver is gone with the closure: every later request is simply dropped.
+        tracing::warn!(error = %e, "cannot start the decode-ahead thread");
+    }
+    sender
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use lru::LruCache;
 
-use super::cache::{CacheConfig, LoadError, RecordCache};
+use super::cache::{CacheConfig, DecodeAhead, LoadError, RecordCache};
 use super::inode::{Ino, MAX_ORDINAL};
 use super::names::encode_entry;
 use super::overlay::{Carrier, Overlay, VisibleSet};
@@ -124,7 +124,9 @@ pub struct Namespace {
     dataset: Arc<Dataset>,
     ordinal_width: usize,
     trees: Mutex<LruCache<u64, Arc<RecordTree>>>,
-    records: RecordCache,
+    records: Arc<RecordCache>,
+    /// Background decoding of the record after the one being read, during sequential scans.
+    ahead: DecodeAhead,
     ids: OnceLock<IdIndex>,
     scenes: OnceLock<SceneIndex>,
     overlay: Overlay,
@@ -147,7 +149,8 @@ impl Namespace {
             trees: Mutex::new(LruCache::new(
                 NonZeroUsize::new(config.record_trees).unwrap_or(NonZeroUsize::MIN),
             )),
-            records: RecordCache::new(config.cache),
+            records: Arc::new(RecordCache::new(config.cache)),
+            ahead: DecodeAhead::default(),
             ids: OnceLock::new(),
             scenes: OnceLock::new(),
             overlay: Overlay::new(config.metadata_ttl),
@@ -742,6 +745,8 @@ impl Namespace {
             .records
             .get(&self.dataset, tree.ordinal, &tree.meta)
             .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
+        self.ahead
+            .after_read(&self.records, &self.dataset, tree.ordinal);
         bytes
             .read_field(field, offset, size as usize)
             .map_err(|e| FsError::Io(format!("record {}: field {field:?}: {e}", tree.ordinal)))

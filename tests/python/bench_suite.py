@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""The performance suite of issue 8, driven by scripts/bench (not a test; see docs/PERFORMANCE.md).
+
+Usage: bench_suite.py BIN_DIR WORK_DIR quick|full REPEAT [ROWS]
+
+BIN_DIR holds sdsfs, sds, make_bench_dataset and bench_zstd; WORK_DIR is an empty scratch
+directory (the caller deletes it). ROWS: comma-separated workload numbers (default 1-7).
+Every time is the median of REPEAT runs; "cpu" is the CPU time of the processes doing the work
+(the reading process plus the sdsfs daemon, or the Python interpreter, or sds), which the other
+builds sharing the machine disturb less than wall time. Prints one markdown table, then the
+details. Mounts are unmounted in `finally` blocks, also on failure.
+"""
+import ctypes
+import json
+import os
+import resource
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = sys.executable
+CACHE_MIB = 256  # --cache-size of the mounts of workloads 1, 3 and 7
+SIZES = {
+    # field MiB, scan records, scan samples, metadata records, scaling (small, large),
+    # create records, create samples
+    "quick": dict(large_mib=64, scan=1_000, scan_samples=16384, meta=10_000,
+                  scale=(1_000, 100_000), create=1_000, create_samples=2048),
+    "full": dict(large_mib=256, scan=10_000, scan_samples=16384, meta=100_000,
+                 scale=(1_000, 1_000_000), create=10_000, create_samples=2048),
+}
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def log(*args):
+    print("bench:", *args, file=sys.stderr, flush=True)
+
+
+def med(values):
+    return statistics.median(values)
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(cmd, capture=True):
+    """Runs cmd; returns (wall seconds, CPU seconds of the process and its children, stdout).
+    Without `capture` the output goes to /dev/null: a reader's bytes must not be timed through
+    a pipe into this interpreter."""
+    c0, t0 = children_cpu(), time.perf_counter()
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE if capture else subprocess.DEVNULL).stdout
+    return time.perf_counter() - t0, children_cpu() - c0, out
+
+
+def pad(ordinal, count):
+    return "%0*d" % (len(str(count - 1)), ordinal)
+
+
+class Mount:
+    """`sdsfs mount --foreground` in the background, ready when the mountpoint is mounted."""
+
+    def __init__(self, bins, dataset, mnt, cache_mib=None):
+        self.cmd = [os.path.join(bins, "sdsfs"), "mount", "--foreground", dataset, mnt]
+        if cache_mib:
+            self.cmd[3:3] = ["--cache-size", f"{cache_mib}M"]
+        self.mnt = mnt
+        self.proc = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.cmd, stderr=open(os.path.join(os.path.dirname(self.mnt), "sdsfs.log"), "a"))
+        deadline = time.monotonic() + 60
+        while not os.path.ismount(self.mnt):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sdsfs exited with {self.proc.returncode} before mounting")
+            if time.monotonic() > deadline:
+                raise RuntimeError("mount not ready after 60 s")
+            time.sleep(0.001)
+        return self
+
+    def cpu(self):
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK
+
+    def hwm_bytes(self):
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM")
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if os.path.ismount(self.mnt):
+            subprocess.run(["umount", "-l", self.mnt], check=False)
+        return False
+
+
+def timed_in_mount(mount, cmd, capture=False):
+    """(wall, cpu of cmd + the daemon's CPU meanwhile, stdout if captured)."""
+    d0 = mount.cpu()
+    wall, cpu, out = run(cmd, capture)
+    return wall, cpu + mount.cpu() - d0, out
+
+
+def make(bins, *args):
+    subprocess.run([os.path.join(bins, "make_bench_dataset"), *map(str, args)], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def warm(paths):
+    """Reads files once so the shards are in the page cache for both sides."""
+    for p in paths:
+        subprocess.run(["cat", p], stdout=subprocess.DEVNULL, check=True)
+
+
+def shard_files(root):
+    out = []
+    for d, _, files in os.walk(os.path.join(root, "objects")):
+        out += [os.path.join(d, f) for f in files]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 1, 2, 7: one large field
+# ---------------------------------------------------------------------------------------------
+
+def large_field(bins, work, size, repeat, res):
+    ds, raw, mnt = f"{work}/large", f"{work}/iq.raw", f"{work}/mnt"
+    mib = size["large_mib"]
+    log(f"workload 1/2: one {mib} MiB complex64 field of Gaussian noise")
+    make(bins, "noise", ds, mib, raw)
+    warm(shard_files(ds) + [raw])
+    field = f"{mnt}/records/0/fields/iq.raw"
+    first, first_cpu, second, local, second_cpu, local_cpu, hwm = [], [], [], [], [], [], []
+    for i in range(repeat):
+        with Mount(bins, ds, mnt, CACHE_MIB) as m:
+            w, c, _ = timed_in_mount(m, ["cat", field])
+            first.append(w)
+            first_cpu.append(c)
+            if i == 0 and subprocess.run(["cmp", "-s", field, raw]).returncode != 0:
+                raise RuntimeError("the mount's iq.raw differs from the published bytes")
+            for _ in range(3):  # interleaved: second reads and local reads see the same load
+                w, c, _ = timed_in_mount(m, ["cat", field])
+                second.append(w)
+                second_cpu.append(c)
+                w, c, _ = run(["cat", raw], capture=False)
+                local.append(w)
+                local_cpu.append(c)
+            hwm.append(m.hwm_bytes())
+    z = json.loads(run([f"{bins}/bench_zstd", ds, "0", str(max(repeat, 5))])[2])
+    py, py_cpu = [], []
+    for _ in range(repeat):
+        d = json.loads(run([PY, f"{REPO}/tests/python/bench_reference_reader.py", ds, "0", "iq"])[2])
+        if d["bytes"] != mib << 20:
+            raise RuntimeError(f"the reference reader returned {d['bytes']} bytes")
+        py.append(d["seconds"])
+    res["large"] = dict(mib=mib, first=med(first), first_cpu=med(first_cpu), second=med(second),
+                        second_cpu=med(second_cpu), local=med(local), local_cpu=med(local_cpu),
+                        zstd=z["zstd_seconds"], read_payload=z["read_payload_seconds"],
+                        frame_bytes=z["frame_bytes"], payload_bytes=z["payload_bytes"],
+                        python=med(py), hwm=max(hwm), runs=dict(first=first, second=second, local=local))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3, 7: sequential scan
+# ---------------------------------------------------------------------------------------------
+
+def scan(bins, work, size, repeat, res):
+    ds, mnt, n, samples = f"{work}/scan", f"{work}/mnt", size["scan"], size["scan_samples"]
+    log(f"workload 3: {n:,} records of {samples} complex64 samples, every iq.raw in order")
+    make(bins, "scan", ds, n, samples)
+    warm(shard_files(ds))
+    paths = [f"{mnt}/records/{pad(o, n)}/fields/iq.raw" for o in range(n)]
+    ours, ours_cpu, hwm = [], [], []
+    for _ in range(repeat):
+        with Mount(bins, ds, mnt, CACHE_MIB) as m:
+            w, c, _ = timed_in_mount(m, ["cat", *paths])
+            ours.append(w)
+            ours_cpu.append(c)
+            hwm.append(m.hwm_bytes())
+    py, py_cpu = [], []
+    for _ in range(repeat):
+        d = json.loads(run([PY, f"{REPO}/tests/python/bench_scan_reference.py", ds, "iq"])[2])
+        if d["records"] != n or d["bytes"] != n * samples * 8:
+            raise RuntimeError(f"the reference scan read {d}")
+        py.append(d["seconds"])
+        py_cpu.append(d["cpu_seconds"])
+    res["scan"] = dict(records=n, bytes=n * samples * 8, ours=med(ours), ours_cpu=med(ours_cpu),
+                       python=med(py), python_cpu=med(py_cpu), hwm=max(hwm))
+    subprocess.run(["rm", "-rf", ds], check=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4: metadata over many records, and data-shard bytes (inotify)
+# ---------------------------------------------------------------------------------------------
+
+class Inotify:
+    """Counts IN_OPEN/IN_ACCESS events on directories: any open or read of a file in them."""
+
+    def __init__(self, dirs):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        for d in dirs:
+            if self.libc.inotify_add_watch(self.fd, d.encode(), 0x1 | 0x20) < 0:
+                raise OSError(ctypes.get_errno(), f"inotify_add_watch {d}")
+        self.count = 0
+
+    def drain(self):
+        time.sleep(0.2)
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return self.count
+            pos = 0
+            while pos < len(buf):
+                _, mask, _, length = struct.unpack_from("iIII", buf, pos)
+                pos += 16 + length
+                self.count += 1 if mask & 0x4000 == 0 else 1000000  # IN_Q_OVERFLOW: many
+
+
+def metadata(bins, work, size, repeat, res):
+    ds, mnt, n = f"{work}/meta", f"{work}/mnt", size["meta"]
+    log(f"workload 4: ls -l, du -sb, find over {n:,} records")
+    make(bins, "many", ds, n)
+    data_dirs = [os.path.join(ds, "objects", "data", d) for d in os.listdir(os.path.join(ds, "objects", "data"))]
+    watch = Inotify(data_dirs)
+    rec = f"{mnt}/records/{pad(n // 2, n)}"
+    t = {k: [] for k in ("ls_one", "ls_one_cpu", "ls_all", "find", "find_cpu", "du", "du_cpu")}
+    events = []
+    for _ in range(repeat):
+        before = watch.drain()
+        with Mount(bins, ds, mnt) as m:
+            run(["ls", "-l", rec], capture=False)
+            for _ in range(5):
+                w, c, _ = timed_in_mount(m, ["ls", "-l", rec])
+                t["ls_one"].append(w)
+                t["ls_one_cpu"].append(c)
+            t["ls_all"].append(timed_in_mount(m, ["ls", "-l", f"{mnt}/records"])[0])
+            w, c, out = timed_in_mount(m, ["find", f"{mnt}/records", "-name", "*.npy"], capture=True)
+            t["find"].append(w)
+            t["find_cpu"].append(c)
+            found = out.count(b"\n")
+            if found != 2 * n:
+                raise RuntimeError(f"find saw {found} .npy files, expected {2 * n}")
+            w, c, out = timed_in_mount(m, ["du", "-sb", f"{mnt}/records"], capture=True)
+            t["du"].append(w)
+            t["du_cpu"].append(c)
+        events.append(watch.drain() - before)
+    before = watch.drain()
+    with Mount(bins, ds, mnt):
+        run(["cat", f"{rec}/fields/iq.raw"], capture=False)
+    control = watch.drain() - before
+    if control == 0:
+        raise RuntimeError("the inotify watcher saw no data-shard read for a field read")
+    res["meta"] = dict(records=n, events=events, control=control, **{k: med(v) for k, v in t.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# 5: mount + list + stat, small vs large
+# ---------------------------------------------------------------------------------------------
+
+def scaling(bins, work, size, repeat, res):
+    small, large = size["scale"]
+    mnt = f"{work}/mnt"
+    out = {}
+    for n in (small, large):
+        ds = f"{work}/meta" if n == size["meta"] and os.path.isdir(f"{work}/meta") else f"{work}/scale{n}"
+        if not os.path.isdir(ds):
+            log(f"workload 5: generating {n:,} records")
+            make(bins, "many", ds, n)
+        first = f"{mnt}/records/{pad(0, n)}/record.json"
+        full, head = [], []
+        # Each run is milliseconds and the machine is noisy: three times the repetitions.
+        for _ in range(3 * repeat):
+            # (a) mount, `ls records/` (every name), stat record 0
+            t0 = time.perf_counter()
+            with Mount(bins, ds, mnt):
+                subprocess.run(["ls", f"{mnt}/records"], check=True, stdout=subprocess.DEVNULL)
+                os.stat(first)
+                full.append(time.perf_counter() - t0)
+            # (b) mount, the first batch of names (what a paging listing shows first), stat
+            t0 = time.perf_counter()
+            with Mount(bins, ds, mnt):
+                with os.scandir(f"{mnt}/records") as it:
+                    next(it)
+                os.stat(first)
+                head.append(time.perf_counter() - t0)
+        out[n] = dict(full=med(full), head=med(head))
+        if ds.startswith(f"{work}/scale"):
+            subprocess.run(["rm", "-rf", ds], check=True)
+    res["scale"] = dict(small=small, large=large, **{str(k): v for k, v in out.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# 6: sds create
+# ---------------------------------------------------------------------------------------------
+
+def create(bins, work, size, repeat, res):
+    n, samples, per_shard = size["create"], size["create_samples"], 500
+    src = f"{work}/create-in"
+    log(f"workload 6: sds create of {n:,} records of {samples} samples")
+    subprocess.run([PY, f"{REPO}/tests/python/create_bench.py", "gen", src, str(n), str(samples)], check=True)
+    times = {k: [] for k in ("py", "py_cpu", "j1", "j1_cpu", "j2", "j2_cpu")}
+    identical = True
+    for _ in range(repeat):
+        out = f"{work}/create-py"
+        # sds fsyncs every object it creates (the Python writer does not): start each run with
+        # no dirty pages of earlier workloads, or those fsyncs wait for unrelated writeback.
+        os.sync()
+        w, c, _ = run([PY, f"{REPO}/tests/python/create_bench.py", "write", out, src, str(per_shard)])
+        times["py"].append(w)
+        times["py_cpu"].append(c)
+        for jobs in (1, 2):
+            dst = f"{work}/create-j{jobs}"
+            os.sync()
+            w, c, _ = run([f"{bins}/sds", "create", dst, "--from-dir", src, "--records-per-shard", str(per_shard),
+                           "--jobs", str(jobs), "--dataset-id", "bench", "--snapshot-id", "bench-v1", "--quiet"])
+            times[f"j{jobs}"].append(w)
+            times[f"j{jobs}_cpu"].append(c)
+        identical &= subprocess.run(["diff", "-rq", out, f"{work}/create-j1"], stdout=subprocess.DEVNULL).returncode == 0
+        identical &= subprocess.run(["diff", "-rq", f"{work}/create-j1", f"{work}/create-j2"],
+                                    stdout=subprocess.DEVNULL).returncode == 0
+        subprocess.run(["rm", "-rf", out, f"{work}/create-j1", f"{work}/create-j2"], check=True)
+    subprocess.run(["rm", "-rf", src], check=True)
+    res["create"] = dict(records=n, identical=identical, **{k: med(v) for k, v in times.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# the table
+# ---------------------------------------------------------------------------------------------
+
+def secs(s, cpu=None):
+    text = f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+    return text + (f" (cpu {cpu:.2f} s)" if cpu is not None else "")
+
+
+def rows(res):
+    out = []
+
+    def row(num, what, ours, base, ratio, target, ok):
+        out.append((num, what, ours, base, ratio, target, "pass" if ok else "MISS"))
+
+    if "large" in res:
+        r = res["large"]
+        mib = r["mib"]
+        a = r["zstd"] / r["first"]
+        b = r["python"] / r["first"]
+        row("1a", f"cat {mib} MiB .raw, first read", secs(r["first"], r["first_cpu"]),
+            f"zstd in-process {secs(r['zstd'])}", f"{a:.2f}x", ">= 0.8x", a >= 0.8)
+        row("1b", f"cat {mib} MiB .raw, first read", secs(r["first"]),
+            f"Python reference {secs(r['python'])}", f"{b:.2f}x", ">= 2x", b >= 2)
+        c = r["local"] / r["second"]
+        row("2", "same file again (page cache)", secs(r["second"], r["second_cpu"]),
+            f"local cat {secs(r['local'], r['local_cpu'])}", f"{c:.2f}x", ">= 0.9x", c >= 0.9)
+    if "scan" in res:
+        r = res["scan"]
+        x = r["python"] / r["ours"]
+        xc = r["python_cpu"] / r["ours_cpu"]
+        row("3", f"every iq.raw of {r['records']:,} records in order", secs(r["ours"], r["ours_cpu"]),
+            f"Python reference {secs(r['python'], r['python_cpu'])}", f"{x:.2f}x (cpu {xc:.2f}x)", ">= 2x", x >= 2)
+    if "meta" in res:
+        r = res["meta"]
+        zero = sum(r["events"]) == 0
+        row("4", f"ls -l/du -sb/find over {r['records']:,} records",
+            f"ls -l one dir {r['ls_one'] * 1000:.2f} ms; data-shard reads {sum(r['events'])}",
+            "-", "-", "0 shard bytes; ls -l < 10 ms", zero and r["ls_one"] < 0.010)
+    if "scale" in res:
+        r = res["scale"]
+        s, l = r[str(r["small"])], r[str(r["large"])]
+        x = l["full"] / s["full"]
+        row("5a", f"mount + ls records/ + stat, {r['large']:,} records", secs(l["full"]),
+            f"{r['small']:,} records {secs(s['full'])}", f"{x:.2f}x", "<= 1.2x", x <= 1.2)
+        y = l["head"] / s["head"]
+        row("5b", f"mount + first readdir batch + stat, {r['large']:,}", secs(l["head"]),
+            f"{r['small']:,} records {secs(s['head'])}", f"{y:.2f}x", "<= 1.2x", y <= 1.2)
+    if "create" in res:
+        r = res["create"]
+        x = r["py"] / r["j1"]
+        y = r["j1"] / r["j2"]
+        row("6a", f"sds create {r['records']:,} records --jobs 1", secs(r["j1"], r["j1_cpu"]),
+            f"Python writer {secs(r['py'], r['py_cpu'])}", f"{x:.2f}x", ">= 1.5x", x >= 1.5)
+        row("6b", f"sds create {r['records']:,} records --jobs 2", secs(r["j2"], r["j2_cpu"]),
+            f"--jobs 1 {secs(r['j1'])}", f"{y:.2f}x", ">= 1.7x", y >= 1.7)
+    for key, label in (("large", "1"), ("scan", "3")):
+        if key in res:
+            h = res[key]["hwm"]
+            limit = (CACHE_MIB + 64) << 20
+            row("7", f"daemon peak RSS during {label}", f"{h / 2**20:.0f} MiB",
+                f"--cache-size {CACHE_MIB} MiB", f"{h / (CACHE_MIB << 20):.2f}x", "<= cache + 64 MiB", h <= limit)
+    return out
+
+
+def print_table(res, extra_rows):
+    header = ("#", "workload", "ours", "baseline", "ratio", "target", "result")
+    lines = [header, ("---",) * 7, *rows(res), *extra_rows]
+    for line in lines:
+        print("| " + " | ".join(line) + " |")
+
+
+def s3_rows(mode):
+    """Row 8 from scripts/bench-s3 (another part of the suite), when it exists: its lines
+    that are markdown table rows of row 8 ("| 8 ...") are taken as they are."""
+    script = os.path.join(REPO, "scripts", "bench-s3")
+    if not os.access(script, os.X_OK):
+        return [("8", "random record reads on S3 (loopback)", "-", "-", "-", "bytes <= 1.2x chunk",
+                 "not run (no scripts/bench-s3)")], ""
+    log("workload 8: scripts/bench-s3")
+    p = subprocess.run([script, f"--{mode}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found = []
+    for line in p.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.lstrip().startswith("|") and cells and cells[0].startswith("8"):
+            found.append(tuple(cells))
+    if not found:
+        found = [("8", "random record reads on S3 (loopback)", "-", "-", "-", "bytes <= 1.2x chunk",
+                  f"see scripts/bench-s3 output (exit {p.returncode})")]
+    return found, p.stdout
+
+
+def main(argv):
+    bins, work, mode, repeat = argv[1], argv[2], argv[3], int(argv[4])
+    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8").split(","))
+    size = SIZES[mode]
+    res = {}
+    started = time.time()
+    if wanted & {"1", "2", "7"}:
+        large_field(bins, work, size, repeat, res)
+    if wanted & {"3", "7"}:
+        scan(bins, work, size, repeat, res)
+    if "4" in wanted:
+        metadata(bins, work, size, repeat, res)
+    if "5" in wanted:
+        scaling(bins, work, size, repeat, res)
+    subprocess.run(["rm", "-rf", f"{work}/meta", f"{work}/large", f"{work}/iq.raw"], check=True)
+    if "6" in wanted:
+        create(bins, work, size, repeat, res)
+    extra, s3_output = s3_rows(mode) if "8" in wanted else ([], "")
+    uname = os.uname()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"sdsfs benchmark ({mode}, median of {repeat} runs, {time.time() - started:.0f} s); "
+          f"{os.cpu_count()} CPUs ({cpu}), Linux {uname.release}, load average "
+          f"{os.getloadavg()[0]:.1f} at the end")
+    print()
+    print_table(res, extra)
+    print()
+    print("details:", json.dumps(res, sort_keys=True))
+    if s3_output:
+        print()
+        print("scripts/bench-s3 output:")
+        print(s3_output.rstrip())
+
+
+if __name__ == "__main__":
+    main(sys.argv)
