@@ -174,6 +174,8 @@ fn main() {
     println!("records {records}");
     println!("shards {shards}");
     println!("data_bytes {data_bytes}");
+    let metadata_bytes: u64 = receipts.iter().map(|r| r.metadata_bytes).sum();
+    println!("metadata_bytes {metadata_bytes}");
 
     let counter = Arc::new(Counter {
         inner: store.clone(),
