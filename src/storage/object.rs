@@ -417,6 +417,21 @@ impl CloudStore {
     /// Whether the stored object holds exactly `data`, streamed (stops at the first difference
     /// or a size mismatch).
     fn holds(&self, path: &RelPath, data: &[u8]) -> Result<bool, StorageError> {
+        self.stored_matches(path, data.len() as u64, |offset, chunk| {
+            let start = usize::try_from(offset).unwrap_or(usize::MAX);
+            Ok(data.get(start..start.saturating_add(chunk.len())) == Some(chunk))
+        })
+    }
+
+    /// Whether the stored object is `size` bytes long and every piece of its body, as it
+    /// streams in, is what `same(offset, piece)` expects; stops at the first difference, so
+    /// memory is one response piece (and whatever `same` reads to compare it).
+    pub(super) fn stored_matches(
+        &self,
+        path: &RelPath,
+        size: u64,
+        mut same: impl FnMut(u64, &[u8]) -> Result<bool, StorageError>,
+    ) -> Result<bool, StorageError> {
         let key = self.key(path);
         let object = self.describe(path);
         self.runtime.block_on(async {
@@ -425,20 +440,19 @@ impl CloudStore {
                 .get_opts(&key, GetOptions::default())
                 .await
                 .map_err(|e| map_error(object.clone(), e))?;
-            if result.meta.size != data.len() as u64 {
+            if result.meta.size != size {
                 return Ok(false);
             }
-            let mut offset = 0usize;
+            let mut offset = 0u64;
             let mut stream = result.into_stream();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| map_error(object.clone(), e))?;
-                let end = offset + chunk.len();
-                if data.get(offset..end) != Some(&chunk[..]) {
+            while let Some(piece) = stream.next().await {
+                let piece = piece.map_err(|e| map_error(object.clone(), e))?;
+                if offset + piece.len() as u64 > size || !same(offset, &piece)? {
                     return Ok(false);
                 }
-                offset = end;
+                offset += piece.len() as u64;
             }
-            Ok(offset == data.len())
+            Ok(offset == size)
         })
     }
 

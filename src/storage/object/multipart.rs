@@ -43,10 +43,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use object_store::multipart::PartId;
 use object_store::path::Path as Key;
-use object_store::{CopyMode, CopyOptions, GetOptions, ObjectStoreExt, PutPayload};
+use object_store::{CopyMode, CopyOptions, ObjectStoreExt, PutPayload};
 
 use super::{map_error, retry::random_u64, CloudStore};
 use crate::format::path::RelPath;
@@ -223,32 +222,11 @@ impl CloudStore {
     /// Whether the stored object holds exactly the `size` bytes of `file`, streamed: memory is
     /// one response chunk and its counterpart from the file.
     fn holds_file(&self, path: &RelPath, file: &File, size: u64) -> Result<bool, StorageError> {
-        let key = self.key(path);
         let object = self.describe(path);
-        self.runtime.block_on(async {
-            let result = self
-                .remote
-                .get_opts(&key, GetOptions::default())
-                .await
-                .map_err(|e| map_error(object.clone(), e))?;
-            if result.meta.size != size {
-                return Ok(false);
-            }
-            let mut offset = 0u64;
-            let mut stream = result.into_stream();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| map_error(object.clone(), e))?;
-                if offset + chunk.len() as u64 > size {
-                    return Ok(false);
-                }
-                let mine = read_part(file, offset, chunk.len() as u64)
-                    .map_err(|e| StorageError::io(&object, e))?;
-                if mine != chunk {
-                    return Ok(false);
-                }
-                offset += chunk.len() as u64;
-            }
-            Ok(offset == size)
+        self.stored_matches(path, size, |offset, piece| {
+            let mine = read_part(file, offset, piece.len() as u64)
+                .map_err(|e| StorageError::io(&object, e))?;
+            Ok(mine == piece)
         })
     }
 }
