@@ -7,11 +7,13 @@
 //! |---|---|
 //! | [`format`](mod@format) | strict JSON, the record codec (SafeTensors payloads), metadata rows, control documents, limits |
 //! | [`arrayrecord`] | a native ArrayRecord/Riegeli reader and writer, byte-compatible with the reference |
-//! | [`storage`] | objects behind a trait: local directories now, object stores later |
+//! | [`storage`] | objects behind a trait: local directories, S3 and GCS |
 //! | [`dataset`] | opening a published dataset, mapping ordinals to shards, reading records and rows, publication |
 //! | [`fs`] | the mounted tree (FUSE-free core) and the thin FUSE adapter |
 //! | [`import`] | importers (mounted-tree copies, SigMF, NPY, raw captures) and `sds create`'s parallel, deterministic publication; uses `fs::names` for the mount's name rule |
 //! | [`cli`] | the `sdsfs` and `sds` command lines |
+//!
+//! Below every layer, `memory` holds one helper for large fresh buffers (huge pages).
 //!
 //! Every layer has one error enum; the FUSE boundary maps them to errno values.
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -23,6 +25,7 @@ pub mod dataset;
 pub mod format;
 pub mod fs;
 pub mod import;
+mod memory;
 pub mod storage;
 
 /// The reader release whose reading rules this crate implements (profile section 8).

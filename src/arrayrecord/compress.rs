@@ -423,18 +423,11 @@ pub(crate) fn zstd_from_runs(
     Ok(out)
 }
 
-/// Buffers from this size up are backed by transparent huge pages where the kernel allows it.
-const HUGE_MIN: usize = 4 << 20;
-
-/// An empty vector with room for `len` bytes. A large decoded record is written once, front
-/// to back, into fresh memory: with 4 KiB pages that is one page fault per 4 KiB (a third of
-/// the decoding time of a 256 MiB record in profiles, more in a VM), with 2 MiB pages 512
-/// times fewer. `MADV_HUGEPAGE` asks for those when the system's policy is `madvise`.
+/// An empty vector with room for `len` bytes, backed by huge pages when large (see
+/// [`crate::memory`]).
 pub(crate) fn huge_capacity(len: usize) -> Vec<u8> {
     let out = Vec::with_capacity(len);
-    if len >= HUGE_MIN {
-        advise_huge(out.as_ptr() as usize, len);
-    }
+    crate::memory::advise_huge_pages(&out);
     out
 }
 
@@ -544,21 +537,6 @@ impl<R: Read> Read for SnappyReader<R> {
             self.fill(input)?;
         }
         self.output.read(buf)
-    }
-}
-
-/// `madvise(MADV_HUGEPAGE)` on the whole pages inside `[start, start + len)` (malloc's large
-/// blocks start 16 bytes into a page, and madvise wants page-aligned ranges).
-fn advise_huge(start: usize, len: usize) {
-    const PAGE: usize = 4096;
-    let first = start.next_multiple_of(PAGE);
-    let end = (start + len) & !(PAGE - 1);
-    if end > first {
-        // SAFETY: whole pages of an allocation the caller owns and has not touched yet;
-        // madvise only changes how the kernel backs them, never their contents or validity.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-        }
     }
 }
 

@@ -551,11 +551,8 @@ fn zeroed(len: u64, object: &str) -> Result<Vec<u8>, StorageError> {
     let len = usize::try_from(len).map_err(|_| too_large())?;
     let mut buf = Vec::new();
     buf.try_reserve_exact(len).map_err(|_| too_large())?;
-    if len >= 4 << 20 {
-        // Large ranges (4 MiB pieces of a shard being decoded) are fresh memory each time:
-        // huge pages make that one fault per 2 MiB instead of per 4 KiB.
-        advise_huge(buf.as_mut_ptr() as usize, len);
-    }
+    // Large ranges (4 MiB pieces of a shard being decoded) are fresh memory each time.
+    crate::memory::advise_huge_pages(&buf);
     buf.resize(len, 0);
     Ok(buf)
 }
@@ -832,21 +829,6 @@ fn temp_name() -> String {
         .map_or(0, |d| d.as_nanos());
     hasher.write_u128(nanos);
     format!(".tmp-{:016x}", hasher.finish())
-}
-
-/// `madvise(MADV_HUGEPAGE)` on the whole pages inside `[start, start + len)` (malloc's large
-/// blocks start 16 bytes into a page, and madvise wants page-aligned ranges).
-fn advise_huge(start: usize, len: usize) {
-    const PAGE: usize = 4096;
-    let first = start.next_multiple_of(PAGE);
-    let end = (start + len) & !(PAGE - 1);
-    if end > first {
-        // SAFETY: whole pages of an allocation the caller owns and has not touched yet;
-        // madvise only changes how the kernel backs them, never their contents or validity.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-        }
-    }
 }
 
 #[cfg(test)]
