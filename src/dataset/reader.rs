@@ -179,13 +179,7 @@ impl Dataset {
     /// The metadata row at a known location.
     pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
         let shard = self.metadata_shard(location)?;
-        let bytes = shard
-            .read(location.physical_index)
-            .map_err(|source| DatasetError::Shard {
-                object: shard.name().to_string(),
-                source,
-            })?;
-        self.read_ahead(&shard, location.physical_index);
+        let bytes = self.read_chunk(&shard, location.physical_index)?;
         RecordMeta::parse_row(&bytes, &self.options.record_limits).map_err(|source| {
             DatasetError::Record {
                 ordinal: location.ordinal,
@@ -198,15 +192,18 @@ impl Dataset {
     /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
     pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
         let shard = self.data_shard(location)?;
-        let payload =
-            shard
-                .read(location.physical_index)
-                .map_err(|source| DatasetError::Shard {
-                    object: shard.name().to_string(),
-                    source,
-                })?;
-        self.read_ahead(&shard, location.physical_index);
-        Ok(payload)
+        self.read_chunk(&shard, location.physical_index)
+    }
+
+    /// Physical record `index` of `shard`, then read-ahead of the next chunks when the reads
+    /// of this shard are sequential.
+    fn read_chunk(&self, shard: &ShardReader, index: u64) -> Result<Bytes, DatasetError> {
+        let bytes = shard.read(index).map_err(|source| DatasetError::Shard {
+            object: shard.name().to_string(),
+            source,
+        })?;
+        self.read_ahead(shard, index);
+        Ok(bytes)
     }
 
     /// Streams the encoded record of `location` into `sink` without holding it in memory;
