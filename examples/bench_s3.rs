@@ -5,106 +5,31 @@
 //!
 //! Usage: bench_s3 ENDPOINT URL RECORDS SHARDS RECORD_BYTES RANDOM_READS
 
-use std::ops::Range;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use sdsfs::arrayrecord::ArrayRecordReader;
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
-use sdsfs::format::path::RelPath;
 use sdsfs::format::record::{Field, Record};
-use sdsfs::storage::{
-    CloudOptions, CloudStore, CreateOutcome, ObjectInfo, ObjectStore, RetryPolicy, StorageError,
-    Version,
-};
+use sdsfs::fs::stats::{BackendCounters, CountingStore, MountStats};
+use sdsfs::storage::{CloudOptions, CloudStore, ObjectStore, RetryPolicy};
 
-/// Counts the bytes and requests of content reads.
-#[derive(Debug)]
-struct Counter {
-    inner: Arc<dyn ObjectStore>,
-    bytes: AtomicU64,
-    requests: AtomicU64,
-}
-
-impl Counter {
-    fn take(&self) -> (u64, u64) {
-        (
-            self.bytes.swap(0, Ordering::SeqCst),
-            self.requests.swap(0, Ordering::SeqCst),
-        )
-    }
-    fn count(&self, r: Result<Bytes, StorageError>) -> Result<Bytes, StorageError> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        if let Ok(b) = &r {
-            self.bytes.fetch_add(b.len() as u64, Ordering::SeqCst);
-        }
-        r
-    }
-}
-
-impl ObjectStore for Counter {
-    fn describe(&self, path: &RelPath) -> String {
-        self.inner.describe(path)
-    }
-    fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
-        self.count(self.inner.read(path, generation))
-    }
-    fn read_limited(
-        &self,
-        path: &RelPath,
-        generation: Option<u64>,
-        max: u64,
-    ) -> Result<Bytes, StorageError> {
-        self.count(self.inner.read_limited(path, generation, max))
-    }
-    fn read_range(
-        &self,
-        path: &RelPath,
-        range: Range<u64>,
-        generation: Option<u64>,
-    ) -> Result<Bytes, StorageError> {
-        self.count(self.inner.read_range(path, range, generation))
-    }
-    fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        self.inner.info(path, generation)
-    }
-    fn create(&self, path: &RelPath, data: &[u8]) -> Result<CreateOutcome, StorageError> {
-        self.inner.create(path, data)
-    }
-    fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
-        self.inner.create_from_file(path, file)
-    }
-    fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
-        self.inner.read_versioned(path)
-    }
-    fn compare_and_swap(
-        &self,
-        path: &RelPath,
-        data: &[u8],
-        expected: Option<&Version>,
-    ) -> Result<Version, StorageError> {
-        self.inner.compare_and_swap(path, data, expected)
-    }
-    fn supports_generations(&self) -> bool {
-        self.inner.supports_generations()
-    }
+/// The bytes and requests counted since the last call (the library's counting store, the one
+/// a mount reports in `sdsfs status`, counts every read and HEAD).
+fn take(counters: &BackendCounters) -> (u64, u64) {
+    (
+        counters.bytes.swap(0, Ordering::SeqCst),
+        counters.requests.swap(0, Ordering::SeqCst),
+    )
 }
 
 fn record(serial: usize, bytes: usize) -> Record {
     let samples = (bytes / 8).max(1);
     let mut state = (serial as u64 * 0x9E37_79B9_7F4A_7C15) | 1;
     let data: Vec<u8> = (0..samples * 8)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
+        .map(|_| xorshift(&mut state) as u8)
         .collect();
     let iq = Field::new(DType::C64, vec![samples as u64], data).expect("field");
     Record::new(format!("capture-{serial:06}")).with_field("iq", iq)
@@ -177,11 +102,10 @@ fn main() {
     let metadata_bytes: u64 = receipts.iter().map(|r| r.metadata_bytes).sum();
     println!("metadata_bytes {metadata_bytes}");
 
-    let counter = Arc::new(Counter {
-        inner: store.clone(),
-        bytes: AtomicU64::new(0),
-        requests: AtomicU64::new(0),
-    });
+    let stats = Arc::new(MountStats::default());
+    let counter: Arc<dyn ObjectStore> =
+        Arc::new(CountingStore::new(store.clone(), "s3", stats.clone()));
+    let counters = stats.backend("s3");
     let open = |read_ahead: usize| {
         let options = OpenOptions {
             read_ahead_chunks: read_ahead,
@@ -195,7 +119,7 @@ fn main() {
     for s in 0..shards {
         dataset.read_record((s * per_shard) as u64).expect("read");
     }
-    counter.take();
+    take(&counters);
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let started = Instant::now();
     for _ in 0..picks {
@@ -203,7 +127,7 @@ fn main() {
         dataset.read_record(ordinal).expect("read");
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let (bytes, requests) = counter.take();
+    let (bytes, requests) = take(&counters);
     println!("random_ms {:.3}", 1e3 * elapsed / picks as f64);
     println!("random_bytes {}", bytes / picks as u64);
     println!("random_requests {:.2}", requests as f64 / picks as f64);
@@ -232,7 +156,7 @@ fn main() {
     // Sequential scans of every record, fresh datasets, without and with read-ahead.
     for (name, read_ahead) in [("scan_plain", 0usize), ("scan_ahead", 2)] {
         let dataset = open(read_ahead);
-        counter.take();
+        take(&counters);
         let started = Instant::now();
         let mut payload = 0u64;
         for ordinal in 0..records as u64 {
@@ -244,7 +168,7 @@ fn main() {
                 .sum::<u64>();
         }
         let elapsed = started.elapsed().as_secs_f64();
-        let (bytes, requests) = counter.take();
+        let (bytes, requests) = take(&counters);
         println!("{name}_s {elapsed:.3}");
         println!("{name}_mbps {:.2}", bytes as f64 / 1e6 / elapsed);
         println!("{name}_payload_mbps {:.2}", payload as f64 / 1e6 / elapsed);
