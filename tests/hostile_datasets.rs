@@ -16,13 +16,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::datasets::*;
-use common::mount::{force_unmount, is_mounted, peak_rss, MountGuard};
+use common::mount::{expected_record_files, force_unmount, is_mounted, peak_rss, MountGuard};
 use sdsfs::arrayrecord::{riegeli_hash, write_records, ArrayRecordReader, WriterOptions};
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::limits::RecordLimits;
 use sdsfs::format::path::RelPath;
 use sdsfs::format::record::{decode, parse_layout};
-use sdsfs::fs::views;
 use sdsfs::storage::{ObjectReader, ObjectStore};
 
 const BAD_PATHS: [&str; 4] = ["../x", "/etc/passwd", "objects//data", "objects\\data\\x"];
@@ -199,30 +198,6 @@ fn assert_verify_names(dir: &Path, needles: &[&str]) {
     for needle in needles {
         assert!(stdout.contains(needle), "{needle:?} not in {stdout}");
     }
-}
-
-/// The files of one record (record.json and every field view) as the library reads them.
-fn expected_record_files(dataset: &Dataset, ordinal: u64) -> BTreeMap<String, Vec<u8>> {
-    let record = dataset.read_record(ordinal).unwrap();
-    let mut files = BTreeMap::new();
-    files.insert(
-        "record.json".to_string(),
-        views::record_json(&record.meta(), ordinal),
-    );
-    for (name, field) in &record.fields {
-        let base = format!("fields/{name}");
-        let raw = field.data.to_vec();
-        let mut npy = views::npy::npy_header(field.meta.dtype, &field.meta.shape);
-        npy.extend_from_slice(&raw);
-        files.insert(format!("{base}.json"), views::field_json(name, &field.meta));
-        files.insert(format!("{base}.npy"), npy);
-        if views::has_sigmf_pair(&field.meta) {
-            files.insert(format!("{base}.sigmf-data"), raw.clone());
-            files.insert(format!("{base}.sigmf-meta"), views::sigmf_meta(&field.meta));
-        }
-        files.insert(format!("{base}.raw"), raw);
-    }
-    files
 }
 
 /// record.json and every file below `fields/` of a mounted record.

@@ -10,13 +10,11 @@ use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
-use common::mount::{peak_rss, MountGuard};
+use common::mount::{expected_record_files, peak_rss, MountGuard};
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{self, Object, Value};
 use sdsfs::format::record::{Axis, Coordinate, Field, Record};
-use sdsfs::fs::names::encode_field_path;
-use sdsfs::fs::views;
 use sdsfs::storage::{LocalStore, ObjectStore};
 
 fn bytes_of(n: usize, seed: u8) -> Vec<u8> {
@@ -103,31 +101,6 @@ fn build_dataset(records: Vec<Record>, per_shard: usize) -> tempfile::TempDir {
 fn open(dir: &Path) -> Dataset {
     let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
     Dataset::open(store, OpenOptions::default()).unwrap()
-}
-
-/// The expected file tree of one record: relative path → content.
-fn expected_record_files(dataset: &Dataset, ordinal: u64) -> BTreeMap<String, Vec<u8>> {
-    let record = dataset.read_record(ordinal).unwrap();
-    let meta = record.meta();
-    let mut files = BTreeMap::new();
-    files.insert(
-        "record.json".to_string(),
-        views::record_json(&meta, ordinal),
-    );
-    for (name, field) in &record.fields {
-        let base = format!("fields/{}", encode_field_path(name).join("/"));
-        let raw = field.data.to_vec();
-        let mut npy = views::npy::npy_header(field.meta.dtype, &field.meta.shape);
-        npy.extend_from_slice(&raw);
-        files.insert(format!("{base}.json"), views::field_json(name, &field.meta));
-        files.insert(format!("{base}.npy"), npy);
-        if views::has_sigmf_pair(&field.meta) {
-            files.insert(format!("{base}.sigmf-data"), raw.clone());
-            files.insert(format!("{base}.sigmf-meta"), views::sigmf_meta(&field.meta));
-        }
-        files.insert(format!("{base}.raw"), raw);
-    }
-    files
 }
 
 /// Every regular file under `root`, relative path → content; checks sizes and modes on the way.

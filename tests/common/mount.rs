@@ -141,3 +141,41 @@ pub fn peak_rss(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
+
+/// The expected file tree of one record as the library reads it (`record.json` and every
+/// field view under `fields/`): relative path → content.
+pub fn expected_record_files(
+    dataset: &sdsfs::dataset::Dataset,
+    ordinal: u64,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let record = dataset.read_record(ordinal).unwrap();
+    let meta = record.meta();
+    let mut files = std::collections::BTreeMap::new();
+    files.insert(
+        "record.json".to_string(),
+        sdsfs::fs::views::record_json(&meta, ordinal),
+    );
+    for (name, field) in &record.fields {
+        let base = format!(
+            "fields/{}",
+            sdsfs::fs::names::encode_field_path(name).join("/")
+        );
+        let raw = field.data.to_vec();
+        let mut npy = sdsfs::fs::views::npy::npy_header(field.meta.dtype, &field.meta.shape);
+        npy.extend_from_slice(&raw);
+        files.insert(
+            format!("{base}.json"),
+            sdsfs::fs::views::field_json(name, &field.meta),
+        );
+        files.insert(format!("{base}.npy"), npy);
+        if sdsfs::fs::views::has_sigmf_pair(&field.meta) {
+            files.insert(format!("{base}.sigmf-data"), raw.clone());
+            files.insert(
+                format!("{base}.sigmf-meta"),
+                sdsfs::fs::views::sigmf_meta(&field.meta),
+            );
+        }
+        files.insert(format!("{base}.raw"), raw);
+    }
+    files
+}
