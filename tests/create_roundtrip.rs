@@ -89,25 +89,6 @@ fn demo_publication_args(out: &str, from: &str) -> Vec<String> {
     .collect()
 }
 
-/// Every file of two directory trees, by relative path.
-fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(root).unwrap().to_path_buf();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn demo_round_trips_byte_for_byte() {
     let copy = copy_out(&demo());
@@ -118,7 +99,10 @@ fn demo_round_trips_byte_for_byte() {
     ok(&args);
     assert_same_records(&open(&demo()), &open(&target));
     // Same records, layout and publication metadata: the very same dataset, every byte.
-    assert_eq!(tree(&demo()), tree(&target));
+    assert_eq!(
+        common::datasets::snapshot_tree(&demo()),
+        common::datasets::snapshot_tree(&target)
+    );
 }
 
 #[test]
@@ -177,7 +161,7 @@ fn jobs_do_not_change_a_byte() {
         ];
         let stdout = ok(&args);
         printed.push(stdout.lines().take(2).collect::<Vec<_>>().join("\n"));
-        trees.push(tree(&target));
+        trees.push(common::datasets::snapshot_tree(&target));
     }
     assert_eq!(trees[0], trees[1]);
     assert_eq!(trees[0], trees[2]);

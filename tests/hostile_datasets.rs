@@ -202,23 +202,14 @@ fn assert_verify_names(dir: &Path, needles: &[&str]) {
 
 /// record.json and every file below `fields/` of a mounted record.
 fn mounted_record_files(record_dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, Vec<u8>> = snapshot_tree(&record_dir.join("fields"))
+        .into_iter()
+        .map(|(relative, bytes)| (format!("fields/{relative}"), bytes))
+        .collect();
     out.insert(
         "record.json".to_string(),
         std::fs::read(record_dir.join("record.json")).unwrap(),
     );
-    let mut stack = vec![record_dir.join("fields")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(record_dir).unwrap().to_str().unwrap();
-                out.insert(rel.to_string(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
     out
 }
 

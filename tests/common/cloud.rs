@@ -29,7 +29,7 @@ use sdsfs::storage::{
 
 use super::annotate::{assert_no_set_lost, assert_sets_read_back, race_publishers, race_rows};
 use super::cli::sds_env;
-use super::datasets::{write_documents_pinned, write_shards, CountingStore};
+use super::datasets::{files_below, write_documents_pinned, write_shards, CountingStore};
 use super::mount::MountGuard;
 
 /// Which server a [`CloudServer`] runs.
@@ -776,24 +776,6 @@ pub fn write_pinned_dataset(
 /// The generation storage reports for the live `path`.
 pub fn live_generation(store: &dyn ObjectStore, path: &RelPath) -> Option<u64> {
     store.info(path, None).unwrap().version.generation
-}
-
-/// Every regular file below `root`: its `/`-separated relative path and its path.
-pub fn files_below(root: &Path) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let relative = path.strip_prefix(root).unwrap().to_str().unwrap();
-                out.push((relative.to_string(), path.clone()));
-            }
-        }
-    }
-    out
 }
 
 /// Uploads every file below `root` (create-only) under the store's prefix.

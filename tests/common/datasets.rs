@@ -276,27 +276,30 @@ pub fn copy_tree(from: &Path, skip: impl Fn(&str) -> bool) -> TempDir {
     to
 }
 
-/// Every file below `dir`, relative path → bytes.
-pub fn snapshot_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
+/// Every regular file below `root`: its `/`-separated relative path and its path.
+pub fn files_below(root: &Path) -> Vec<(String, std::path::PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .to_string();
-                out.insert(rel, std::fs::read(&path).unwrap());
+                let relative = path.strip_prefix(root).unwrap().to_str().unwrap();
+                out.push((relative.to_string(), path.clone()));
             }
         }
     }
     out
+}
+
+/// Every file below `dir`, relative path → bytes.
+pub fn snapshot_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files_below(dir)
+        .into_iter()
+        .map(|(relative, path)| (relative, std::fs::read(path).unwrap()))
+        .collect()
 }
 
 /// A record as comparable JSON (the shape `dataset_tool.py read` prints): id, scene id,
