@@ -785,6 +785,21 @@ pub fn upload_tree(store: &dyn ObjectStore, root: &Path) {
     }
 }
 
+/// The trees below `remote` and `local` hold the same paths with the same contents (see
+/// [`walk`]); returns the local one.
+pub fn assert_same_trees(remote: &Path, local: &Path) -> BTreeMap<String, Vec<u8>> {
+    let remote_tree = walk(remote);
+    let local_tree = walk(local);
+    assert_eq!(
+        remote_tree.keys().collect::<Vec<_>>(),
+        local_tree.keys().collect::<Vec<_>>()
+    );
+    for (path, content) in &local_tree {
+        assert!(remote_tree[path] == *content, "{path} differs");
+    }
+    local_tree
+}
+
 /// Every file (content) and symbolic link (target) below `root`, by relative path.
 pub fn walk(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -861,16 +876,8 @@ pub fn assert_info_and_mount_match(url: &str, nowhere: &str, env: &[(&str, Strin
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let remote = MountGuard::mount_with_env(std::ffi::OsStr::new(url), &[], &env_refs);
     let reference = MountGuard::mount(&local, &[]);
-    let remote_tree = walk(&remote.mountpoint);
-    let local_tree = walk(&reference.mountpoint);
+    let local_tree = assert_same_trees(&remote.mountpoint, &reference.mountpoint);
     assert!(!local_tree.is_empty());
-    assert_eq!(
-        remote_tree.keys().collect::<Vec<_>>(),
-        local_tree.keys().collect::<Vec<_>>()
-    );
-    for (path, content) in &local_tree {
-        assert!(remote_tree[path] == *content, "{path} differs");
-    }
     eprintln!("{} mounted files identical", local_tree.len());
     local_tree.len()
 }
@@ -1004,16 +1011,8 @@ pub fn explicit_store_options_reach(server: &CloudServer, bucket: &str) -> usize
     );
     assert!(super::mount::is_mounted(&mountpoint));
     let reference = MountGuard::mount(&local, &[]);
-    let remote_tree = walk(&mountpoint);
-    let local_tree = walk(&reference.mountpoint);
+    let local_tree = assert_same_trees(&mountpoint, &reference.mountpoint);
     assert!(local_tree.len() > 50);
-    assert_eq!(
-        remote_tree.keys().collect::<Vec<_>>(),
-        local_tree.keys().collect::<Vec<_>>()
-    );
-    for (path, content) in &local_tree {
-        assert!(remote_tree[path] == *content, "{path} differs");
-    }
     let unmounted = run_bare(
         env!("CARGO_BIN_EXE_sdsfs"),
         &["unmount", mountpoint.to_str().unwrap()],
