@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use sdsfs::dataset::{publish, write_shard, PublishOptions, PublishSummary, ShardOptions};
+use sdsfs::dataset::{
+    publish, write_shard, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
+};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{Object, Value};
 use sdsfs::format::record::{Axis, Field, Record};
@@ -149,23 +151,9 @@ fn small_record(n: u64, rng: &mut XorShift) -> Result<Record, Error> {
 fn many(out: &Path, count: u64) -> Result<(PublishSummary, u64), Error> {
     let store = store_at(out)?;
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
-    let mut receipts = Vec::new();
-    let mut first = 0u64;
-    while first < count {
-        let end = (first + RECORDS_PER_SHARD).min(count);
-        let records: Vec<Record> = (first..end)
-            .map(|n| small_record(n, &mut rng))
-            .collect::<Result<_, _>>()?;
-        let work = format!("w{}", first / RECORDS_PER_SHARD);
-        receipts.push(write_shard(
-            &store,
-            records,
-            &work,
-            0,
-            &ShardOptions::default(),
-        )?);
-        first = end;
-    }
+    let receipts = write_in_shards(&store, count, RECORDS_PER_SHARD, |n| {
+        small_record(n, &mut rng)
+    })?;
     let mut options = PublishOptions::new("bench-many", "snap-1");
     options.shards_per_manifest = SHARDS_PER_MANIFEST;
     let summary = publish(&store, &receipts, &options)?;
@@ -174,24 +162,22 @@ fn many(out: &Path, count: u64) -> Result<(PublishSummary, u64), Error> {
 
 const SCAN_RECORDS_PER_SHARD: u64 = 1_000;
 
-fn scan(out: &Path, count: u64, samples: u64) -> Result<(PublishSummary, u64), Error> {
-    let store = store_at(out)?;
-    let mut rng = XorShift(0x853c_49e6_748f_ea9b);
-    let len = usize::try_from(samples.checked_mul(8).ok_or("SAMPLES is too large")?)?;
+/// Writes records `0..count`, made by `make`, in shards of `per_shard` (work id `w<k>` for
+/// shard `k`).
+fn write_in_shards(
+    store: &LocalStore,
+    count: u64,
+    per_shard: u64,
+    mut make: impl FnMut(u64) -> Result<Record, Error>,
+) -> Result<Vec<ShardReceipt>, Error> {
     let mut receipts = Vec::new();
     let mut first = 0u64;
     while first < count {
-        let end = (first + SCAN_RECORDS_PER_SHARD).min(count);
-        let records: Vec<Record> = (first..end)
-            .map(|n| -> Result<Record, Error> {
-                Ok(Record::new(format!("r{n}"))
-                    .with_scene_id(format!("s{}", n / 10))
-                    .with_field("iq", iq_field(samples, rng.gauss_bytes(len))?))
-            })
-            .collect::<Result<_, _>>()?;
-        let work = format!("w{}", first / SCAN_RECORDS_PER_SHARD);
+        let end = (first + per_shard).min(count);
+        let records: Vec<Record> = (first..end).map(&mut make).collect::<Result<_, _>>()?;
+        let work = format!("w{}", first / per_shard);
         receipts.push(write_shard(
-            &store,
+            store,
             records,
             &work,
             0,
@@ -199,6 +185,18 @@ fn scan(out: &Path, count: u64, samples: u64) -> Result<(PublishSummary, u64), E
         )?);
         first = end;
     }
+    Ok(receipts)
+}
+
+fn scan(out: &Path, count: u64, samples: u64) -> Result<(PublishSummary, u64), Error> {
+    let store = store_at(out)?;
+    let mut rng = XorShift(0x853c_49e6_748f_ea9b);
+    let len = usize::try_from(samples.checked_mul(8).ok_or("SAMPLES is too large")?)?;
+    let receipts = write_in_shards(&store, count, SCAN_RECORDS_PER_SHARD, |n| {
+        Ok(Record::new(format!("r{n}"))
+            .with_scene_id(format!("s{}", n / 10))
+            .with_field("iq", iq_field(samples, rng.gauss_bytes(len))?))
+    })?;
     let summary = publish(
         &store,
         &receipts,
