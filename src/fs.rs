@@ -5,6 +5,7 @@
 //! - [`inode`]: inode numbers computed from positions, stable at zero memory cost.
 //! - [`record_tree`]: one record's file tree, from its metadata row.
 //! - [`cache`]: decoded records, bounded in bytes, large ones in temporary files.
+//! - [`spill`]: writing a large record into temporary files, large tensors in files of their own.
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 
@@ -15,5 +16,6 @@ pub mod names;
 pub mod namespace;
 pub mod overlay;
 pub mod record_tree;
+pub mod spill;
 pub mod stats;
 pub mod views;

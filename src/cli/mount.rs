@@ -108,9 +108,15 @@ pub struct MountArgs {
     /// Threads serving FUSE requests.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub threads: usize,
+    /// Serve every read through the daemon and the mount's page cache. By default, when the
+    /// kernel offers FUSE passthrough and the daemon runs as root, the `.raw`/`.sigmf-data`
+    /// files of large fields (decoded into temporary files) are read by the kernel from those
+    /// files directly.
+    #[arg(long)]
+    pub no_passthrough: bool,
     /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
-    /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, endpoint_url=URL,
-    /// region=REGION, allow_http; generic options
+    /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, nopassthrough,
+    /// endpoint_url=URL, region=REGION, allow_http; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -258,6 +264,7 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "threads" => args.threads = parse_number(name, value.ok_or_else(missing)?)?,
             "log_file" => args.log_file = Some(PathBuf::from(value.ok_or_else(missing)?)),
             "foreground" => args.foreground = true,
+            "nopassthrough" => args.no_passthrough = true,
             "endpoint_url" => args.store.endpoint_url = Some(value.ok_or_else(missing)?.into()),
             "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
             "allow_http" => args.store.allow_http = true,
@@ -406,6 +413,9 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
     if args.allow_other {
         out.push("--allow-other".into());
     }
+    if args.no_passthrough {
+        out.push("--no-passthrough".into());
+    }
     if let Some(uid) = args.uid {
         out.extend(["--uid".into(), uid.to_string().into()]);
     }
@@ -497,7 +507,8 @@ fn serve(
             .display()
             .to_string(),
     };
-    let filesystem = SdsFuse::with_stats(namespace, owner, stats, info);
+    let filesystem =
+        SdsFuse::with_stats(namespace, owner, stats, info).with_passthrough(!args.no_passthrough);
     let mut fuse_config = fuser::Config::default();
     fuse_config.mount_options = vec![
         fuser::MountOption::FSName(format!("sdsfs:{}", args.dataset)),

@@ -22,7 +22,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,12 +33,16 @@ use lru::LruCache;
 
 use crate::dataset::{Dataset, DatasetError};
 use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
+use crate::fs::spill::{SpillSink, Spilled};
 
 /// A decoded record's tensor bytes, wherever they are held.
 #[derive(Debug)]
 pub enum RecordBytes {
     Memory(record::Record),
-    File { file: File, layout: RecordLayout },
+    File {
+        spilled: Spilled,
+        layout: RecordLayout,
+    },
 }
 
 impl RecordBytes {
@@ -58,20 +61,32 @@ impl RecordBytes {
                 let end = start.saturating_add(len).min(data.len());
                 Ok(data.slice(start..end))
             }
-            RecordBytes::File { file, layout } => {
-                let range = &layout
-                    .fields
-                    .get(name)
-                    .ok_or_else(|| missing_field(name))?
-                    .range;
-                let field_len = range.end - range.start;
+            RecordBytes::File { spilled, layout } => {
+                let field = layout.fields.get(name).ok_or_else(|| missing_field(name))?;
+                let field_len = field.range.end - field.range.start;
                 let start = offset.min(field_len);
                 let take = (len as u64).min(field_len - start) as usize;
                 let mut buffer = vec![0u8; take];
-                file.read_exact_at(&mut buffer, range.start + start)?;
+                match spilled.own_files.get(&field.tensor) {
+                    Some(own) => own.file.read_exact_at(&mut buffer, start)?,
+                    None => spilled
+                        .payload
+                        .read_exact_at(&mut buffer, field.range.start + start)?,
+                }
                 Ok(Bytes::from(buffer))
             }
         }
+    }
+
+    /// The file holding exactly field `name`'s tensor bytes from offset 0, if the record was
+    /// spilled to temporary files and the field was large enough for a file of its own.
+    pub fn own_file(&self, name: &str) -> Option<&File> {
+        let RecordBytes::File { spilled, layout } = self else {
+            return None;
+        };
+        let field = layout.fields.get(name)?;
+        let own = spilled.own_files.get(&field.tensor)?;
+        (own.range == field.range).then_some(&own.file)
     }
 }
 
@@ -191,6 +206,11 @@ impl RecordCache {
         lock(&self.memory).total
     }
 
+    /// Whether a record whose payload is `payload_len` bytes is decoded into temporary files.
+    pub fn spills(&self, payload_len: u64) -> bool {
+        payload_len > self.config.file_threshold
+    }
+
     /// The decoded bytes of record `ordinal`, whose row is `row`.
     pub fn get(
         &self,
@@ -268,7 +288,7 @@ impl RecordCache {
         self.counters
             .loaded_bytes
             .fetch_add(claimed, Ordering::Relaxed);
-        if claimed > self.config.file_threshold {
+        if self.spills(claimed) {
             let bytes = Arc::new(load_into_file(dataset, &location, row)?);
             lock(&self.files).put(ordinal, bytes.clone());
             return Ok(bytes);
@@ -321,7 +341,8 @@ fn decode_checked(
     Ok(record)
 }
 
-/// Streams the payload into an unnamed temporary file and reads its layout from there.
+/// Streams the payload into unnamed temporary files (large tensors in files of their own, see
+/// [`crate::fs::spill`]) and reads its layout from there.
 fn load_into_file(
     dataset: &Dataset,
     location: &crate::dataset::RecordLocation,
@@ -329,13 +350,12 @@ fn load_into_file(
 ) -> Result<RecordBytes, LoadError> {
     let ordinal = location.ordinal;
     let other = |detail: String| LoadError::Other { ordinal, detail };
-    let file = tempfile::tempfile().map_err(|e| other(format!("temporary file: {e}")))?;
-    let mut sink = BufWriter::with_capacity(1 << 20, &file);
-    let written = dataset.read_payload_into(location, &mut sink)?;
-    sink.flush()
-        .map_err(|e| other(format!("temporary file: {e}")))?;
-    drop(sink);
     let limits = &dataset.options().record_limits;
+    let temporary = |e: std::io::Error| other(format!("temporary file: {e}"));
+    let mut sink = SpillSink::new(limits).map_err(temporary)?;
+    let written = dataset.read_payload_into(location, &mut sink)?;
+    let spilled = sink.finish().map_err(temporary)?;
+    let file = spilled.payload.as_ref();
     let mut first8 = [0u8; 8];
     file.read_exact_at(&mut first8, 0)
         .map_err(|e| other(format!("payload shorter than its header: {e}")))?;
@@ -360,7 +380,7 @@ fn load_into_file(
     let layout = RecordLayout::from_parts(header, &descriptor, limits)
         .map_err(|e| record_error(dataset, ordinal, e))?;
     record::check_row_agrees(row, &layout.meta).map_err(|e| record_error(dataset, ordinal, e))?;
-    Ok(RecordBytes::File { file, layout })
+    Ok(RecordBytes::File { spilled, layout })
 }
 
 /// The decode-ahead of one mount (see the module documentation).

@@ -19,17 +19,17 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
 use fuser::{
-    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
+    AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
 };
 
 use super::namespace::{Attr, FsError, Kind, Namespace};
@@ -74,6 +74,25 @@ pub struct SdsFuse {
     /// Open handles of the status file: the report as it was at open.
     reports: Mutex<HashMap<u64, Bytes>>,
     next_handle: AtomicU64,
+    /// Whether opens may be answered with passthrough: asked for, offered by the kernel at
+    /// `INIT`, and not yet refused (a daemon without `CAP_SYS_ADMIN` cannot register files).
+    passthrough: AtomicBool,
+    passthrough_wanted: bool,
+    /// Open passthrough candidates (see [`Namespace::passthrough_candidate`]) and their mode.
+    candidate_opens: Mutex<HashMap<u64, CandidateOpen>>,
+}
+
+/// How an inode that may be served by passthrough is open, and how often.
+///
+/// The kernel fails (with EIO) an open whose mode differs from that of the inode's other open
+/// files, and needs every passthrough open of one inode to name the same backing file; so the
+/// first open decides, later ones follow, and the entry goes with the last `RELEASE` (which
+/// the kernel sends after it has dropped the file's mode).
+#[derive(Debug)]
+struct CandidateOpen {
+    handles: u64,
+    /// The registered backing file, or `None` for a page-cached open.
+    backing: Option<(BackingId, std::fs::File)>,
 }
 
 impl SdsFuse {
@@ -100,7 +119,17 @@ impl SdsFuse {
             info,
             reports: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            passthrough: AtomicBool::new(false),
+            passthrough_wanted: true,
+            candidate_opens: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether to ask the kernel for passthrough (on by default; used only where the kernel
+    /// offers it and the daemon may register files, which needs `CAP_SYS_ADMIN`).
+    pub fn with_passthrough(mut self, wanted: bool) -> SdsFuse {
+        self.passthrough_wanted = wanted;
+        self
     }
 
     /// The status report (JSON), as of now.
@@ -136,6 +165,10 @@ impl SdsFuse {
             "requests": {
                 "fuse": self.stats.requests.load(Ordering::Relaxed),
                 "eio": self.stats.eio.load(Ordering::Relaxed),
+            },
+            "passthrough": {
+                "enabled": self.passthrough.load(Ordering::Relaxed),
+                "opens": self.stats.passthrough_opens.load(Ordering::Relaxed),
             },
             "storage": self.stats.backends_json(),
             "errors": self.stats.errors_json(),
@@ -196,6 +229,51 @@ impl SdsFuse {
             (true, _) => FopenFlags::empty(),
             (false, false) => FopenFlags::FOPEN_KEEP_CACHE,
             (false, true) => FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+        }
+    }
+
+    /// Opens a passthrough candidate: in the mode it is already open in, else with its
+    /// record's own file registered as the backing file when there is one, else page-cached.
+    fn open_candidate(&self, ino: u64, reply: ReplyOpen) {
+        if let Some(open) = lock(&self.candidate_opens).get_mut(&ino) {
+            open.handles += 1;
+            return self.reply_candidate(open, reply);
+        }
+        // Decoding (if the record is not cached) happens here, without the table's lock.
+        let backing = self.register_backing(ino, &reply);
+        let mut opens = lock(&self.candidate_opens);
+        // A concurrent open of the same inode may have decided first: its mode wins.
+        let open = opens.entry(ino).or_insert(CandidateOpen {
+            handles: 0,
+            backing,
+        });
+        open.handles += 1;
+        self.reply_candidate(open, reply);
+    }
+
+    fn register_backing(&self, ino: u64, reply: &ReplyOpen) -> Option<(BackingId, std::fs::File)> {
+        if !self.passthrough.load(Ordering::Relaxed) {
+            return None;
+        }
+        let file = self.namespace.backing_file(ino)?;
+        match reply.open_backing(&file) {
+            Ok(id) => Some((id, file)),
+            Err(error) => {
+                // Not allowed here (no CAP_SYS_ADMIN) or not supported: page cache from now on.
+                tracing::info!(%error, "passthrough refused by the kernel; files are served through the page cache");
+                self.passthrough.store(false, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    fn reply_candidate(&self, open: &CandidateOpen, reply: ReplyOpen) {
+        match &open.backing {
+            Some((id, _)) => {
+                self.stats.passthrough_opens.fetch_add(1, Ordering::Relaxed);
+                reply.opened_passthrough(FileHandle(0), FopenFlags::empty(), id);
+            }
+            None => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
         }
     }
 
@@ -270,6 +348,12 @@ impl Filesystem for SdsFuse {
         ] {
             let _ = config.add_capabilities(capability);
         }
+        if self.passthrough_wanted
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(1).is_ok()
+        {
+            self.passthrough.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -327,6 +411,9 @@ impl Filesystem for SdsFuse {
         }
         match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => reply.error(Errno::EISDIR),
+            Ok(_) if self.namespace.passthrough_candidate(ino.0) => {
+                self.open_candidate(ino.0, reply)
+            }
             Ok(_) => reply.opened(FileHandle(0), self.open_flags(ino.0, false)),
             Err(e) => reply.error(self.errno("open", ino.0, e)),
         }
@@ -373,6 +460,15 @@ impl Filesystem for SdsFuse {
         if ino.0 == STATUS_INO {
             lock(&self.reports).remove(&fh.0);
         }
+        let mut opens = lock(&self.candidate_opens);
+        if let Some(open) = opens.get_mut(&ino.0) {
+            open.handles = open.handles.saturating_sub(1);
+            if open.handles == 0 {
+                // Drops the backing registration; open files keep their own reference.
+                opens.remove(&ino.0);
+            }
+        }
+        drop(opens);
         reply.ok();
     }
 

@@ -28,6 +28,7 @@ use super::inode::{Ino, MAX_ORDINAL};
 use super::names::encode_entry;
 use super::overlay::{Carrier, Overlay, VisibleSet};
 use super::record_tree::{Node, RecordTree};
+use super::spill::OWN_FILE_MIN_BYTES;
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
 
@@ -728,6 +729,62 @@ impl Namespace {
                 Ok(Bytes::from(joined))
             }
         }
+    }
+
+    /// Whether file `ino` may be served by the kernel from a file of the daemon's (FUSE
+    /// passthrough): the `.raw` and `.sigmf-data` views of a field of at least
+    /// [`OWN_FILE_MIN_BYTES`]. Depends only on the record's metadata, so every open of one
+    /// inode gets the same answer (the kernel refuses to mix passthrough and cached opens).
+    pub fn passthrough_candidate(&self, ino: u64) -> bool {
+        self.tensor_view(ino).is_some_and(|(tree, index)| {
+            tree.fields
+                .get(index)
+                .is_some_and(|field| field.raw_len >= OWN_FILE_MIN_BYTES)
+        })
+    }
+
+    /// A file holding exactly the bytes of view `ino` from offset 0, for the kernel to serve
+    /// them directly: a candidate's field when its record is decoded into temporary files
+    /// (decoding it now if needed). `None` otherwise, and also when decoding fails: the
+    /// file is then opened as any other, and its reads report the error.
+    pub fn backing_file(&self, ino: u64) -> Option<std::fs::File> {
+        let (tree, index) = self.tensor_view(ino)?;
+        let field = tree.fields.get(index)?;
+        if field.raw_len < OWN_FILE_MIN_BYTES {
+            return None;
+        }
+        let location = self.dataset.locate(tree.ordinal).ok()?;
+        if !self
+            .records
+            .spills(self.dataset.payload_len(&location).ok()?)
+        {
+            return None;
+        }
+        let bytes = self
+            .records
+            .get(&self.dataset, tree.ordinal, &tree.meta)
+            .ok()?;
+        let file = bytes.own_file(&field.name)?;
+        // The view's size as `stat` reports it must be the file's, or reads would disagree.
+        let len = file.metadata().ok()?.len();
+        (len == field.raw_len).then(|| file.try_clone().ok())?
+    }
+
+    /// The record tree and field of a `.raw` or `.sigmf-data` view.
+    fn tensor_view(&self, ino: u64) -> Option<(Arc<RecordTree>, usize)> {
+        let Ino::FieldNode(ordinal, node) = Ino::decode(ino)? else {
+            return None;
+        };
+        self.check_ordinal(ordinal).ok()?;
+        let tree = self.record_tree(ordinal).ok()?;
+        let Node::File { field, view, .. } = tree.node(node)? else {
+            return None;
+        };
+        if !matches!(view, View::Raw | View::SigmfData) {
+            return None;
+        }
+        let index = *field as usize;
+        Some((tree, index))
     }
 
     fn read_tensor(

@@ -43,6 +43,8 @@ pub struct MountStats {
     /// FUSE requests served (every operation), and those answered with EIO.
     pub requests: AtomicU64,
     pub eio: AtomicU64,
+    /// Opens answered with FUSE passthrough (their reads never reach the daemon).
+    pub passthrough_opens: AtomicU64,
     backends: Mutex<BTreeMap<String, Arc<BackendCounters>>>,
     errors: Mutex<BTreeMap<String, ObjectErrors>>,
 }
@@ -54,6 +56,7 @@ impl Default for MountStats {
             started_at: Instant::now(),
             requests: AtomicU64::new(0),
             eio: AtomicU64::new(0),
+            passthrough_opens: AtomicU64::new(0),
             backends: Mutex::new(BTreeMap::new()),
             errors: Mutex::new(BTreeMap::new()),
         }

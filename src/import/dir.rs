@@ -23,8 +23,9 @@ use crate::format::limits::RecordLimits;
 use crate::format::record::{Field, FieldMeta, Record, RecordMeta};
 use crate::fs::names::{decode_segment, encode_field_path};
 
-/// The record directories under `dir` (or `dir/records`), in ordinal order.
-pub fn sources(dir: &Path) -> Result<Sources, ImportError> {
+/// The record directories under `dir` (or `dir/records`), in ordinal order; their
+/// `record.json` files are read and parsed on up to `jobs` threads.
+pub fn sources(dir: &Path, jobs: usize) -> Result<Sources, ImportError> {
     let records = dir.join("records");
     let root = if records.is_dir() {
         records
@@ -46,10 +47,42 @@ pub fn sources(dir: &Path) -> Result<Sources, ImportError> {
     }
     numbered.sort();
     check_numbering(&root, &numbered)?;
-    numbered
-        .into_iter()
-        .map(|(_, path)| Ok(Box::new(DirRecord::open(path)?) as Box<dyn RecordSource>))
-        .collect()
+    let paths: Vec<PathBuf> = numbered.into_iter().map(|(_, path)| path).collect();
+    open_all(&paths, jobs)
+}
+
+/// Opens every record directory, in order. Reading and parsing every `record.json` is the
+/// serial part of `sds create` before any shard can be planned (15% of its time on one
+/// thread), so it is split into contiguous runs across the jobs; the first error in ordinal
+/// order is the one reported, as with one thread.
+fn open_all(paths: &[PathBuf], jobs: usize) -> Result<Sources, ImportError> {
+    let run = paths
+        .len()
+        .div_ceil(jobs.clamp(1, paths.len().max(1)))
+        .max(1);
+    let opened: Vec<Result<Vec<DirRecord>, ImportError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(run)
+            .map(|part| scope.spawn(move || part.iter().cloned().map(DirRecord::open).collect()))
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut sources = Sources::with_capacity(paths.len());
+    for part in opened {
+        sources.extend(
+            part?
+                .into_iter()
+                .map(|r| Box::new(r) as Box<dyn RecordSource>),
+        );
+    }
+    Ok(sources)
 }
 
 fn check_numbering(root: &Path, numbered: &[(u128, PathBuf)]) -> Result<(), ImportError> {

@@ -63,7 +63,10 @@ pub struct CreateArgs {
 /// Runs `sds create`; the error is the one line for stderr.
 pub fn run(args: &CreateArgs) -> Result<String, String> {
     let options = options(args)?;
-    let sources = args.inputs.sources().map_err(|e| e.to_string())?;
+    let sources = args
+        .inputs
+        .sources(options.jobs)
+        .map_err(|e| e.to_string())?;
     if sources.is_empty() {
         return Err(format!("nothing to publish: give {NO_INPUTS}"));
     }

@@ -126,7 +126,8 @@ pub fn write(
                 .map_err(|e| failed(&e))?
         }
         ShardInput::Import(inputs) => {
-            let sources = inputs.sources().map_err(|e| e.to_string())?;
+            // One shard of a distributed job: its records are read on this worker's thread.
+            let sources = inputs.sources(1).map_err(|e| e.to_string())?;
             if sources.is_empty() {
                 return Err(format!("work {work_id}: the inputs hold no record"));
             }

@@ -51,11 +51,12 @@ impl RecordInputs {
             && self.from_raw.is_empty()
     }
 
-    /// The records of every input, in ordinal order (sized from headers; nothing loaded yet).
-    pub fn sources(&self) -> Result<Sources, ImportError> {
+    /// The records of every input, in ordinal order (sized from headers; nothing loaded yet),
+    /// read on up to `jobs` threads where that helps (`--from-dir`).
+    pub fn sources(&self, jobs: usize) -> Result<Sources, ImportError> {
         let mut sources = Sources::new();
         if let Some(dir) = &self.from_dir {
-            sources.extend(import::dir::sources(dir)?);
+            sources.extend(import::dir::sources(dir, jobs)?);
         }
         sources.extend(import::sigmf::sources(
             &self.from_sigmf,

@@ -1,0 +1,344 @@
+//! Decoding a large record into temporary files: the payload in one file, and each large
+//! tensor in a file of its own.
+//!
+//! Why a file per large tensor: a field's `.raw` (and `.sigmf-data`) view is exactly its
+//! tensor's bytes. When those bytes start at offset 0 of a file, the kernel can serve the view
+//! from that file directly (FUSE passthrough, see [`crate::fs::fuse`]): no request reaches the
+//! daemon for the data, and the reader copies from the temporary file's page cache, which on
+//! ext4 and tmpfs uses large folios where a FUSE mount's own page cache uses 4 KiB pages.
+//!
+//! The payload streams through [`SpillSink`] once, as it is decompressed: the SafeTensors
+//! header at its start says where every tensor is, so each byte can go straight to its file.
+//! The payload file keeps every byte at its payload offset, except the ranges of split-off
+//! tensors, which stay holes (no disk space). A header that does not parse leaves everything in
+//! the payload file; the caller's validation of that file then reports the defect, as before.
+//!
+//! Write-behind: the bytes are collected into 1 MiB buffers that one helper thread writes
+//! while decompression goes on (at most [`BUFFERS`] in flight, so memory stays bounded).
+//! Writing into the page cache was a sixth of a large record's decoding time on one thread;
+//! on a machine with a second core it now overlaps with zstd.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::format::limits::RecordLimits;
+use crate::format::record::{header_len, parse_header, DESCRIPTOR_TENSOR};
+
+/// Tensors of at least this many bytes get a file of their own.
+pub const OWN_FILE_MIN_BYTES: u64 = 1 << 20;
+/// At most this many tensors of one record get a file of their own (the rest stay in the
+/// payload file), so a record with many large tensors cannot use many descriptors.
+const MAX_OWN_FILES: usize = 8;
+/// Size of one write-behind buffer, and how many may be in flight.
+const BUFFER_BYTES: usize = 1 << 20;
+const BUFFERS: usize = 4;
+
+/// A tensor written to a file of its own.
+#[derive(Debug)]
+pub struct OwnFile {
+    /// The tensor's absolute byte range in the payload.
+    pub range: Range<u64>,
+    pub file: Arc<File>,
+}
+
+/// Where the bytes of a spilled payload went.
+#[derive(Debug)]
+pub struct Spilled {
+    /// The payload, with holes where own-file tensors are.
+    pub payload: Arc<File>,
+    /// Split-off tensors by SafeTensors key.
+    pub own_files: BTreeMap<String, OwnFile>,
+}
+
+/// A tensor that goes to a file of its own.
+struct Target {
+    key: String,
+    range: Range<u64>,
+    file: Arc<File>,
+}
+
+/// Bytes collected for one contiguous stretch of one file.
+struct Pending {
+    file: Arc<File>,
+    offset: u64,
+    data: Vec<u8>,
+}
+
+/// A `Write` that routes a payload's bytes by position (see the module documentation).
+pub struct SpillSink<'a> {
+    limits: &'a RecordLimits,
+    payload: Arc<File>,
+    /// Bytes taken so far.
+    position: u64,
+    /// The header bytes seen while it is incomplete.
+    prefix: Vec<u8>,
+    /// `None` until the header is parsed (or given up on).
+    targets: Option<Vec<Target>>,
+    pending: Option<Pending>,
+    behind: WriteBehind,
+}
+
+impl<'a> SpillSink<'a> {
+    pub fn new(limits: &'a RecordLimits) -> std::io::Result<SpillSink<'a>> {
+        Ok(SpillSink {
+            limits,
+            payload: Arc::new(tempfile::tempfile()?),
+            position: 0,
+            prefix: Vec::new(),
+            targets: None,
+            pending: None,
+            behind: WriteBehind::start()?,
+        })
+    }
+
+    /// Waits for every write and returns the files.
+    pub fn finish(mut self) -> std::io::Result<Spilled> {
+        self.submit_pending()?;
+        self.behind.finish()?;
+        let own_files = self
+            .targets
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                let own = OwnFile {
+                    range: t.range,
+                    file: t.file,
+                };
+                (t.key, own)
+            })
+            .collect();
+        Ok(Spilled {
+            payload: self.payload,
+            own_files,
+        })
+    }
+
+    /// How many more bytes the header needs before it can be parsed.
+    fn header_bytes_wanted(&self) -> usize {
+        let have = self.prefix.len();
+        if have < 8 {
+            return 8 - have;
+        }
+        header_len(&self.prefix, self.limits)
+            .ok()
+            .and_then(|len| usize::try_from(8 + len).ok())
+            .map_or(1, |total| total.saturating_sub(have).max(1))
+    }
+
+    /// Collects header bytes until the header can be parsed; then plans the own files.
+    fn take_header_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.prefix.extend_from_slice(bytes);
+        if self.prefix.len() < 8 {
+            return Ok(());
+        }
+        let Ok(len) = header_len(&self.prefix, self.limits) else {
+            self.targets = Some(Vec::new());
+            return Ok(());
+        };
+        if (self.prefix.len() as u64) < 8 + len {
+            return Ok(());
+        }
+        let tensors = match parse_header(&self.prefix, self.limits) {
+            Ok(header) => header
+                .tensors
+                .into_iter()
+                .map(|(k, t)| (k, t.range))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let position = self.position;
+        // Tensors start after the header (parse_header checks it); the guard keeps a header
+        // that claims otherwise from splitting anything.
+        self.targets = Some(plan_targets(
+            tensors.into_iter().filter(|(_, r)| r.start >= position),
+        )?);
+        self.prefix = Vec::new();
+        Ok(())
+    }
+
+    /// The file and offset of payload position `position`, and how many bytes from there
+    /// go to the same file contiguously.
+    fn destination(&self, position: u64) -> (Arc<File>, u64, u64) {
+        let targets = self.targets.as_deref().unwrap_or_default();
+        if let Some(t) = targets.iter().find(|t| t.range.contains(&position)) {
+            return (
+                t.file.clone(),
+                position - t.range.start,
+                t.range.end - position,
+            );
+        }
+        let next_start = targets
+            .iter()
+            .map(|t| t.range.start)
+            .filter(|&start| start > position)
+            .min()
+            .unwrap_or(u64::MAX);
+        (self.payload.clone(), position, next_start - position)
+    }
+
+    /// Appends `bytes` (which start at payload offset `self.position`) to the buffers of the
+    /// files they belong to.
+    fn route(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        while !bytes.is_empty() {
+            let (file, offset, run) = self.destination(self.position);
+            let take = usize::try_from(run).map_or(bytes.len(), |run| run.min(bytes.len()));
+            self.append(file, offset, &bytes[..take])?;
+            self.position += take as u64;
+            bytes = &bytes[take..];
+        }
+        Ok(())
+    }
+
+    /// Appends to the pending buffer, handing it to the writer when it is full or when the
+    /// bytes go elsewhere.
+    fn append(&mut self, file: Arc<File>, offset: u64, mut bytes: &[u8]) -> std::io::Result<()> {
+        let continues = self.pending.as_ref().is_some_and(|p| {
+            Arc::ptr_eq(&p.file, &file) && p.offset + p.data.len() as u64 == offset
+        });
+        if !continues {
+            self.submit_pending()?;
+        }
+        let mut offset = offset;
+        while !bytes.is_empty() {
+            if self.pending.is_none() {
+                let data = self.behind.buffer()?;
+                let file = file.clone();
+                self.pending = Some(Pending { file, offset, data });
+            }
+            let Some(pending) = self.pending.as_mut() else {
+                break;
+            };
+            let room = BUFFER_BYTES - pending.data.len().min(BUFFER_BYTES);
+            let take = room.min(bytes.len());
+            pending.data.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            offset += take as u64;
+            if pending.data.len() >= BUFFER_BYTES {
+                self.submit_pending()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn submit_pending(&mut self) -> std::io::Result<()> {
+        match self.pending.take() {
+            Some(pending) if !pending.data.is_empty() => self.behind.submit(pending),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Write for SpillSink<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut rest = bytes;
+        // The header is small and bounded by the limits: its bytes go to the payload file as
+        // they come and are also kept until they parse; what follows is routed.
+        while self.targets.is_none() && !rest.is_empty() {
+            let take = self.header_bytes_wanted().min(rest.len());
+            self.route(&rest[..take])?;
+            self.take_header_bytes(&rest[..take])?;
+            rest = &rest[take..];
+        }
+        self.route(rest)?;
+        Ok(bytes.len())
+    }
+
+    /// Buffers are written by the helper thread; [`SpillSink::finish`] waits for them.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The tensors to split off: the largest, at least [`OWN_FILE_MIN_BYTES`] each, at most
+/// [`MAX_OWN_FILES`], never the descriptor.
+fn plan_targets(
+    tensors: impl Iterator<Item = (String, Range<u64>)>,
+) -> std::io::Result<Vec<Target>> {
+    let mut large: Vec<(String, Range<u64>)> = tensors
+        .filter(|(key, range)| {
+            key != DESCRIPTOR_TENSOR && range.end.saturating_sub(range.start) >= OWN_FILE_MIN_BYTES
+        })
+        .collect();
+    large.sort_by_key(|(_, range)| std::cmp::Reverse(range.end - range.start));
+    large.truncate(MAX_OWN_FILES);
+    large
+        .into_iter()
+        .map(|(key, range)| {
+            let file = Arc::new(tempfile::tempfile()?);
+            Ok(Target { key, range, file })
+        })
+        .collect()
+}
+
+/// One helper thread writing buffers at their offsets, and the buffers it hands back.
+struct WriteBehind {
+    jobs: Option<SyncSender<Pending>>,
+    free: Receiver<Vec<u8>>,
+    worker: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl WriteBehind {
+    fn start() -> std::io::Result<WriteBehind> {
+        let (jobs, queue) = sync_channel::<Pending>(BUFFERS);
+        let (give_back, free) = sync_channel::<Vec<u8>>(BUFFERS);
+        for _ in 0..BUFFERS {
+            // Room for every buffer: the channel holds BUFFERS of them.
+            let _ = give_back.send(Vec::new());
+        }
+        let worker = std::thread::Builder::new()
+            .name("sdsfs-spill".into())
+            .spawn(move || write_queue(queue, give_back))?;
+        Ok(WriteBehind {
+            jobs: Some(jobs),
+            free,
+            worker: Some(worker),
+        })
+    }
+
+    /// An empty buffer, waiting for the writer to finish one if all are in flight.
+    fn buffer(&self) -> std::io::Result<Vec<u8>> {
+        let mut data = self.free.recv().map_err(|_| stopped())?;
+        data.reserve_exact(BUFFER_BYTES);
+        Ok(data)
+    }
+
+    fn submit(&self, pending: Pending) -> std::io::Result<()> {
+        let jobs = self.jobs.as_ref().ok_or_else(stopped)?;
+        jobs.send(pending).map_err(|_| stopped())
+    }
+
+    /// Waits for every submitted write; the first error, if any.
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.jobs = None;
+        match self.worker.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(std::io::Error::other("the spill writer thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The writer thread: writes each buffer at its offset and gives it back; after an error it
+/// only drains the queue (the error is reported by `finish`).
+fn write_queue(queue: Receiver<Pending>, give_back: SyncSender<Vec<u8>>) -> std::io::Result<()> {
+    let mut result = Ok(());
+    for mut pending in queue {
+        if result.is_ok() {
+            result = pending.file.write_all_at(&pending.data, pending.offset);
+        }
+        pending.data.clear();
+        let _ = give_back.send(pending.data);
+    }
+    result
+}
+
+fn stopped() -> std::io::Error {
+    std::io::Error::other("the spill writer thread stopped")
+}
