@@ -390,6 +390,13 @@ fn bad_inputs_give_one_line_naming_the_file() {
         short.contains("x.raw") && short.contains("16 bytes"),
         "{short}"
     );
+    // Too long: the message gives the file's whole length.
+    std::fs::write(&raw, [0u8; 100]).unwrap();
+    let long = fails(&["create", o, "--from-dir", from]);
+    assert!(
+        long.contains("x.raw") && long.contains("100 bytes") && long.contains("24 bytes"),
+        "{long}"
+    );
     // Missing .raw and .npy.
     std::fs::remove_file(&raw).unwrap();
     let missing = fails(&["create", o, "--from-dir", from]);
