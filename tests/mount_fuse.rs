@@ -14,7 +14,7 @@ use common::mount::{expected_record_files, peak_rss, MountGuard};
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{self, Object, Value};
-use sdsfs::format::record::{Axis, Coordinate, Field, Record};
+use sdsfs::format::record::{Axis, Field, Record};
 use sdsfs::storage::{LocalStore, ObjectStore};
 
 fn bytes_of(n: usize, seed: u8) -> Vec<u8> {
@@ -24,21 +24,7 @@ fn bytes_of(n: usize, seed: u8) -> Vec<u8> {
 }
 
 fn iq_field(samples: u64, seed: u8) -> Field {
-    let mut metadata = Object::new();
-    let mut block = Object::new();
-    block.insert("kind".into(), Value::from("uniform"));
-    block.insert("sample_rate_hz".into(), Value::Int(1_000_000));
-    metadata.insert("time_coordinates".into(), Value::Object(block));
-    Field::new(
-        DType::C64,
-        vec![samples],
-        bytes_of(samples as usize * 8, seed),
-    )
-    .unwrap()
-    .with_axes(vec![Axis::new("time", samples)
-        .with_role("time")
-        .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
-    .with_metadata(metadata)
+    common::datasets::iq_capture(bytes_of(samples as usize * 8, seed))
 }
 
 fn sample_record(i: usize) -> Record {

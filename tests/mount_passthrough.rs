@@ -15,8 +15,7 @@ use std::sync::Arc;
 use common::mount::MountGuard;
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
-use sdsfs::format::json::{Object, Value};
-use sdsfs::format::record::{Axis, Coordinate, Field, Record};
+use sdsfs::format::record::{Axis, Field, Record};
 use sdsfs::storage::{LocalStore, ObjectStore};
 
 /// 16 MiB: served through the daemon it takes at least 16 `READ`s of 1 MiB.
@@ -36,17 +35,7 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 }
 
 fn iq_field(samples: u64, seed: u64) -> Field {
-    let mut metadata = Object::new();
-    let mut block = Object::new();
-    block.insert("kind".into(), Value::from("uniform"));
-    block.insert("sample_rate_hz".into(), Value::Int(1_000_000));
-    metadata.insert("time_coordinates".into(), Value::Object(block));
-    Field::new(DType::C64, vec![samples], noise(samples as usize * 8, seed))
-        .unwrap()
-        .with_axes(vec![Axis::new("time", samples)
-            .with_role("time")
-            .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
-        .with_metadata(metadata)
+    common::datasets::iq_capture(noise(samples as usize * 8, seed))
 }
 
 /// A large IQ field, a second field of its own file's size class, and small fields that stay

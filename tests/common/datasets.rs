@@ -105,6 +105,22 @@ pub fn record(serial: usize) -> Record {
     record
 }
 
+/// A complex64 IQ field holding `data` (8 bytes per sample) sampled at 1 MHz: a regular time
+/// coordinate and the `time_coordinates` block that gives it a SigMF pair in the mount.
+pub fn iq_capture(data: Vec<u8>) -> Field {
+    let samples = data.len() as u64 / 8;
+    let block = obj(&[
+        ("kind", Value::from("uniform")),
+        ("sample_rate_hz", Value::Int(1_000_000)),
+    ]);
+    Field::new(DType::C64, vec![samples], data)
+        .unwrap()
+        .with_axes(vec![Axis::new("time", samples)
+            .with_role("time")
+            .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
+        .with_metadata(obj(&[("time_coordinates", Value::Object(block))]))
+}
+
 /// A dataset published in a temporary directory.
 pub struct Published {
     pub dir: TempDir,
