@@ -60,6 +60,13 @@ fn open_all(paths: &[PathBuf], jobs: usize) -> Result<Sources, ImportError> {
         .len()
         .div_ceil(jobs.clamp(1, paths.len().max(1)))
         .max(1);
+    if run >= paths.len() {
+        // One thread: the calling one (see `build::write_all` on allocation arenas).
+        let opened = paths.iter().cloned().map(DirRecord::open);
+        return opened
+            .map(|r| Ok(Box::new(r?) as Box<dyn RecordSource>))
+            .collect();
+    }
     let opened: Vec<Result<Vec<DirRecord>, ImportError>> = std::thread::scope(|scope| {
         let workers: Vec<_> = paths
             .chunks(run)
