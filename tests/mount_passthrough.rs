@@ -151,6 +151,16 @@ fn large_fields_are_read_by_the_kernel_and_every_view_is_exact() {
         );
         let opens = status(&mount)["passthrough"]["opens"].as_u64().unwrap();
         assert!(opens >= 5, "{opens} passthrough opens");
+        let human = std::process::Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+            .arg("status")
+            .arg(&mount.mountpoint)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&human.stdout);
+        assert!(
+            text.contains(&format!("passthrough on; {opens} opens")),
+            "{text}"
+        );
     }
 }
 

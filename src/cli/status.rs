@@ -84,6 +84,17 @@ pub fn render(r: &Value) -> String {
         n(&r["requests"]["fuse"]),
         n(&r["requests"]["eio"])
     );
+    let passthrough = &r["passthrough"];
+    let _ = writeln!(
+        out,
+        "passthrough {}; {} opens served by the kernel from decoded files",
+        if passthrough["enabled"].as_bool() == Some(true) {
+            "on"
+        } else {
+            "off"
+        },
+        n(&passthrough["opens"])
+    );
     if let Some(backends) = r["storage"].as_object() {
         for (name, b) in backends {
             let _ = writeln!(
