@@ -22,8 +22,8 @@ pub mod view;
 pub use error::DatasetError;
 pub use pages::RecordLocation;
 pub use publish::{
-    publish, publish_entries, write_shard, PublishOptions, PublishSummary, ShardOptions,
-    ShardReceipt,
+    encode_shard, publish, publish_entries, write_shard, EncodedShard, PublishOptions,
+    PublishSummary, ShardOptions, ShardReceipt,
 };
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;

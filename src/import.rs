@@ -25,6 +25,7 @@
 pub mod arrays;
 pub mod build;
 pub mod dir;
+mod listing;
 pub mod npy;
 pub mod raw;
 pub mod samples;

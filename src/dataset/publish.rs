@@ -143,15 +143,19 @@ impl ShardFile {
             })
     }
 
-    /// Finishes the file; returns its SHA-256 hex and length.
-    fn finish(self) -> Result<(String, u64, std::path::PathBuf), DatasetError> {
+    /// Finishes the file; returns its SHA-256 hex, length and path.
+    fn finish(self) -> Result<EncodedFile, DatasetError> {
         let mut sink = self.writer.finish().map_err(|source| DatasetError::Shard {
             object: self.path.display().to_string(),
             source,
         })?;
         sink.flush()
             .map_err(|e| DatasetError::io(self.path.display().to_string(), e))?;
-        Ok((hex::encode(sink.hasher.finalize()), sink.len, self.path))
+        Ok(EncodedFile {
+            sha256: hex::encode(sink.hasher.finalize()),
+            bytes: sink.len,
+            path: self.path,
+        })
     }
 }
 
@@ -164,6 +168,41 @@ pub fn write_shard<I>(
     attempt: u64,
     options: &ShardOptions,
 ) -> Result<ShardReceipt, DatasetError>
+where
+    I: IntoIterator<Item = Record>,
+{
+    encode_shard(records, work_id, attempt, options)?.store(store)
+}
+
+/// A shard pair encoded into temporary files and not stored yet: the first half of
+/// [`write_shard`]. Storing makes both objects durable (fsync) before linking them into place,
+/// which waits on the disk rather than the CPU, so a writer can encode its next shard while
+/// this one is stored.
+#[derive(Debug)]
+pub struct EncodedShard {
+    /// Holds both files; removed when the shard is dropped.
+    _temp: tempfile::TempDir,
+    data: EncodedFile,
+    metadata: EncodedFile,
+    work_id: String,
+    attempt: u64,
+    record_count: u64,
+}
+
+#[derive(Debug)]
+struct EncodedFile {
+    sha256: String,
+    bytes: u64,
+    path: std::path::PathBuf,
+}
+
+/// Encodes `records` into a data shard and its metadata shard in temporary files.
+pub fn encode_shard<I>(
+    records: I,
+    work_id: &str,
+    attempt: u64,
+    options: &ShardOptions,
+) -> Result<EncodedShard, DatasetError>
 where
     I: IntoIterator<Item = Record>,
 {
@@ -185,32 +224,44 @@ where
         metadata.write(record.meta().to_row_json().as_bytes())?;
         record_count += 1;
     }
-    let (data_hash, data_bytes, data_file) = data.finish()?;
-    let (metadata_hash, metadata_bytes, metadata_file) = metadata.finish()?;
-    let data_path =
-        data_shard_path(&data_hash).map_err(|e| DatasetError::Publication(e.to_string()))?;
-    let metadata_path = metadata_shard_path(&metadata_hash)
-        .map_err(|e| DatasetError::Publication(e.to_string()))?;
-    store.create_from_file(&data_path, &data_file)?;
-    store.create_from_file(&metadata_path, &metadata_file)?;
-    let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
-        Ok(if store.supports_generations() {
-            store.info(path, None)?.version.generation
-        } else {
-            None
-        })
-    };
-    Ok(ShardReceipt {
-        data_generation: generation(&data_path)?,
-        metadata_generation: generation(&metadata_path)?,
-        data_uri: data_path.to_string(),
-        metadata_uri: metadata_path.to_string(),
+    Ok(EncodedShard {
+        data: data.finish()?,
+        metadata: metadata.finish()?,
+        _temp: temp,
         work_id: work_id.to_string(),
         attempt,
         record_count,
-        data_bytes,
-        metadata_bytes,
     })
+}
+
+impl EncodedShard {
+    /// Writes both shards create-only at their content addresses; the receipt.
+    pub fn store(self, store: &dyn ObjectStore) -> Result<ShardReceipt, DatasetError> {
+        let data_path = data_shard_path(&self.data.sha256)
+            .map_err(|e| DatasetError::Publication(e.to_string()))?;
+        let metadata_path = metadata_shard_path(&self.metadata.sha256)
+            .map_err(|e| DatasetError::Publication(e.to_string()))?;
+        store.create_from_file(&data_path, &self.data.path)?;
+        store.create_from_file(&metadata_path, &self.metadata.path)?;
+        let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
+            Ok(if store.supports_generations() {
+                store.info(path, None)?.version.generation
+            } else {
+                None
+            })
+        };
+        Ok(ShardReceipt {
+            data_generation: generation(&data_path)?,
+            metadata_generation: generation(&metadata_path)?,
+            data_uri: data_path.to_string(),
+            metadata_uri: metadata_path.to_string(),
+            work_id: self.work_id,
+            attempt: self.attempt,
+            record_count: self.record_count,
+            data_bytes: self.data.bytes,
+            metadata_bytes: self.metadata.bytes,
+        })
+    }
 }
 
 /// The layout requires `group_size:1` (each record its own chunk, profile section 4): readers

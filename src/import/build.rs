@@ -21,13 +21,16 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
 use super::{ImportError, RecordSource, Sources};
 use crate::arrayrecord::WriterOptions;
-use crate::dataset::{publish, write_shard, DatasetError, PublishOptions, PublishSummary};
+use crate::dataset::{
+    encode_shard, publish, DatasetError, EncodedShard, PublishOptions, PublishSummary,
+};
 use crate::dataset::{ShardOptions, ShardReceipt};
 use crate::format::documents::ids::is_portable_id;
 use crate::format::json::{to_compact, Object, Value};
@@ -171,6 +174,10 @@ type Slot = Mutex<Option<Result<ShardReceipt, ImportError>>>;
 
 /// Writes every planned shard on `options.jobs` threads; receipts in shard order, or the error
 /// of the first failing shard.
+///
+/// The jobs encode shards (load, compress, hash: CPU); one more thread stores them (copy into
+/// place, fsync, link: mostly waiting on the disk), so a job goes on to its next shard while
+/// the previous one becomes durable. At most one encoded shard waits to be stored per job.
 fn write_all(
     store: &dyn ObjectStore,
     sources: &Sources,
@@ -185,20 +192,9 @@ fn write_all(
         writer_options: options.writer_options,
         ..ShardOptions::default()
     };
-    let worker = || loop {
-        let index = next.fetch_add(1, Ordering::SeqCst);
-        if index >= plan.len() || stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let result = write_one(
-            store,
-            sources,
-            plan[index].clone(),
-            index,
-            &shard_options,
-            progress,
-            &stop,
-        );
+    let threads = options.jobs.clamp(1, plan.len().max(1));
+    let (to_store, encoded) = sync_channel::<(usize, EncodedShard)>(threads);
+    let finish = |index: usize, result: Result<ShardReceipt, ImportError>| {
         if result.is_err() {
             stop.store(true, Ordering::SeqCst);
         }
@@ -206,19 +202,42 @@ fn write_all(
             *slot = Some(result);
         }
     };
-    let threads = options.jobs.clamp(1, plan.len().max(1));
-    if threads == 1 {
-        // On the calling thread: its allocations come from the main heap, which grows in
-        // large steps, where another thread's arena grows a page at a time (an `mprotect`
-        // each; 17,000 in a 10,000-record run when the records were read on a thread).
-        worker();
-    } else {
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(worker);
+    let worker = |to_store: SyncSender<(usize, EncodedShard)>| loop {
+        let index = next.fetch_add(1, Ordering::SeqCst);
+        if index >= plan.len() || stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let range = plan[index].clone();
+        match encode_one(sources, range, index, &shard_options, progress, &stop) {
+            Ok(shard) => {
+                if to_store.send((index, shard)).is_err() {
+                    return;
+                }
+            }
+            Err(e) => finish(index, Err(e)),
+        }
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for (index, shard) in encoded {
+                if !stop.load(Ordering::SeqCst) {
+                    finish(index, shard.store(store).map_err(ImportError::from));
+                }
             }
         });
-    }
+        if threads == 1 {
+            // On the calling thread: its allocations come from the main heap, which grows in
+            // large steps, where another thread's arena grows a page at a time (an `mprotect`
+            // each; 17,000 in a 10,000-record run when the records were read on a thread).
+            worker(to_store);
+        } else {
+            for _ in 0..threads {
+                let to_store = to_store.clone();
+                scope.spawn(move || worker(to_store));
+            }
+            drop(to_store);
+        }
+    });
     collect(slots)
 }
 
@@ -237,22 +256,21 @@ fn collect(slots: Vec<Slot>) -> Result<Vec<ShardReceipt>, ImportError> {
     Ok(receipts)
 }
 
-/// Loads the records of one shard lazily and writes the shard.
-fn write_one(
-    store: &dyn ObjectStore,
+/// Loads the records of one shard lazily and encodes the shard.
+fn encode_one(
     sources: &Sources,
     range: Range<usize>,
     index: usize,
     options: &ShardOptions,
     progress: &dyn Progress,
     stop: &AtomicBool,
-) -> Result<ShardReceipt, ImportError> {
+) -> Result<EncodedShard, ImportError> {
     let shard = ShardWork {
         work_id: &work_id(index),
         attempt: 0,
         options,
     };
-    load_and_write(store, &sources[range], &shard, progress, stop)
+    load_and_encode(&sources[range], &shard, progress, stop)
 }
 
 /// Writes every record of `sources`, in order, as one shard pair of a distributed publication
@@ -273,7 +291,8 @@ pub fn write_sources_shard(
         attempt,
         options,
     };
-    load_and_write(store, sources, &shard, progress, &AtomicBool::new(false))
+    let encoded = load_and_encode(sources, &shard, progress, &AtomicBool::new(false))?;
+    Ok(encoded.store(store)?)
 }
 
 /// Identity and options of one shard to write.
@@ -283,13 +302,12 @@ struct ShardWork<'a> {
     options: &'a ShardOptions,
 }
 
-fn load_and_write(
-    store: &dyn ObjectStore,
+fn load_and_encode(
     sources: &[Box<dyn RecordSource>],
     shard: &ShardWork<'_>,
     progress: &dyn Progress,
     stop: &AtomicBool,
-) -> Result<ShardReceipt, ImportError> {
+) -> Result<EncodedShard, ImportError> {
     let failure: RefCell<Option<ImportError>> = RefCell::new(None);
     let records = sources.iter().map_while(|source| {
         if stop.load(Ordering::Relaxed) {
@@ -309,11 +327,11 @@ fn load_and_write(
             }
         }
     });
-    let receipt = write_shard(store, records, shard.work_id, shard.attempt, shard.options);
+    let encoded = encode_shard(records, shard.work_id, shard.attempt, shard.options);
     if let Some(e) = failure.into_inner() {
         return Err(e);
     }
-    Ok(receipt?)
+    Ok(encoded?)
 }
 
 /// 16 hex digits of SHA-256 over the publication's content (see the module docs).

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+use super::listing::Kind;
 use super::npy::parse_header;
 use super::{checked, read_file, ImportError, RecordSource, Sources};
 use crate::format::json::{parse_object, ObjectExt};
@@ -254,7 +255,7 @@ fn json_name(path: &Path) -> Option<String> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
-    let listing = match std::fs::read_dir(dir) {
+    let listing = match super::listing::list(dir) {
         Ok(listing) => listing,
         // Absent or not a directory: nothing under it.
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
@@ -262,18 +263,20 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
         }
         Err(e) => return Err(ImportError::io(dir, e)),
     };
-    let mut entries = Vec::new();
-    for entry in listing {
-        let entry = entry.map_err(|e| ImportError::io(dir, e))?;
-        // The type comes with the listing (no stat per entry, which dominated `sds create`
-        // profiles); a symbolic link is followed, as before, with one stat.
-        let is_dir = match entry.file_type() {
-            Ok(t) if t.is_symlink() => entry.path().is_dir(),
-            Ok(t) => t.is_dir(),
-            Err(_) => entry.path().is_dir(),
-        };
-        entries.push((entry.path(), is_dir));
-    }
+    let mut entries: Vec<(PathBuf, bool)> = listing
+        .into_iter()
+        .map(|entry| {
+            let path = dir.join(&entry.name);
+            // The type comes with the listing (no stat per entry, which dominated `sds create`
+            // profiles); a symbolic link is followed, as before, with one stat.
+            let is_dir = match entry.kind {
+                Kind::Dir => true,
+                Kind::File => false,
+                Kind::Symlink | Kind::Other => path.is_dir(),
+            };
+            (path, is_dir)
+        })
+        .collect();
     entries.sort();
     for (path, is_dir) in entries {
         if is_dir {
