@@ -218,6 +218,40 @@ fn mapped_and_evicted_records_stay_exact() {
 }
 
 #[test]
+fn concurrent_opens_and_closes_of_one_file_never_mix_modes() {
+    // The kernel fails (EIO) an open whose mode differs from the inode's other open files, and
+    // a backing file dropped too early fails reads: eight threads opening, reading and closing
+    // the same files at once exercise both.
+    let records: Vec<Record> = (0..2).map(big_record).collect();
+    let expected: Vec<Vec<u8>> = records
+        .iter()
+        .map(|r| r.fields["iq"].data.to_vec())
+        .collect();
+    let dir = build_dataset(records);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    std::thread::scope(|scope| {
+        for t in 0..8usize {
+            let (mount, expected) = (&mount, &expected);
+            scope.spawn(move || {
+                for round in 0..25usize {
+                    let i = (t + round) % 2;
+                    let path = mount.path(&format!("records/{i}/fields/iq.raw"));
+                    let file = std::fs::File::open(&path).unwrap();
+                    let offset = (t * 7919 + round * 104_729) % (expected[i].len() - 4096);
+                    let mut buffer = vec![0u8; 4096];
+                    file.read_exact_at(&mut buffer, offset as u64).unwrap();
+                    assert!(buffer == expected[i][offset..offset + 4096], "record {i}");
+                    if round % 5 == 0 {
+                        assert!(read_whole(&path) == expected[i], "record {i} whole");
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(status(&mount)["requests"]["eio"], 0);
+}
+
+#[test]
 fn a_corrupt_large_record_fails_its_reads_with_eio_and_the_mount_stays_up() {
     let records: Vec<Record> = (0..2).map(big_record).collect();
     let second = records[1].fields["iq"].data.clone();
