@@ -70,6 +70,19 @@ fn build_dataset(records: Vec<Record>) -> tempfile::TempDir {
     dir
 }
 
+/// `n` big records published and mounted with an 8 MiB cache (records above 2 MiB decode into
+/// temporary files); the `iq` bytes of each.
+fn mount_big_records(n: u64) -> (tempfile::TempDir, MountGuard, Vec<Vec<u8>>) {
+    let records: Vec<Record> = (0..n).map(big_record).collect();
+    let expected = records
+        .iter()
+        .map(|r| r.fields["iq"].data.to_vec())
+        .collect();
+    let dir = build_dataset(records);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    (dir, mount, expected)
+}
+
 fn open(dir: &Path) -> Dataset {
     let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
     Dataset::open(store, OpenOptions::default()).unwrap()
@@ -186,13 +199,7 @@ fn without_passthrough_the_daemon_serves_the_reads() {
 
 #[test]
 fn mapped_and_evicted_records_stay_exact() {
-    let records: Vec<Record> = (0..6).map(big_record).collect();
-    let expected: Vec<Vec<u8>> = records
-        .iter()
-        .map(|r| r.fields["iq"].data.to_vec())
-        .collect();
-    let dir = build_dataset(records);
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    let (dir, mount, expected) = mount_big_records(6);
     let path = |i: usize| mount.path(&format!("records/{i}/fields/iq.raw"));
     // Record 0 stays open (and mapped) while five more records push it out of the cache,
     // which keeps four decoded files.
@@ -222,13 +229,7 @@ fn concurrent_opens_and_closes_of_one_file_never_mix_modes() {
     // The kernel fails (EIO) an open whose mode differs from the inode's other open files, and
     // a backing file dropped too early fails reads: eight threads opening, reading and closing
     // the same files at once exercise both.
-    let records: Vec<Record> = (0..2).map(big_record).collect();
-    let expected: Vec<Vec<u8>> = records
-        .iter()
-        .map(|r| r.fields["iq"].data.to_vec())
-        .collect();
-    let dir = build_dataset(records);
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    let (_dir, mount, expected) = mount_big_records(2);
     std::thread::scope(|scope| {
         for t in 0..8usize {
             let (mount, expected) = (&mount, &expected);
