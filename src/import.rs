@@ -34,7 +34,7 @@ pub mod sigmf;
 use std::path::Path;
 
 use crate::dataset::DatasetError;
-use crate::format::record::{Record, RecordError};
+use crate::format::record::{Record, RecordError, RecordMeta};
 
 pub use build::{create, write_sources_shard, CreateOptions, CreateSummary, Progress};
 
@@ -109,12 +109,15 @@ pub(crate) fn stem_of(path: &Path) -> Result<String, ImportError> {
 
 /// Checks a built record against the section 2 rules, naming the file it came from.
 pub(crate) fn checked(record: Record, path: &Path) -> Result<Record, ImportError> {
-    let limits = crate::format::limits::RecordLimits::default();
-    crate::format::record::validate(&record.meta(), &limits).map_err(|source| {
-        ImportError::Record {
-            path: path.display().to_string(),
-            source,
-        }
-    })?;
+    checked_meta(&record.meta(), path)?;
     Ok(record)
+}
+
+/// Checks a record's metadata against the section 2 rules, naming the file it came from.
+pub(crate) fn checked_meta(meta: &RecordMeta, path: &Path) -> Result<(), ImportError> {
+    let limits = crate::format::limits::RecordLimits::default();
+    crate::format::record::validate(meta, &limits).map_err(|source| ImportError::Record {
+        path: path.display().to_string(),
+        source,
+    })
 }

@@ -213,15 +213,16 @@ where
         ShardFile::create(temp.path(), "metadata.arrayrecord", &options.writer_options)?;
     let mut record_count = 0u64;
     for record in records {
-        let payload = record::encode(&record, &options.record_limits).map_err(|source| {
-            DatasetError::Record {
-                ordinal: record_count,
-                object: format!("work {work_id}"),
-                source,
-            }
-        })?;
+        let (payload, meta) =
+            record::encode_with_meta(&record, &options.record_limits).map_err(|source| {
+                DatasetError::Record {
+                    ordinal: record_count,
+                    object: format!("work {work_id}"),
+                    source,
+                }
+            })?;
         data.write(&payload)?;
-        metadata.write(record.meta().to_row_json().as_bytes())?;
+        metadata.write(meta.to_row_json().as_bytes())?;
         record_count += 1;
     }
     Ok(EncodedShard {

@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::listing::Kind;
 use super::npy::parse_header;
-use super::{checked, read_file, ImportError, RecordSource, Sources};
+use super::{checked_meta, read_file, ImportError, RecordSource, Sources};
 use crate::format::json::{parse_object, ObjectExt};
 use crate::format::limits::RecordLimits;
 use crate::format::record::{Field, FieldMeta, Record, RecordMeta};
@@ -220,6 +220,9 @@ impl RecordSource for DirRecord {
     }
 
     fn load(&self) -> Result<Record, ImportError> {
+        // The record is built from `self.meta` exactly, so its metadata is checked as it is
+        // (no copy of it made just for the check).
+        checked_meta(&self.meta, &self.dir.join("record.json"))?;
         let listed = self.list_checked_files()?;
         let mut record = Record::new(self.meta.id.clone());
         record.scene_id = self.meta.scene_id.clone();
@@ -229,7 +232,7 @@ impl RecordSource for DirRecord {
                 .fields
                 .insert(name.clone(), self.load_field(name, meta, &listed)?);
         }
-        checked(record, &self.dir.join("record.json"))
+        Ok(record)
     }
 }
 

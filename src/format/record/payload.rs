@@ -103,6 +103,15 @@ fn safetensors_dtype(dtype: DType) -> StDtype {
 
 /// Encodes `record` as one SafeTensors payload after checking every rule and limit.
 pub fn encode(record: &Record, limits: &RecordLimits) -> Result<Vec<u8>, RecordError> {
+    encode_with_meta(record, limits).map(|(payload, _)| payload)
+}
+
+/// [`encode`], also returning the record's metadata (`record.meta()`, which encoding builds
+/// anyway), for a writer that needs it next, e.g. for the metadata row.
+pub fn encode_with_meta(
+    record: &Record,
+    limits: &RecordLimits,
+) -> Result<(Vec<u8>, RecordMeta), RecordError> {
     let meta = record.meta();
     validate(&meta, limits)?;
     for (name, field) in &record.fields {
@@ -122,7 +131,7 @@ pub fn encode(record: &Record, limits: &RecordLimits) -> Result<Vec<u8>, RecordE
         let detail = format!("wrote {} bytes, expected {expected_len}", payload.len());
         return Err(RecordError::corrupt(rule::PAYLOAD_LENGTH, detail));
     }
-    Ok(payload)
+    Ok((payload, meta))
 }
 
 /// The compact descriptor JSON, refused when it breaks a JSON or size limit.
