@@ -90,17 +90,15 @@ pub struct PublishSummary {
     pub stored_bytes: u64,
 }
 
-/// A file being written while its SHA-256 is computed.
-struct HashingFile {
+/// A file being written, counting its bytes.
+struct CountingFile {
     file: BufWriter<File>,
-    hasher: Sha256,
     len: u64,
 }
 
-impl Write for HashingFile {
+impl Write for CountingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
-        self.hasher.update(&buf[..n]);
         self.len += n as u64;
         Ok(n)
     }
@@ -110,9 +108,27 @@ impl Write for HashingFile {
     }
 }
 
+/// SHA-256 (hex) of a finished file. Computed when the shard is stored rather than while it
+/// is written, so that a writer encoding the next shard meanwhile does not pay for it.
+fn sha256_of_file(path: &Path) -> Result<String, DatasetError> {
+    use std::io::Read;
+    let describe = || path.display().to_string();
+    let mut file = File::open(path).map_err(|e| DatasetError::io(describe(), e))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return Ok(hex::encode(hasher.finalize())),
+            Ok(n) => hasher.update(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(DatasetError::io(describe(), e)),
+        }
+    }
+}
+
 /// One shard file under construction.
 struct ShardFile {
-    writer: ArrayRecordWriter<HashingFile>,
+    writer: ArrayRecordWriter<CountingFile>,
     path: std::path::PathBuf,
 }
 
@@ -121,9 +137,8 @@ impl ShardFile {
         let path = dir.join(name);
         let file =
             File::create(&path).map_err(|e| DatasetError::io(path.display().to_string(), e))?;
-        let sink = HashingFile {
+        let sink = CountingFile {
             file: BufWriter::with_capacity(1 << 20, file),
-            hasher: Sha256::new(),
             len: 0,
         };
         let writer =
@@ -143,7 +158,7 @@ impl ShardFile {
             })
     }
 
-    /// Finishes the file; returns its SHA-256 hex, length and path.
+    /// Finishes the file; returns its length and path.
     fn finish(self) -> Result<EncodedFile, DatasetError> {
         let mut sink = self.writer.finish().map_err(|source| DatasetError::Shard {
             object: self.path.display().to_string(),
@@ -152,7 +167,6 @@ impl ShardFile {
         sink.flush()
             .map_err(|e| DatasetError::io(self.path.display().to_string(), e))?;
         Ok(EncodedFile {
-            sha256: hex::encode(sink.hasher.finalize()),
             bytes: sink.len,
             path: self.path,
         })
@@ -175,9 +189,9 @@ where
 }
 
 /// A shard pair encoded into temporary files and not stored yet: the first half of
-/// [`write_shard`]. Storing makes both objects durable (fsync) before linking them into place,
-/// which waits on the disk rather than the CPU, so a writer can encode its next shard while
-/// this one is stored.
+/// [`write_shard`]. Storing hashes both files (their content addresses) and makes both objects
+/// durable (fsync) before linking them into place, so a writer can encode its next shard on
+/// one thread while this one is stored on another.
 #[derive(Debug)]
 pub struct EncodedShard {
     /// Holds both files; removed when the shard is dropped.
@@ -191,7 +205,6 @@ pub struct EncodedShard {
 
 #[derive(Debug)]
 struct EncodedFile {
-    sha256: String,
     bytes: u64,
     path: std::path::PathBuf,
 }
@@ -238,9 +251,9 @@ where
 impl EncodedShard {
     /// Writes both shards create-only at their content addresses; the receipt.
     pub fn store(self, store: &dyn ObjectStore) -> Result<ShardReceipt, DatasetError> {
-        let data_path = data_shard_path(&self.data.sha256)
+        let data_path = data_shard_path(&sha256_of_file(&self.data.path)?)
             .map_err(|e| DatasetError::Publication(e.to_string()))?;
-        let metadata_path = metadata_shard_path(&self.metadata.sha256)
+        let metadata_path = metadata_shard_path(&sha256_of_file(&self.metadata.path)?)
             .map_err(|e| DatasetError::Publication(e.to_string()))?;
         store.create_from_file(&data_path, &self.data.path)?;
         store.create_from_file(&metadata_path, &self.metadata.path)?;

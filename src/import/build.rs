@@ -175,9 +175,10 @@ type Slot = Mutex<Option<Result<ShardReceipt, ImportError>>>;
 /// Writes every planned shard on `options.jobs` threads; receipts in shard order, or the error
 /// of the first failing shard.
 ///
-/// The jobs encode shards (load, compress, hash: CPU); one more thread stores them (copy into
-/// place, fsync, link: mostly waiting on the disk), so a job goes on to its next shard while
-/// the previous one becomes durable. At most one encoded shard waits to be stored per job.
+/// The jobs encode shards (load, compress: CPU); as many more threads store them (hash, copy
+/// into place, fsync, link: much of it waiting on the disk), so a job goes on to its next
+/// shard while the previous one becomes durable. At most one encoded shard waits to be stored
+/// per job.
 fn write_all(
     store: &dyn ObjectStore,
     sources: &Sources,
@@ -217,14 +218,24 @@ fn write_all(
             Err(e) => finish(index, Err(e)),
         }
     };
+    let encoded = Mutex::new(encoded);
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            for (index, shard) in encoded {
-                if !stop.load(Ordering::SeqCst) {
-                    finish(index, shard.store(store).map_err(ImportError::from));
-                }
+        let storer = || loop {
+            // The lock is held only to take the next shard, never while storing one.
+            let next_shard = match encoded.lock() {
+                Ok(queue) => queue.recv(),
+                Err(_) => return,
+            };
+            let Ok((index, shard)) = next_shard else {
+                return;
+            };
+            if !stop.load(Ordering::SeqCst) {
+                finish(index, shard.store(store).map_err(ImportError::from));
             }
-        });
+        };
+        for _ in 0..threads {
+            scope.spawn(storer);
+        }
         if threads == 1 {
             // On the calling thread: its allocations come from the main heap, which grows in
             // large steps, where another thread's arena grows a page at a time (an `mprotect`

@@ -13,6 +13,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use bytes::Bytes;
 
@@ -54,44 +56,56 @@ pub fn sources(dir: &Path, jobs: usize) -> Result<Sources, ImportError> {
 
 /// Opens every record directory, in order. Reading and parsing every `record.json` is the
 /// serial part of `sds create` before any shard can be planned (15% of its time on one
-/// thread), so it is split into contiguous runs across the jobs; the first error in ordinal
-/// order is the one reported, as with one thread.
+/// thread), so the jobs share it: each takes the next block of [`OPEN_BLOCK`] records until
+/// none is left (halves of the list took unequal times: directories created earlier are
+/// cheaper to read), and the first error in ordinal order is the one reported, as with one
+/// thread.
 fn open_all(paths: &[PathBuf], jobs: usize) -> Result<Sources, ImportError> {
-    let run = paths
-        .len()
-        .div_ceil(jobs.clamp(1, paths.len().max(1)))
-        .max(1);
-    if run >= paths.len() {
+    let blocks: Vec<&[PathBuf]> = paths.chunks(OPEN_BLOCK).collect();
+    let threads = jobs.clamp(1, blocks.len().max(1));
+    if threads == 1 {
         // One thread: the calling one (see `build::write_all` on allocation arenas).
         let opened = paths.iter().cloned().map(DirRecord::open);
         return opened
             .map(|r| Ok(Box::new(r?) as Box<dyn RecordSource>))
             .collect();
     }
-    let opened: Vec<Result<Vec<DirRecord>, ImportError>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = paths
-            .chunks(run)
-            .map(|part| scope.spawn(move || part.iter().cloned().map(DirRecord::open).collect()))
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+    type Opened = Mutex<Option<Result<Vec<DirRecord>, ImportError>>>;
+    let results: Vec<Opened> = blocks.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let worker = || loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let Some(block) = blocks.get(index) else {
+            return;
+        };
+        let opened = block.iter().cloned().map(DirRecord::open).collect();
+        if let Ok(mut slot) = results[index].lock() {
+            *slot = Some(opened);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(worker);
+        }
     });
     let mut sources = Sources::with_capacity(paths.len());
-    for part in opened {
+    for result in results {
+        let opened = result
+            .into_inner()
+            .ok()
+            .flatten()
+            .ok_or_else(|| ImportError::Option("a record-reading thread failed".into()))?;
         sources.extend(
-            part?
+            opened?
                 .into_iter()
                 .map(|r| Box::new(r) as Box<dyn RecordSource>),
         );
     }
     Ok(sources)
 }
+
+/// Records per block handed to one thread while reading `record.json` files.
+const OPEN_BLOCK: usize = 256;
 
 fn check_numbering(root: &Path, numbered: &[(u128, PathBuf)]) -> Result<(), ImportError> {
     if numbered.is_empty() {
