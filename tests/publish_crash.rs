@@ -55,17 +55,19 @@ fn sds_succeeds<S: AsRef<std::ffi::OsStr>>(args: &[S], when: &str) {
     );
 }
 
-/// `sds verify --deep ROOT` passes.
-fn assert_verifies_deep(root: &str, when: &str) {
-    let verify = Command::new(SDS)
-        .args(["verify", "--deep", root])
-        .output()
-        .unwrap();
+/// `sds verify ARGS` passes (its report, on stdout, is the failure message).
+fn assert_verify_passes<S: AsRef<std::ffi::OsStr>>(args: &[S], when: &str) {
+    let verify = Command::new(SDS).arg("verify").args(args).output().unwrap();
     assert!(
         verify.status.success(),
         "{when}: {}",
         String::from_utf8_lossy(&verify.stdout)
     );
+}
+
+/// `sds verify --deep ROOT` passes.
+fn assert_verifies_deep(root: &str, when: &str) {
+    assert_verify_passes(&["--deep", root], when);
 }
 
 /// Whatever state a kill left: if `root.json` exists, the whole graph it references is there
@@ -168,11 +170,9 @@ fn assert_verifies_if_published(root: &Path, when: &str) {
     if !root.join("root.json").exists() {
         return;
     }
-    let out = Command::new(SDS).arg("verify").arg(root).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{when}: root.json visible but sds verify fails: {}",
-        String::from_utf8_lossy(&out.stdout)
+    assert_verify_passes(
+        &[root],
+        &format!("{when}: root.json visible but sds verify fails"),
     );
 }
 

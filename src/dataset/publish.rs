@@ -111,19 +111,11 @@ impl Write for CountingFile {
 /// SHA-256 (hex) of a finished file. Computed when the shard is stored rather than while it
 /// is written, so that a writer encoding the next shard meanwhile does not pay for it.
 fn sha256_of_file(path: &Path) -> Result<String, DatasetError> {
-    use std::io::Read;
     let describe = || path.display().to_string();
     let mut file = File::open(path).map_err(|e| DatasetError::io(describe(), e))?;
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => return Ok(hex::encode(hasher.finalize())),
-            Ok(n) => hasher.update(&buffer[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(DatasetError::io(describe(), e)),
-        }
-    }
+    std::io::copy(&mut file, &mut hasher).map_err(|e| DatasetError::io(describe(), e))?;
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// One shard file under construction.

@@ -91,8 +91,9 @@ pub struct SdsFuse {
 #[derive(Debug)]
 struct CandidateOpen {
     handles: u64,
-    /// The registered backing file, or `None` for a page-cached open.
-    backing: Option<(BackingId, std::fs::File)>,
+    /// The registered backing file (the kernel holds its own reference to the file until the
+    /// registration is dropped), or `None` for a page-cached open.
+    backing: Option<BackingId>,
 }
 
 impl SdsFuse {
@@ -237,7 +238,7 @@ impl SdsFuse {
     fn open_candidate(&self, ino: u64, reply: ReplyOpen) {
         if let Some(open) = lock(&self.candidate_opens).get_mut(&ino) {
             open.handles += 1;
-            return self.reply_candidate(open, reply);
+            return self.reply_candidate(ino, open, reply);
         }
         // Decoding (if the record is not cached) happens here, without the table's lock.
         let backing = self.register_backing(ino, &reply);
@@ -248,16 +249,16 @@ impl SdsFuse {
             backing,
         });
         open.handles += 1;
-        self.reply_candidate(open, reply);
+        self.reply_candidate(ino, open, reply);
     }
 
-    fn register_backing(&self, ino: u64, reply: &ReplyOpen) -> Option<(BackingId, std::fs::File)> {
+    fn register_backing(&self, ino: u64, reply: &ReplyOpen) -> Option<BackingId> {
         if !self.passthrough.load(Ordering::Relaxed) {
             return None;
         }
         let file = self.namespace.backing_file(ino)?;
         match reply.open_backing(&file) {
-            Ok(id) => Some((id, file)),
+            Ok(id) => Some(id),
             Err(error) => {
                 // Not allowed here (no CAP_SYS_ADMIN) or not supported: page cache from now on.
                 tracing::info!(%error, "passthrough refused by the kernel; files are served through the page cache");
@@ -267,13 +268,13 @@ impl SdsFuse {
         }
     }
 
-    fn reply_candidate(&self, open: &CandidateOpen, reply: ReplyOpen) {
+    fn reply_candidate(&self, ino: u64, open: &CandidateOpen, reply: ReplyOpen) {
         match &open.backing {
-            Some((id, _)) => {
+            Some(id) => {
                 self.stats.passthrough_opens.fetch_add(1, Ordering::Relaxed);
                 reply.opened_passthrough(FileHandle(0), FopenFlags::empty(), id);
             }
-            None => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
+            None => reply.opened(FileHandle(0), self.open_flags(ino, false)),
         }
     }
 

@@ -855,17 +855,7 @@ pub fn info_and_mount_match_local(server: &CloudServer, bucket: &str) -> usize {
 /// Returns how many files were compared.
 pub fn assert_info_and_mount_match(url: &str, nowhere: &str, env: &[(&str, String)]) -> usize {
     let local = demo();
-    let local_info = sds_env(&["info", local.to_str().unwrap()], &[]);
-    let remote_info = sds_env(&["info", url], env);
-    assert!(
-        remote_info.status.success(),
-        "{}",
-        String::from_utf8_lossy(&remote_info.stderr)
-    );
-    let local_text =
-        String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
-    let remote_text = String::from_utf8_lossy(&remote_info.stdout).replace(url, "DS");
-    assert_eq!(local_text, remote_text);
+    assert_info_matches_local(&sds_env(&["info", url], env), url);
 
     let missing = sds_env(&["info", nowhere], env);
     assert!(!missing.status.success());
@@ -880,6 +870,22 @@ pub fn assert_info_and_mount_match(url: &str, nowhere: &str, env: &[(&str, Strin
     assert!(!local_tree.is_empty());
     eprintln!("{} mounted files identical", local_tree.len());
     local_tree.len()
+}
+
+/// `remote_info` (the output of `sds info URL`) succeeded and says what `sds info` says of the
+/// local demo dataset, the dataset's location aside.
+fn assert_info_matches_local(remote_info: &std::process::Output, url: &str) {
+    let local = demo();
+    let local_info = sds_env(&["info", local.to_str().unwrap()], &[]);
+    assert!(
+        remote_info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remote_info.stderr)
+    );
+    let local_text =
+        String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
+    let remote_text = String::from_utf8_lossy(&remote_info.stdout).replace(url, "DS");
+    assert_eq!(local_text, remote_text);
 }
 
 /// The catalog race on `server`: a 7-record dataset published into `bucket/annotated`, then
@@ -966,20 +972,8 @@ pub fn explicit_store_options_reach(server: &CloudServer, bucket: &str) -> usize
         ),
     };
     let sds = env!("CARGO_BIN_EXE_sds");
-    let local = demo();
-    let local_info = run_bare(sds, &["info", local.to_str().unwrap()], &[]);
     let remote_info = run_bare(sds, &[&flags[..], &["info", &url]].concat(), &env);
-    assert!(
-        remote_info.status.success(),
-        "{}",
-        String::from_utf8_lossy(&remote_info.stderr)
-    );
-    let local_text =
-        String::from_utf8_lossy(&local_info.stdout).replace(local.to_str().unwrap(), "DS");
-    assert_eq!(
-        local_text,
-        String::from_utf8_lossy(&remote_info.stdout).replace(&url, "DS")
-    );
+    assert_info_matches_local(&remote_info, &url);
 
     let dir = tempfile::tempdir().unwrap();
     let mountpoint = dir.path().join("mnt");
@@ -1010,7 +1004,7 @@ pub fn explicit_store_options_reach(server: &CloudServer, bucket: &str) -> usize
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     assert!(super::mount::is_mounted(&mountpoint));
-    let reference = MountGuard::mount(&local, &[]);
+    let reference = MountGuard::mount(&demo(), &[]);
     let local_tree = assert_same_trees(&mountpoint, &reference.mountpoint);
     assert!(local_tree.len() > 50);
     let unmounted = run_bare(
