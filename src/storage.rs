@@ -126,6 +126,23 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// shards); compares by content, streamed, when the target exists.
     fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError>;
 
+    /// Same as [`create_from_file`](ObjectStore::create_from_file) for a file the caller gives
+    /// up: the store may take the file itself over instead of copying its bytes (a local store
+    /// hard-links it into place when it lies on the same filesystem, see
+    /// [`staging_dir`](ObjectStore::staging_dir)). The caller must not change the file
+    /// afterwards; removing its name is fine.
+    fn adopt_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
+        self.create_from_file(path, file)
+    }
+
+    /// Where a writer should put files it will hand to [`adopt_file`](ObjectStore::adopt_file)
+    /// so that adopting them costs no copy: for a local store, its root (same filesystem);
+    /// `None` (the system's temporary directory will do) for remote stores, which upload
+    /// either way.
+    fn staging_dir(&self) -> Option<&Path> {
+        None
+    }
+
     /// Current bytes and version of a mutable object, read consistently, or `None` when absent.
     fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError>;
 

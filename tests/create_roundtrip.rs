@@ -162,6 +162,14 @@ fn jobs_do_not_change_a_byte() {
         let stdout = ok(&args);
         printed.push(stdout.lines().take(2).collect::<Vec<_>>().join("\n"));
         trees.push(common::datasets::snapshot_tree(&target));
+        // Shards were staged in the output root (to be linked, not copied, into place); no
+        // staging directory outlives the run.
+        let staging: Vec<_> = std::fs::read_dir(&target)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".sds-staging-"))
+            .collect();
+        assert!(staging.is_empty(), "{staging:?}");
     }
     assert_eq!(trees[0], trees[1]);
     assert_eq!(trees[0], trees[2]);

@@ -305,6 +305,65 @@ fn create_from_file_streams_and_compares() {
     assert_no_temp_files(&root);
 }
 
+#[test]
+fn adopt_file_links_without_copying_and_stays_create_only() {
+    use std::os::unix::fs::MetadataExt;
+    let (tmp, root, store) = setup();
+    let data = random_bytes((1 << 20) + 5);
+    let staged = store
+        .staging_dir()
+        .expect("a local store stages beside its objects");
+    assert_eq!(staged, root.as_path());
+    let source = root.join(".staged-shard");
+    fs::write(&source, &data).unwrap();
+    let path = rel("objects/data/ab/shard.arrayrecord");
+
+    assert_eq!(
+        store.adopt_file(&path, &source).unwrap(),
+        CreateOutcome::Created
+    );
+    let object = root.join(path.as_str());
+    // The object is the staged file itself: same inode, no second copy of the bytes.
+    assert_eq!(
+        fs::metadata(&object).unwrap().ino(),
+        fs::metadata(&source).unwrap().ino()
+    );
+    fs::remove_file(&source).unwrap();
+    assert_eq!(store.read(&path, None).unwrap(), data);
+
+    // Create-only, like every other create: identical content is fine, different is refused.
+    let again = root.join(".staged-again");
+    fs::write(&again, &data).unwrap();
+    assert_eq!(
+        store.adopt_file(&path, &again).unwrap(),
+        CreateOutcome::AlreadyIdentical
+    );
+    let mut differs = data.clone();
+    differs[7] ^= 1;
+    fs::write(&again, &differs).unwrap();
+    let err = store.adopt_file(&path, &again).unwrap_err();
+    assert!(matches!(err, StorageError::Collision { .. }), "{err}");
+    assert_eq!(store.read(&path, None).unwrap(), data);
+
+    // Outside the store's filesystem a link is impossible: the bytes are copied instead.
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        let foreign = tempfile::NamedTempFile::new_in(shm).unwrap();
+        fs::write(foreign.path(), &differs).unwrap();
+        let copied = rel("objects/data/cd/other.arrayrecord");
+        assert_eq!(
+            store.adopt_file(&copied, foreign.path()).unwrap(),
+            CreateOutcome::Created
+        );
+        assert_eq!(store.read(&copied, None).unwrap(), differs);
+    }
+    let missing = store
+        .adopt_file(&rel("y"), &tmp.path().join("missing"))
+        .unwrap_err();
+    assert!(missing.to_string().contains("missing"), "{missing}");
+    assert_no_temp_files(&root);
+}
+
 /// Runs `threads` creators of `path` at once; returns each one's result.
 fn race_creators(
     store: &Arc<LocalStore>,

@@ -8,8 +8,9 @@
 //!   converges to the same bytes when re-run with the same inputs;
 //! - an existing object with different bytes is a collision error, never overwritten.
 //!
-//! Shards are written to unnamed-directory temporary files while their SHA-256 is computed,
-//! then handed to storage with `create_from_file`, so a shard never has to fit in memory.
+//! Shards are written to temporary files (in the store's staging directory: for a local
+//! store, beside the objects), hashed, then handed to storage with `adopt_file`, which links a
+//! local shard into place instead of copying it; a shard never has to fit in memory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -177,7 +178,7 @@ pub fn write_shard<I>(
 where
     I: IntoIterator<Item = Record>,
 {
-    encode_shard(records, work_id, attempt, options)?.store(store)
+    encode_shard(store, records, work_id, attempt, options)?.store(store)
 }
 
 /// A shard pair encoded into temporary files and not stored yet: the first half of
@@ -201,8 +202,10 @@ struct EncodedFile {
     path: std::path::PathBuf,
 }
 
-/// Encodes `records` into a data shard and its metadata shard in temporary files.
+/// Encodes `records` into a data shard and its metadata shard in temporary files, placed where
+/// `store` can adopt them without a copy ([`ObjectStore::staging_dir`]).
 pub fn encode_shard<I>(
+    store: &dyn ObjectStore,
     records: I,
     work_id: &str,
     attempt: u64,
@@ -212,7 +215,7 @@ where
     I: IntoIterator<Item = Record>,
 {
     check_group_size(&options.writer_options)?;
-    let temp = tempfile::tempdir().map_err(|e| DatasetError::io("temporary directory", e))?;
+    let temp = staging_temp_dir(store)?;
     let mut data = ShardFile::create(temp.path(), "data.arrayrecord", &options.writer_options)?;
     let mut metadata =
         ShardFile::create(temp.path(), "metadata.arrayrecord", &options.writer_options)?;
@@ -240,6 +243,22 @@ where
     })
 }
 
+/// A private temporary directory in the store's staging directory (a hidden
+/// `.sds-staging-*` directory, removed with the shard; one left by a killed writer holds
+/// nothing any document references), else in the system's.
+fn staging_temp_dir(store: &dyn ObjectStore) -> Result<tempfile::TempDir, DatasetError> {
+    let staged = store.staging_dir().and_then(|dir| {
+        tempfile::Builder::new()
+            .prefix(".sds-staging-")
+            .tempdir_in(dir)
+            .ok()
+    });
+    match staged {
+        Some(temp) => Ok(temp),
+        None => tempfile::tempdir().map_err(|e| DatasetError::io("temporary directory", e)),
+    }
+}
+
 impl EncodedShard {
     /// Writes both shards create-only at their content addresses; the receipt.
     pub fn store(self, store: &dyn ObjectStore) -> Result<ShardReceipt, DatasetError> {
@@ -247,8 +266,8 @@ impl EncodedShard {
             .map_err(|e| DatasetError::Publication(e.to_string()))?;
         let metadata_path = metadata_shard_path(&sha256_of_file(&self.metadata.path)?)
             .map_err(|e| DatasetError::Publication(e.to_string()))?;
-        store.create_from_file(&data_path, &self.data.path)?;
-        store.create_from_file(&metadata_path, &self.metadata.path)?;
+        store.adopt_file(&data_path, &self.data.path)?;
+        store.adopt_file(&metadata_path, &self.metadata.path)?;
         let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
             Ok(if store.supports_generations() {
                 store.info(path, None)?.version.generation

@@ -220,6 +220,14 @@ impl ObjectStore for CountingStore {
         self.inner.create_from_file(path, file)
     }
 
+    fn adopt_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
+        self.inner.adopt_file(path, file)
+    }
+
+    fn staging_dir(&self) -> Option<&Path> {
+        self.inner.staging_dir()
+    }
+
     fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
         self.count(path, self.inner.read_versioned(path), |v| {
             v.as_ref().map_or(0, |(b, _)| len(b))

@@ -209,7 +209,15 @@ fn write_all(
             return;
         }
         let range = plan[index].clone();
-        match encode_one(sources, range, index, &shard_options, progress, &stop) {
+        match encode_one(
+            store,
+            sources,
+            range,
+            index,
+            &shard_options,
+            progress,
+            &stop,
+        ) {
             Ok(shard) => {
                 if to_store.send((index, shard)).is_err() {
                     return;
@@ -269,6 +277,7 @@ fn collect(slots: Vec<Slot>) -> Result<Vec<ShardReceipt>, ImportError> {
 
 /// Loads the records of one shard lazily and encodes the shard.
 fn encode_one(
+    store: &dyn ObjectStore,
     sources: &Sources,
     range: Range<usize>,
     index: usize,
@@ -281,7 +290,7 @@ fn encode_one(
         attempt: 0,
         options,
     };
-    load_and_encode(&sources[range], &shard, progress, stop)
+    load_and_encode(store, &sources[range], &shard, progress, stop)
 }
 
 /// Writes every record of `sources`, in order, as one shard pair of a distributed publication
@@ -302,7 +311,7 @@ pub fn write_sources_shard(
         attempt,
         options,
     };
-    let encoded = load_and_encode(sources, &shard, progress, &AtomicBool::new(false))?;
+    let encoded = load_and_encode(store, sources, &shard, progress, &AtomicBool::new(false))?;
     Ok(encoded.store(store)?)
 }
 
@@ -314,6 +323,7 @@ struct ShardWork<'a> {
 }
 
 fn load_and_encode(
+    store: &dyn ObjectStore,
     sources: &[Box<dyn RecordSource>],
     shard: &ShardWork<'_>,
     progress: &dyn Progress,
@@ -338,7 +348,7 @@ fn load_and_encode(
             }
         }
     });
-    let encoded = encode_shard(records, shard.work_id, shard.attempt, shard.options);
+    let encoded = encode_shard(store, records, shard.work_id, shard.attempt, shard.options);
     if let Some(e) = failure.into_inner() {
         return Err(e);
     }

@@ -237,6 +237,43 @@ impl LocalStore {
         Ok(opened)
     }
 
+    /// Create-only hard link of `src_leaf` in `src_dir` (whose bytes are `content`) to `dst`,
+    /// with a copy where links are impossible: the shared body of `copy_from` and
+    /// `adopt_file`.
+    fn link_or_copy(
+        &self,
+        src_dir: BorrowedFd<'_>,
+        src_leaf: &CStr,
+        content: &Content<'_>,
+        dst: &RelPath,
+    ) -> Result<CreateOutcome, StorageError> {
+        let object = self.describe(dst);
+        let (dir, leaf) = self.parent_dir(dst, Walk::CreateMissing)?;
+        if let Some(outcome) = compare_existing(dir.fd(), &leaf, content, &object)? {
+            return Ok(outcome);
+        }
+        match sys::link_between(src_dir, src_leaf, dir.fd(), &leaf) {
+            Ok(()) => {
+                sys::fsync_dir(dir.fd()).map_err(|e| StorageError::io(&object, e))?;
+                Ok(CreateOutcome::Created)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                compare_existing(dir.fd(), &leaf, content, &object)?.ok_or_else(|| {
+                    StorageError::io(&object, io::Error::other("object vanished during copy"))
+                })
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EXDEV | libc::EPERM | libc::EMLINK | libc::ENOTSUP)
+                ) =>
+            {
+                self.create_content(dst, content)
+            }
+            Err(e) => Err(StorageError::io(object, e)),
+        }
+    }
+
     /// Shared body of `create` and `create_from_file`.
     fn create_content(
         &self,
@@ -336,6 +373,32 @@ impl ObjectStore for LocalStore {
         self.create_content(path, &content)
     }
 
+    /// Hard-links `file` into place (no copy: `sds create` writes each shard once instead of
+    /// twice), after making its bytes durable; copies when the link is impossible (another
+    /// filesystem).
+    fn adopt_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
+        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
+            return self.create_from_file(path, file);
+        };
+        let content = Content::open_local(file)?;
+        let shown = file.display().to_string();
+        // The object must never be visible before its bytes are durable.
+        content.sync(&shown)?;
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let src_dir = File::open(parent).map_err(|e| StorageError::io(&shown, e))?;
+        let src_leaf = CString::new(name.as_encoded_bytes())
+            .map_err(|_| StorageError::invalid(&shown, "path contains NUL"))?;
+        self.link_or_copy(src_dir.as_fd(), &src_leaf, &content, path)
+    }
+
+    fn staging_dir(&self) -> Option<&Path> {
+        Some(&self.root_path)
+    }
+
     fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
         let object = self.describe(path);
         let (dir, leaf) = match self.parent_dir(path, Walk::Existing) {
@@ -412,31 +475,7 @@ impl ObjectStore for LocalStore {
             file: opened.file,
             shown: src_object,
         };
-        let object = self.describe(dst);
-        let (dir, leaf) = self.parent_dir(dst, Walk::CreateMissing)?;
-        if let Some(outcome) = compare_existing(dir.fd(), &leaf, &content, &object)? {
-            return Ok(outcome);
-        }
-        match sys::link_between(src_dir.fd(), &src_leaf, dir.fd(), &leaf) {
-            Ok(()) => {
-                sys::fsync_dir(dir.fd()).map_err(|e| StorageError::io(&object, e))?;
-                Ok(CreateOutcome::Created)
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                compare_existing(dir.fd(), &leaf, &content, &object)?.ok_or_else(|| {
-                    StorageError::io(&object, io::Error::other("object vanished during copy"))
-                })
-            }
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EXDEV | libc::EPERM | libc::EMLINK | libc::ENOTSUP)
-                ) =>
-            {
-                self.create_content(dst, &content)
-            }
-            Err(e) => Err(StorageError::io(object, e)),
-        }
+        self.link_or_copy(src_dir.fd(), &src_leaf, &content, dst)
     }
 
     fn as_local(&self) -> Option<&LocalStore> {
@@ -626,6 +665,14 @@ impl Content<'_> {
             len: meta.len(),
             shown,
         })
+    }
+
+    /// Makes a local file's bytes durable (memory content has nothing to sync).
+    fn sync(&self, object: &str) -> Result<(), StorageError> {
+        match self {
+            Content::Memory(_) => Ok(()),
+            Content::Local { file, .. } => file.sync_all().map_err(|e| StorageError::io(object, e)),
+        }
     }
 
     fn len(&self) -> u64 {
