@@ -53,7 +53,7 @@ pub use position::{
     add_with_overhead, chunk_end, is_chunk_boundary, round_up_chunk_boundary, BLOCK, BLOCK_HEADER,
     CHUNK_HEADER, USABLE,
 };
-pub use reader::{ArrayRecordReader, ReaderLimits};
+pub use reader::{ArrayRecordReader, ReaderLimits, RecordSink, WriteSink};
 pub use source::ByteSource;
 pub use walker::{walk_chunks, ChunkInfo, ChunkWalker};
 pub use writer::{write_records, ArrayRecordWriter};

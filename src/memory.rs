@@ -27,3 +27,55 @@ pub(crate) fn advise_huge_pages(buf: &Vec<u8>) {
         }
     }
 }
+
+/// Appends exactly `len` bytes read at `offset` of `file` to `buf`, straight into its spare
+/// capacity: no zero fill first (for the multi-MiB pieces of a large chunk, zeroing cost about
+/// as much as the read). The caller reserves the room; a short file is `UnexpectedEof`.
+pub(crate) fn read_exact_at_into(
+    file: &std::fs::File,
+    offset: u64,
+    len: usize,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::fd::AsRawFd;
+    let base = buf.len();
+    let target = base
+        .checked_add(len)
+        .filter(|&t| t <= buf.capacity())
+        .ok_or_else(|| Error::other("read_exact_at_into: no room reserved"))?;
+    while buf.len() < target {
+        let done = buf.len() - base;
+        let at = offset
+            .checked_add(done as u64)
+            .and_then(|p| libc::off_t::try_from(p).ok())
+            .ok_or_else(|| Error::new(ErrorKind::InvalidInput, "read offset overflows"))?;
+        // SAFETY: the destination is the spare capacity of `buf`, [len, target), which is
+        // allocated (checked above) and exclusively ours; pread writes at most
+        // `target - len` bytes there.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                buf.as_mut_ptr().add(buf.len()).cast(),
+                target - buf.len(),
+                at,
+            )
+        };
+        if n < 0 {
+            let e = Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(Error::new(
+                ErrorKind::UnexpectedEof,
+                format!("read of {len} bytes at {offset}: file ends after {done} bytes"),
+            ));
+        }
+        // SAFETY: pread initialized the `n` (<= target - len) bytes after the old length.
+        unsafe { buf.set_len(buf.len() + n as usize) };
+    }
+    Ok(())
+}

@@ -182,7 +182,8 @@ fn read_record_equals_what_was_written() {
             payload.len() as u64
         );
         let mut streamed = Vec::new();
-        let n = dataset.read_payload_into(&location, &mut streamed).unwrap();
+        let mut sink = sdsfs::arrayrecord::WriteSink::new(&mut streamed);
+        let n = dataset.read_payload_into(&location, &mut sink).unwrap();
         assert_eq!(n, payload.len() as u64);
         assert_eq!(streamed, payload.to_vec());
     }

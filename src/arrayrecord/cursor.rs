@@ -11,8 +11,16 @@
 //!
 //! The cursor is also a `BufRead` (faults travel as `io::Error`, see `stream`), which is how
 //! the streaming decoders and `read_into` consume it.
+//!
+//! Read-ahead ([`ChunkCursor::read_ahead`], for large chunks streamed to a sink): a helper
+//! thread reads the following pieces and hashes their data bytes while the caller decodes the
+//! current one, so reading and hashing (about a sixth of decoding a 256 MiB record on one
+//! thread) leave the decoding thread. The checks are the same: block headers are still checked
+//! by the cursor as it steps over them, and `finish` compares the helper's hash of exactly the
+//! data bytes with the header's.
 
 use std::io;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use bytes::Bytes;
 
@@ -29,6 +37,16 @@ use super::varint;
 /// Largest positional read the cursor issues (a multiple of the block size). A chunk span no
 /// larger than this is read in one go.
 pub const PIECE: u64 = 4 << 20;
+/// Pieces the read-ahead helper may hold ready beyond the one being decoded.
+const AHEAD_PIECES: usize = 2;
+
+/// What the read-ahead helper sends, in order: the pieces after the cursor's current one up to
+/// the chunk end, then the hash of the data bytes (or the failure that stopped it).
+enum Ahead {
+    Piece(u64, Bytes),
+    Hash(u64),
+    Failed(Fault),
+}
 
 /// The data bytes of one chunk, read piecewise.
 pub struct ChunkCursor<'a, S: ?Sized> {
@@ -45,6 +63,8 @@ pub struct ChunkCursor<'a, S: ?Sized> {
     data_left: u64,
     data_hash: u64,
     hasher: Hasher,
+    /// Set while a read-ahead helper reads and hashes the pieces (see the module docs).
+    ahead: Option<Receiver<Ahead>>,
 }
 
 impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
@@ -68,6 +88,7 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
             data_left: 0,
             data_hash: 0,
             hasher: Hasher::new(),
+            ahead: None,
         };
         // The chunk end is unknown until the header is decoded: step over block headers
         // unchecked, then check them once the end is known.
@@ -108,6 +129,73 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
         self.data_left
     }
 
+    /// Starts a helper thread in `scope` that reads the pieces after the current one and
+    /// hashes the data bytes (see the module docs). Only right after [`open`](Self::open);
+    /// when no thread can be started the cursor reads and hashes as before.
+    pub fn read_ahead<'scope>(&mut self, scope: &'scope std::thread::Scope<'scope, '_>)
+    where
+        'a: 'scope,
+    {
+        if self.ahead.is_some() {
+            return;
+        }
+        let (sender, pieces) = sync_channel(AHEAD_PIECES);
+        let plan = AheadPlan {
+            first: self.piece.clone(),
+            first_pos: self.piece_pos,
+            data_pos: self.pos,
+            data_left: self.data_left,
+            end: self.end,
+        };
+        let source = self.source;
+        let started = std::thread::Builder::new()
+            .name("sdsfs-read-ahead".into())
+            .spawn_scoped(scope, move || plan.run(source, &sender));
+        if started.is_ok() {
+            self.ahead = Some(pieces);
+        }
+    }
+
+    /// The next piece from the read-ahead helper, which must cover `[pos, pos + len)`: pieces
+    /// are contiguous, end at block boundaries and come in order, and the cursor only moves
+    /// forward within blocks, so the piece after the current one is the one needed.
+    fn piece_from_ahead(&mut self, pos: u64, len: u64) -> Result<Option<(u64, Bytes)>, Fault> {
+        let Some(pieces) = &self.ahead else {
+            return Ok(None);
+        };
+        match pieces.recv() {
+            Ok(Ahead::Piece(at, piece)) => {
+                let covers = at <= pos && pos + len <= at + piece.len() as u64;
+                if !covers {
+                    return Err(Fault::Io(io::Error::other(format!(
+                        "read-ahead out of step: piece at {at} does not hold {pos}..+{len}"
+                    ))));
+                }
+                Ok(Some((at, piece)))
+            }
+            Ok(Ahead::Failed(fault)) => Err(fault),
+            Ok(Ahead::Hash(_)) | Err(_) => Err(Fault::Io(io::Error::other(format!(
+                "read-ahead ended before {pos}"
+            )))),
+        }
+    }
+
+    /// The hash of the data bytes: the cursor's own, or the read-ahead helper's once it has
+    /// sent everything.
+    fn data_hash_seen(self) -> Result<u64, Fault> {
+        let Some(pieces) = self.ahead else {
+            return Ok(self.hasher.finish());
+        };
+        for message in pieces {
+            match message {
+                Ahead::Hash(hash) => return Ok(hash),
+                Ahead::Failed(fault) => return Err(fault),
+                Ahead::Piece(..) => {}
+            }
+        }
+        Err(Fault::Io(io::Error::other("read-ahead stopped")))
+    }
+
     /// Physical bytes `[pos, pos + len)` (inside the chunk), reading a new piece if needed.
     /// A piece ends at a block boundary (or the chunk end), so a block header is never split.
     fn physical(&mut self, pos: u64, len: u64) -> Result<&[u8], Fault> {
@@ -119,10 +207,14 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
                     "bytes {pos}..+{len} lie beyond the chunk's extent"
                 )));
             }
-            let aligned = (pos.saturating_add(PIECE)) / BLOCK * BLOCK;
-            let read_end = aligned.min(self.end).max(want_end);
-            self.piece = self.source.read_at(pos, (read_end - pos) as usize)?;
-            self.piece_pos = pos;
+            if let Some((at, piece)) = self.piece_from_ahead(pos, len)? {
+                self.piece = piece;
+                self.piece_pos = at;
+            } else {
+                let read_end = piece_end_after(pos, self.end).max(want_end);
+                self.piece = self.source.read_at(pos, (read_end - pos) as usize)?;
+                self.piece_pos = pos;
+            }
         }
         let start = (pos - self.piece_pos) as usize;
         Ok(&self.piece[start..start + len as usize])
@@ -172,7 +264,9 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
         if n == 0 {
             return;
         }
-        self.hasher.update(&self.piece[start..start + n]);
+        if self.ahead.is_none() {
+            self.hasher.update(&self.piece[start..start + n]);
+        }
         self.pos += n as u64;
         self.data_left -= n as u64;
     }
@@ -246,10 +340,77 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
             self.check_block_header(at)?;
             at = at.saturating_add(BLOCK);
         }
-        if self.hasher.finish() != self.data_hash {
+        let expected = self.data_hash;
+        if self.data_hash_seen()? != expected {
             return Err(corrupt("data hash mismatch"));
         }
         Ok(())
+    }
+}
+
+/// Where a piece read at `pos` ends: [`PIECE`] on, rounded down to a block boundary, or at the
+/// chunk end.
+fn piece_end_after(pos: u64, end: u64) -> u64 {
+    let aligned = (pos.saturating_add(PIECE)) / BLOCK * BLOCK;
+    aligned.min(end)
+}
+
+/// What the read-ahead helper starts from: the cursor's current piece and position.
+struct AheadPlan {
+    first: Bytes,
+    first_pos: u64,
+    /// Physical position of the first data byte not consumed (none is, yet).
+    data_pos: u64,
+    data_left: u64,
+    end: u64,
+}
+
+impl AheadPlan {
+    /// Hashes the data bytes of the current piece, then reads, hashes and sends every piece up
+    /// to the chunk end, then the hash. Stops quietly when the cursor is gone.
+    fn run<S: ByteSource + ?Sized>(mut self, source: &S, sender: &SyncSender<Ahead>) {
+        let mut hasher = Hasher::new();
+        let first = std::mem::take(&mut self.first);
+        self.hash_data(&mut hasher, &first, self.first_pos);
+        let mut next = self.first_pos + first.len() as u64;
+        drop(first);
+        while next < self.end {
+            let piece_end = piece_end_after(next, self.end);
+            let piece = match source.read_at(next, (piece_end - next) as usize) {
+                Ok(piece) => piece,
+                Err(e) => {
+                    let _ = sender.send(Ahead::Failed(Fault::Io(e)));
+                    return;
+                }
+            };
+            self.hash_data(&mut hasher, &piece, next);
+            if sender.send(Ahead::Piece(next, piece)).is_err() {
+                return;
+            }
+            next = piece_end;
+        }
+        let _ = sender.send(Ahead::Hash(hasher.finish()));
+    }
+
+    /// Feeds the data bytes of `piece` (physical bytes from `at`) at or after `data_pos` to
+    /// the hasher, stepping over block headers, up to the end of the data.
+    fn hash_data(&mut self, hasher: &mut Hasher, piece: &[u8], at: u64) {
+        let piece_end = at + piece.len() as u64;
+        let mut pos = self.data_pos.max(at);
+        while pos < piece_end && self.data_left > 0 {
+            if pos % BLOCK == 0 {
+                pos += BLOCK_HEADER;
+                continue;
+            }
+            let run = position::remaining_in_block(pos)
+                .min(self.data_left)
+                .min(piece_end - pos);
+            let start = (pos - at) as usize;
+            hasher.update(&piece[start..start + run as usize]);
+            pos += run;
+            self.data_left -= run;
+        }
+        self.data_pos = pos;
     }
 }
 
@@ -397,5 +558,117 @@ mod tests {
             Fault::Corrupt(msg) => assert_eq!(msg, "data hash mismatch"),
             other => panic!("{other:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod read_ahead_tests {
+    use super::*;
+    use crate::arrayrecord::chunk::{self, encode_simple};
+    use crate::arrayrecord::layout::PhysicalWriter;
+    use crate::arrayrecord::options::Compression;
+
+    /// A file with one uncompressed simple chunk holding `record`; the chunk's begin and end.
+    fn file_with(record: &[u8]) -> (Bytes, u64, u64) {
+        let mut w = PhysicalWriter::new(Vec::new());
+        let sig = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
+        w.write_chunk(&sig, b"").unwrap();
+        let data = encode_simple(&Compression::None, &[record.len() as u64], record).unwrap();
+        let header = ChunkHeader::for_data(chunk::SIMPLE, &data, 1, record.len() as u64);
+        let begin = w.write_chunk(&header, &data).unwrap();
+        let end = w.pos();
+        w.pad_to_block_boundary().unwrap();
+        (Bytes::from(w.into_inner()), begin, end)
+    }
+
+    fn noise(len: usize) -> Vec<u8> {
+        let mut x = 0x2545_f491_u32;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// Every data byte of the chunk, read through a cursor with read-ahead, then `finish`.
+    fn read_all<S: ByteSource>(source: &S, begin: u64, end: u64) -> Result<Vec<u8>, Fault> {
+        std::thread::scope(|scope| {
+            let (mut cursor, header) = ChunkCursor::open(source, begin, end)?;
+            cursor.read_ahead(scope);
+            let data = cursor.read_vec(header.data_size)?;
+            cursor.finish()?;
+            Ok(data)
+        })
+    }
+
+    /// Fails every read that reaches past `fail_from`.
+    struct FailingAfter {
+        file: Bytes,
+        fail_from: u64,
+    }
+
+    impl ByteSource for FailingAfter {
+        fn size(&self) -> io::Result<u64> {
+            self.file.size()
+        }
+        fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+            if offset + len as u64 > self.fail_from {
+                return Err(io::Error::other("disk on fire"));
+            }
+            self.file.read_at(offset, len)
+        }
+    }
+
+    #[test]
+    fn read_ahead_delivers_every_byte_and_checks_the_hash() {
+        // Three and a bit pieces: the helper reads several pieces, the last one short.
+        let record = noise((3 * PIECE + 12_345) as usize);
+        let (file, begin, end) = file_with(&record);
+        let data = read_all(&file, begin, end).unwrap();
+        // The data is the simple chunk's encoding: its last bytes are the record.
+        assert!(data.ends_with(&record));
+
+        // A data byte deep in the third piece: only the helper's hash can notice.
+        let mut flipped = file.to_vec();
+        let at = (begin + 2 * PIECE + 777) as usize;
+        assert_ne!(at as u64 % BLOCK, 0);
+        flipped[at] ^= 1;
+        match read_all(&Bytes::from(flipped), begin, end) {
+            Err(Fault::Corrupt(msg)) => assert_eq!(msg, "data hash mismatch"),
+            other => panic!("{other:?}"),
+        }
+
+        // A block header in the fourth piece: still checked by the cursor.
+        let mut header_flipped = file.to_vec();
+        header_flipped[(3 * PIECE + 5) as usize] ^= 1;
+        assert!(matches!(
+            read_all(&Bytes::from(header_flipped), begin, end),
+            Err(Fault::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn a_failed_read_ahead_is_the_error_and_never_hangs() {
+        let record = noise((3 * PIECE) as usize);
+        let (file, begin, end) = file_with(&record);
+        let failing = FailingAfter {
+            file,
+            fail_from: begin + 2 * PIECE,
+        };
+        match read_all(&failing, begin, end) {
+            Err(Fault::Io(e)) => assert!(e.to_string().contains("disk on fire"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // A reader that stops early (decode error) leaves the helper to finish on its own:
+        // the scope returns.
+        std::thread::scope(|scope| {
+            let (mut cursor, _) = ChunkCursor::open(&failing, begin, end).unwrap();
+            cursor.read_ahead(scope);
+            let mut first = [0u8; 10];
+            cursor.read_exact(&mut first).unwrap();
+        });
     }
 }

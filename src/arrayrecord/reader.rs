@@ -542,6 +542,12 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     /// record length. The payload hash is only known at the end: on error the sink may hold
     /// partial or unverified bytes and must be discarded.
     pub fn read_into(&self, index: u64, sink: &mut dyn Write) -> Result<u64> {
+        self.read_into_sink(index, &mut WriteSink::new(sink))
+    }
+
+    /// [`read_into`](Self::read_into) for a sink that lends its own buffers: the decompressor
+    /// writes the record straight into them.
+    pub fn read_into_sink(&self, index: u64, sink: &mut dyn RecordSink) -> Result<u64> {
         let (k, local) = self.locate(index)?;
         let span = self.span_of_chunk(k);
         let expected = self.index.get(k).map_or(0, |e| e.num_records);
@@ -554,9 +560,27 @@ impl<S: ByteSource> ArrayRecordReader<S> {
         span: Range<u64>,
         expected: u64,
         local: usize,
-        sink: &mut dyn Write,
+        sink: &mut dyn RecordSink,
     ) -> Result<u64, Fault> {
-        let (mut cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
+        if span.end - span.start < READ_AHEAD_MIN_SPAN {
+            let (cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
+            return self.stream_from(cursor, header, expected, local, sink);
+        }
+        std::thread::scope(|scope| {
+            let (mut cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
+            cursor.read_ahead(scope);
+            self.stream_from(cursor, header, expected, local, sink)
+        })
+    }
+
+    fn stream_from(
+        &self,
+        mut cursor: ChunkCursor<'_, S>,
+        header: ChunkHeader,
+        expected: u64,
+        local: usize,
+        sink: &mut dyn RecordSink,
+    ) -> Result<u64, Fault> {
         require_simple(&header)?;
         if header.num_records != expected {
             return Err(corrupt(format!(
@@ -584,29 +608,89 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     }
 }
 
-/// Copies up to `n` bytes from `reader` to `sink` (or discards them) through `buf`; returns
-/// the count.
-fn pump(
-    reader: &mut dyn Read,
-    n: u64,
-    buf: &mut [u8],
-    mut sink: Option<&mut dyn Write>,
-) -> Result<u64, Fault> {
+/// Chunks spanning at least this many bytes are streamed with read-ahead (a helper thread
+/// reading and hashing the next pieces, see [`crate::arrayrecord::cursor`]): two pieces, so
+/// there is something to read ahead.
+const READ_AHEAD_MIN_SPAN: u64 = 2 * super::cursor::PIECE;
+
+/// Reads and drops up to `n` bytes from `reader` through `buf`; returns the count.
+fn discard(reader: &mut dyn Read, n: u64, buf: &mut [u8]) -> Result<u64, Fault> {
     let mut done = 0u64;
     while done < n {
         let want = (n - done).min(buf.len() as u64) as usize;
-        let got = match reader.read(&mut buf[..want]) {
+        match reader.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(got) => done += got as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_to_fault(e)),
+        }
+    }
+    Ok(done)
+}
+
+/// Reads up to `n` bytes from `reader` straight into the buffers `sink` lends; returns the
+/// count.
+fn pump(reader: &mut dyn Read, n: u64, sink: &mut dyn RecordSink) -> Result<u64, Fault> {
+    let mut done = 0u64;
+    while done < n {
+        let want = usize::try_from(n - done).unwrap_or(usize::MAX);
+        let space = sink.buffer(want).map_err(Fault::Io)?;
+        if space.is_empty() {
+            return Err(Fault::Io(io::Error::other("the record sink lent no space")));
+        }
+        let got = match reader.read(space) {
             Ok(0) => break,
             Ok(got) => got,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io_to_fault(e)),
         };
-        if let Some(s) = sink.as_deref_mut() {
-            s.write_all(&buf[..got]).map_err(Fault::Io)?;
-        }
+        sink.commit(got).map_err(Fault::Io)?;
         done += got as u64;
     }
     Ok(done)
+}
+
+/// Where a streamed record goes ([`ArrayRecordReader::read_into_sink`]): a sink that lends
+/// buffers for the next bytes, so the decompressor writes into them directly (for a 256 MiB
+/// record, a copy through an intermediate buffer was a twentieth of the decoding time).
+pub trait RecordSink {
+    /// Space for the next bytes of the record: not empty, at most `max` bytes (`max` >= 1).
+    fn buffer(&mut self, max: usize) -> io::Result<&mut [u8]>;
+    /// The first `n` bytes of the space last lent now hold the record's next bytes.
+    fn commit(&mut self, n: usize) -> io::Result<()>;
+}
+
+/// A [`RecordSink`] over any `Write`, through a buffer of its own.
+pub struct WriteSink<W> {
+    out: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> WriteSink<W> {
+    pub fn new(out: W) -> Self {
+        WriteSink {
+            out,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> RecordSink for WriteSink<W> {
+    fn buffer(&mut self, max: usize) -> io::Result<&mut [u8]> {
+        const BUF: usize = 256 * 1024;
+        if self.buf.len() < BUF {
+            self.buf.resize(BUF, 0);
+        }
+        Ok(&mut self.buf[..max.clamp(1, BUF)])
+    }
+
+    fn commit(&mut self, n: usize) -> io::Result<()> {
+        let written = self
+            .buf
+            .get(..n)
+            .ok_or_else(|| io::Error::other(format!("committed {n} bytes, more than were lent")))?;
+        self.out.write_all(written)
+    }
 }
 
 /// Decodes a simple chunk payload from the cursor, writing record `local` to `sink`. Memory
@@ -616,7 +700,7 @@ fn stream_payload<S: ByteSource + ?Sized>(
     header: &ChunkHeader,
     local: usize,
     caps: DecodeCaps,
-    sink: &mut dyn Write,
+    sink: &mut dyn RecordSink,
 ) -> Result<u64, Fault> {
     let (ct, sizes) = read_sizes(cursor, header, caps)?;
     let skip: u64 = sizes.iter().take(local).sum();
@@ -632,9 +716,9 @@ fn stream_payload<S: ByteSource + ?Sized>(
     let (skipped, written, rest) = {
         let mut values = compress::decoder(ct, &mut *cursor, caps)?
             .take(header.decoded_data_size.saturating_add(1));
-        let skipped = pump(&mut values, skip, &mut buf, None)?;
-        let written = pump(&mut values, len, &mut buf, Some(sink))?;
-        let rest = pump(&mut values, u64::MAX, &mut buf, None)?;
+        let skipped = discard(&mut values, skip, &mut buf)?;
+        let written = pump(&mut values, len, sink)?;
+        let rest = discard(&mut values, u64::MAX, &mut buf)?;
         (skipped, written, rest)
     };
     if skipped + written + rest != header.decoded_data_size || written != len {

@@ -59,43 +59,10 @@ impl ByteSource for std::fs::File {
     fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
-    /// Reads into fresh, uninitialized memory (no zero fill: for the multi-MiB reads of large
-    /// chunks, zeroing cost about as much as the read itself).
+    /// Reads into fresh, uninitialized memory (see [`crate::memory::read_exact_at_into`]).
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
-        use std::os::fd::AsRawFd;
         let mut buf: Vec<u8> = Vec::with_capacity(len);
-        while buf.len() < len {
-            let done = buf.len();
-            let at = offset
-                .checked_add(done as u64)
-                .and_then(|p| libc::off_t::try_from(p).ok())
-                .ok_or_else(|| out_of_range(offset, len, u64::MAX))?;
-            // SAFETY: the destination is the spare capacity of `buf`, [done, len), which is
-            // allocated and exclusively ours; pread writes at most `len - done` bytes there.
-            let n = unsafe {
-                libc::pread(
-                    self.as_raw_fd(),
-                    buf.as_mut_ptr().add(done).cast(),
-                    len - done,
-                    at,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("read of {len} bytes at {offset}: file ends after {done} bytes"),
-                ));
-            }
-            // SAFETY: pread initialized the `n` (<= len - done) bytes after `done`.
-            unsafe { buf.set_len(done + n as usize) };
-        }
+        crate::memory::read_exact_at_into(self, offset, len, &mut buf)?;
         Ok(Bytes::from(buf))
     }
 }

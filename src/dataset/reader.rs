@@ -14,6 +14,7 @@ use super::error::DatasetError;
 use super::pages::{locate, PageCache, RecordLocation};
 use super::shards::{check_in_shard, ShardCache, ShardReader};
 use super::OpenOptions;
+use crate::arrayrecord::RecordSink;
 use crate::format::documents::{DatasetRoot, Reference, Snapshot};
 use crate::format::limits::JsonLimits;
 use crate::format::path::RelPath;
@@ -207,15 +208,16 @@ impl Dataset {
     }
 
     /// Streams the encoded record of `location` into `sink` without holding it in memory;
-    /// returns its length. On error the sink holds garbage and must be discarded.
+    /// returns its length. On error the sink holds garbage and must be discarded. (Any
+    /// `Write` is a sink through [`WriteSink`](crate::arrayrecord::WriteSink).)
     pub fn read_payload_into(
         &self,
         location: &RecordLocation,
-        sink: &mut dyn std::io::Write,
+        sink: &mut dyn RecordSink,
     ) -> Result<u64, DatasetError> {
         let shard = self.data_shard(location)?;
         let len = shard
-            .read_into(location.physical_index, sink)
+            .read_into_sink(location.physical_index, sink)
             .map_err(|source| DatasetError::Shard {
                 object: shard.name().to_string(),
                 source,

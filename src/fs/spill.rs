@@ -27,6 +27,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::arrayrecord::RecordSink;
 use crate::format::limits::RecordLimits;
 use crate::format::record::{header_len, parse_header, DESCRIPTOR_TENSOR};
 
@@ -63,11 +64,33 @@ struct Target {
     file: Arc<File>,
 }
 
-/// Bytes collected for one contiguous stretch of one file.
+/// Bytes collected for one contiguous stretch of one file: the first `filled` bytes of
+/// `data`, a buffer of [`BUFFER_BYTES`] kept initialized so it can be lent to the decoder.
 struct Pending {
     file: Arc<File>,
     offset: u64,
     data: Vec<u8>,
+    filled: usize,
+}
+
+impl Pending {
+    fn is_full(&self) -> bool {
+        self.filled >= self.data.len()
+    }
+
+    /// Whether payload bytes for `file` at `offset` continue this stretch.
+    fn continues(&self, file: &Arc<File>, offset: u64) -> bool {
+        Arc::ptr_eq(&self.file, file) && self.offset + self.filled as u64 == offset
+    }
+}
+
+/// What [`SpillSink`] lent last through [`RecordSink::buffer`].
+enum Lent {
+    Nothing,
+    /// The header staging buffer (before the header is parsed).
+    Staging,
+    /// The pending buffer, from `filled` on.
+    Pending,
 }
 
 /// A `Write` that routes a payload's bytes by position (see the module documentation).
@@ -82,6 +105,9 @@ pub struct SpillSink<'a> {
     targets: Option<Vec<Target>>,
     pending: Option<Pending>,
     behind: WriteBehind,
+    /// Header bytes lent to the decoder before the header is parsed.
+    staging: Vec<u8>,
+    lent: Lent,
 }
 
 impl<'a> SpillSink<'a> {
@@ -94,6 +120,8 @@ impl<'a> SpillSink<'a> {
             targets: None,
             pending: None,
             behind: WriteBehind::start()?,
+            staging: Vec::new(),
+            lent: Lent::Nothing,
         })
     }
 
@@ -199,40 +227,98 @@ impl<'a> SpillSink<'a> {
     /// Appends to the pending buffer, handing it to the writer when it is full or when the
     /// bytes go elsewhere.
     fn append(&mut self, file: Arc<File>, offset: u64, mut bytes: &[u8]) -> std::io::Result<()> {
-        let continues = self.pending.as_ref().is_some_and(|p| {
-            Arc::ptr_eq(&p.file, &file) && p.offset + p.data.len() as u64 == offset
-        });
-        if !continues {
-            self.submit_pending()?;
-        }
         let mut offset = offset;
         while !bytes.is_empty() {
-            if self.pending.is_none() {
-                let data = self.behind.buffer()?;
-                let file = file.clone();
-                self.pending = Some(Pending { file, offset, data });
-            }
-            let Some(pending) = self.pending.as_mut() else {
-                break;
-            };
-            let room = BUFFER_BYTES - pending.data.len().min(BUFFER_BYTES);
-            let take = room.min(bytes.len());
-            pending.data.extend_from_slice(&bytes[..take]);
+            let pending = self.pending_for(&file, offset)?;
+            let take = (pending.data.len() - pending.filled).min(bytes.len());
+            pending.data[pending.filled..pending.filled + take].copy_from_slice(&bytes[..take]);
+            pending.filled += take;
             bytes = &bytes[take..];
             offset += take as u64;
-            if pending.data.len() >= BUFFER_BYTES {
-                self.submit_pending()?;
-            }
         }
         Ok(())
     }
 
+    /// The pending buffer for bytes of `file` at `offset`, with room: the current one if they
+    /// continue it and it is not full, else a fresh one (the current one goes to the writer).
+    fn pending_for(&mut self, file: &Arc<File>, offset: u64) -> std::io::Result<&mut Pending> {
+        let usable = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.continues(file, offset) && !p.is_full());
+        if !usable {
+            self.submit_pending()?;
+            let data = self.behind.buffer()?;
+            self.pending = Some(Pending {
+                file: file.clone(),
+                offset,
+                data,
+                filled: 0,
+            });
+        }
+        self.pending.as_mut().ok_or_else(stopped)
+    }
+
     fn submit_pending(&mut self) -> std::io::Result<()> {
         match self.pending.take() {
-            Some(pending) if !pending.data.is_empty() => self.behind.submit(pending),
-            _ => Ok(()),
+            Some(pending) if pending.filled > 0 => self.behind.submit(pending),
+            Some(pending) => {
+                self.behind.give_back(pending.data);
+                Ok(())
+            }
+            None => Ok(()),
         }
     }
+}
+
+/// The decoder writes straight into the write-behind buffers (no copy through a buffer of its
+/// own); until the header is parsed it writes into a small staging buffer that goes through
+/// [`Write`], so the header is seen before anything is routed.
+impl RecordSink for SpillSink<'_> {
+    fn buffer(&mut self, max: usize) -> std::io::Result<&mut [u8]> {
+        let max = max.max(1);
+        if self.targets.is_none() {
+            let want = self.header_bytes_wanted().clamp(1, BUFFER_BYTES).min(max);
+            self.staging.resize(want, 0);
+            self.lent = Lent::Staging;
+            return Ok(&mut self.staging[..]);
+        }
+        let (file, offset, run) = self.destination(self.position);
+        let run = usize::try_from(run).unwrap_or(usize::MAX).min(max);
+        self.lent = Lent::Pending;
+        let pending = self.pending_for(&file, offset)?;
+        let take = (pending.data.len() - pending.filled).min(run);
+        Ok(&mut pending.data[pending.filled..pending.filled + take])
+    }
+
+    fn commit(&mut self, n: usize) -> std::io::Result<()> {
+        match std::mem::replace(&mut self.lent, Lent::Nothing) {
+            Lent::Staging => {
+                let staged = std::mem::take(&mut self.staging);
+                let result = staged
+                    .get(..n)
+                    .ok_or_else(|| overcommitted(n))
+                    .and_then(|bytes| self.write_all(bytes));
+                self.staging = staged;
+                result
+            }
+            Lent::Pending => {
+                let pending = self.pending.as_mut().ok_or_else(|| overcommitted(n))?;
+                if n > pending.data.len() - pending.filled {
+                    return Err(overcommitted(n));
+                }
+                pending.filled += n;
+                self.position += n as u64;
+                Ok(())
+            }
+            Lent::Nothing if n == 0 => Ok(()),
+            Lent::Nothing => Err(overcommitted(n)),
+        }
+    }
+}
+
+fn overcommitted(n: usize) -> std::io::Error {
+    std::io::Error::other(format!("{n} bytes committed that were not lent"))
 }
 
 impl Write for SpillSink<'_> {
@@ -281,6 +367,8 @@ fn plan_targets(
 struct WriteBehind {
     jobs: Option<SyncSender<Pending>>,
     free: Receiver<Vec<u8>>,
+    /// Where unused buffers go back to `free`.
+    spare: SyncSender<Vec<u8>>,
     worker: Option<JoinHandle<std::io::Result<()>>>,
 }
 
@@ -292,21 +380,31 @@ impl WriteBehind {
             // Room for every buffer: the channel holds BUFFERS of them.
             let _ = give_back.send(Vec::new());
         }
+        let spare = give_back.clone();
         let worker = std::thread::Builder::new()
             .name("sdsfs-spill".into())
             .spawn(move || write_queue(queue, give_back))?;
         Ok(WriteBehind {
             jobs: Some(jobs),
             free,
+            spare,
             worker: Some(worker),
         })
     }
 
-    /// An empty buffer, waiting for the writer to finish one if all are in flight.
+    /// A buffer of [`BUFFER_BYTES`] (contents stale), waiting for the writer to finish one
+    /// if all are in flight.
     fn buffer(&self) -> std::io::Result<Vec<u8>> {
         let mut data = self.free.recv().map_err(|_| stopped())?;
-        data.reserve_exact(BUFFER_BYTES);
+        // Zero-filled once, when first used; then reused as is.
+        data.resize(BUFFER_BYTES, 0);
         Ok(data)
+    }
+
+    /// Returns a buffer that was taken but not filled.
+    fn give_back(&self, data: Vec<u8>) {
+        // Room for it: it came from this channel.
+        let _ = self.spare.send(data);
     }
 
     fn submit(&self, pending: Pending) -> std::io::Result<()> {
@@ -329,11 +427,11 @@ impl WriteBehind {
 /// only drains the queue (the error is reported by `finish`).
 fn write_queue(queue: Receiver<Pending>, give_back: SyncSender<Vec<u8>>) -> std::io::Result<()> {
     let mut result = Ok(());
-    for mut pending in queue {
+    for pending in queue {
         if result.is_ok() {
-            result = pending.file.write_all_at(&pending.data, pending.offset);
+            let filled = &pending.data[..pending.filled.min(pending.data.len())];
+            result = pending.file.write_all_at(filled, pending.offset);
         }
-        pending.data.clear();
         let _ = give_back.send(pending.data);
     }
     result
@@ -341,4 +439,73 @@ fn write_queue(queue: Receiver<Pending>, give_back: SyncSender<Vec<u8>>) -> std:
 
 fn stopped() -> std::io::Error {
     std::io::Error::other("the spill writer thread stopped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::dtype::DType;
+    use crate::format::record::{self, Field, Record};
+
+    /// A payload with one tensor large enough for a file of its own and one small one.
+    fn payload() -> Vec<u8> {
+        let big: Vec<u8> = (0..(OWN_FILE_MIN_BYTES as usize + 4096))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let record = Record::new("r")
+            .with_field(
+                "big",
+                Field::new(DType::U8, vec![big.len() as u64], big).unwrap(),
+            )
+            .with_field(
+                "small",
+                Field::new(DType::U8, vec![3], vec![7, 8, 9]).unwrap(),
+            );
+        record::encode(&record, &RecordLimits::default()).unwrap()
+    }
+
+    /// The payload as the spill files hold it: the payload file, with the own files' bytes
+    /// put back in their holes.
+    fn reassemble(spilled: &Spilled, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        spilled.payload.read_at(&mut out, 0).unwrap();
+        for own in spilled.own_files.values() {
+            let range = own.range.start as usize..own.range.end as usize;
+            own.file.read_exact_at(&mut out[range], 0).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn lent_buffers_of_any_size_route_every_byte() {
+        let payload = payload();
+        let limits = RecordLimits::default();
+        for lend in [1usize, 7, 4096, usize::MAX] {
+            let mut sink = SpillSink::new(&limits).unwrap();
+            let mut at = 0;
+            while at < payload.len() {
+                let space = sink.buffer(lend.min(payload.len() - at)).unwrap();
+                assert!(!space.is_empty() && space.len() <= lend);
+                // Fill only part of what was lent, as a decompressor may.
+                let n = space.len().div_ceil(2);
+                space[..n].copy_from_slice(&payload[at..at + n]);
+                sink.commit(n).unwrap();
+                at += n;
+            }
+            let spilled = sink.finish().unwrap();
+            // Only the large tensor ("big" sorts first: tensor 0) has a file of its own.
+            let own: Vec<&String> = spilled.own_files.keys().collect();
+            assert_eq!(own, [&record::tensor_key(0)], "lend {lend}");
+            assert_eq!(reassemble(&spilled, payload.len()), payload, "lend {lend}");
+        }
+    }
+
+    #[test]
+    fn committing_more_than_was_lent_is_an_error() {
+        let limits = RecordLimits::default();
+        let mut sink = SpillSink::new(&limits).unwrap();
+        assert!(sink.commit(1).is_err());
+        let lent = sink.buffer(4).unwrap().len();
+        assert!(sink.commit(lent + 1).is_err());
+    }
 }

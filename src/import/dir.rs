@@ -84,9 +84,12 @@ fn open_all(paths: &[PathBuf], jobs: usize) -> Result<Sources, ImportError> {
         }
     };
     std::thread::scope(|scope| {
-        for _ in 0..threads {
+        // The calling thread is one of them: what it allocates comes from the main heap,
+        // which grows in large steps (see `build::write_all`).
+        for _ in 1..threads {
             scope.spawn(worker);
         }
+        worker();
     });
     let mut sources = Sources::with_capacity(paths.len());
     for result in results {

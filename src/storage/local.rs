@@ -346,10 +346,8 @@ impl ObjectStore for LocalStore {
                 size,
             });
         }
-        let mut buf = zeroed(range.end - range.start, &object)?;
-        opened
-            .file
-            .read_exact_at(&mut buf, range.start)
+        let (mut buf, len) = reserved(range.end - range.start, &object)?;
+        crate::memory::read_exact_at_into(&opened.file, range.start, len, &mut buf)
             .map_err(|e| StorageError::io(object, e))?;
         Ok(Bytes::from(buf))
     }
@@ -579,9 +577,9 @@ fn version_of(meta: &Metadata, object: &str) -> Result<Version, StorageError> {
     })
 }
 
-/// A zero-filled buffer of `len` bytes, refusing sizes this process cannot hold rather than
-/// aborting on allocation failure.
-fn zeroed(len: u64, object: &str) -> Result<Vec<u8>, StorageError> {
+/// An empty buffer with room for `len` bytes, and `len` as a `usize`; sizes this process
+/// cannot hold are refused rather than aborting on allocation failure.
+fn reserved(len: u64, object: &str) -> Result<(Vec<u8>, usize), StorageError> {
     let too_large = || StorageError::TooLarge {
         object: object.to_string(),
         size: len,
@@ -592,6 +590,12 @@ fn zeroed(len: u64, object: &str) -> Result<Vec<u8>, StorageError> {
     buf.try_reserve_exact(len).map_err(|_| too_large())?;
     // Large ranges (4 MiB pieces of a shard being decoded) are fresh memory each time.
     crate::memory::advise_huge_pages(&buf);
+    Ok((buf, len))
+}
+
+/// A zero-filled buffer of `len` bytes (see [`reserved`]).
+fn zeroed(len: u64, object: &str) -> Result<Vec<u8>, StorageError> {
+    let (mut buf, len) = reserved(len, object)?;
     buf.resize(len, 0);
     Ok(buf)
 }
