@@ -10,6 +10,7 @@
 //! hostile frame cannot make us allocate more than the (already limit-checked) header says.
 
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 use super::error::{corrupt, Fault};
 use super::options::Compression;
@@ -596,5 +597,349 @@ mod tests {
             &streamed[..8],
             &[0x88, 0x27, 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x50]
         );
+    }
+}
+
+/// Windows up to this size are decoded into segments ([`zstd_segments`]); larger ones (not
+/// written by the reference writer's settings) go through the streaming decoder.
+const SEGMENT_WINDOW_MAX: u64 = 8 << 20;
+/// Decoded segments in use at once at most: the one being decoded into, the previous one (the
+/// decoder's history) and those the consumer has not released yet.
+const SEGMENTS_MAX: usize = 8;
+
+/// Decodes the zstd frame the runs hold with libzstd's buffer-less API straight into segment
+/// buffers and hands each filled segment to `emit` (shared: the consumer may keep it while it
+/// writes it out); returns the decoded length, or `None`, with nothing consumed, when the
+/// frame does not suit (its header is not in the first run, or its window is larger than
+/// [`SEGMENT_WINDOW_MAX`]).
+///
+/// Why: the streaming API decodes each block into an internal window buffer and copies it out
+/// (an eighth of decoding a large record); here zstd decodes into our memory directly. Its
+/// history is the current segment plus the previous one (libzstd keeps one earlier
+/// contiguous segment, `zstd.h`: "two or more buffers of size windowSize"), so each segment
+/// holds at least the window before the next starts, and the previous one is kept, unmodified,
+/// while the next is decoded. Segments come back for reuse once the consumer drops them.
+pub(crate) fn zstd_segments(
+    runs: &mut dyn RunSource,
+    caps: DecodeCaps,
+    limit: u64,
+    emit: &mut dyn FnMut(Arc<Vec<u8>>) -> Result<(), Fault>,
+) -> Result<Option<u64>, Fault> {
+    let Some(frame) = frame_header(runs.next_run()?) else {
+        return Ok(None);
+    };
+    let window_max = 1u64 << caps.zstd_window_log_max.min(63);
+    if frame.frameType != zstd_sys::ZSTD_frameType_e::ZSTD_frame
+        || frame.windowSize > SEGMENT_WINDOW_MAX.min(window_max)
+    {
+        return Ok(None);
+    }
+    let block_max = (frame.blockSizeMax as usize).clamp(1, zstd_sys::ZSTD_BLOCKSIZE_MAX as usize);
+    let segment_len = (frame.windowSize as usize + 2 * block_max).max(2 << 20);
+    let mut d = ZstdDecoder::new(caps, false)?;
+    d.begin_bufferless()?;
+    let mut segments = Segments::new(segment_len);
+    let mut current = segments.take();
+    let mut previous: Option<Arc<Vec<u8>>> = None;
+    let mut scratch = Vec::new();
+    let mut decoded = 0u64;
+    loop {
+        let need = d.next_src_size();
+        if need == 0 {
+            break;
+        }
+        if current.capacity() - current.len() < block_max {
+            let full = Arc::new(std::mem::take(&mut current));
+            emit(full.clone())?;
+            segments.lend(full.clone());
+            // The decoder's history is now `full`; the segment before it is free to reuse.
+            previous = Some(full);
+            current = segments.take();
+        }
+        let n = decode_step(&mut d, runs, need, &mut scratch, &mut current)?;
+        decoded += n as u64;
+        if decoded > limit {
+            return Err(corrupt(format!(
+                "values decompress to more than {limit} bytes"
+            )));
+        }
+    }
+    if !current.is_empty() {
+        emit(Arc::new(current))?;
+    }
+    drop(previous);
+    Ok(Some(decoded))
+}
+
+/// The frame header at the start of `input`, if it is all there.
+fn frame_header(input: &[u8]) -> Option<zstd_sys::ZSTD_frameHeader> {
+    // SAFETY: ZSTD_frameHeader is a plain C struct of integers and a C enum whose zero is
+    // `ZSTD_frame`; all zeros is a valid value.
+    let mut header: zstd_sys::ZSTD_frameHeader = unsafe { std::mem::zeroed() };
+    // SAFETY: `input` is a valid slice; libzstd reads at most `input.len()` bytes of it and
+    // writes only `header`.
+    let code =
+        unsafe { zstd_sys::ZSTD_getFrameHeader(&mut header, input.as_ptr().cast(), input.len()) };
+    (code == 0).then_some(header)
+}
+
+/// Feeds exactly `need` input bytes (from the current run, or gathered when they straddle
+/// runs) to the decoder, decoding into `out`'s spare capacity; returns the bytes decoded.
+fn decode_step(
+    d: &mut ZstdDecoder,
+    runs: &mut dyn RunSource,
+    need: usize,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<usize, Fault> {
+    let run = runs.next_run()?;
+    if run.len() >= need {
+        let n = d.continue_into(&run[..need], out)?;
+        runs.consume_run(need);
+        return Ok(n);
+    }
+    scratch.clear();
+    while scratch.len() < need {
+        let run = runs.next_run()?;
+        if run.is_empty() {
+            return Err(corrupt("zstd frame is truncated"));
+        }
+        let take = run.len().min(need - scratch.len());
+        scratch.extend_from_slice(&run[..take]);
+        runs.consume_run(take);
+    }
+    d.continue_into(scratch, out)
+}
+
+/// Segment buffers: reused once nobody else holds them, at most [`SEGMENTS_MAX`] at a time.
+struct Segments {
+    len: usize,
+    lent: Vec<Arc<Vec<u8>>>,
+}
+
+impl Segments {
+    fn new(len: usize) -> Self {
+        Segments {
+            len,
+            lent: Vec::new(),
+        }
+    }
+
+    /// Remembers a segment handed out, to take it back when it is released.
+    fn lend(&mut self, segment: Arc<Vec<u8>>) {
+        self.lent.push(segment);
+    }
+
+    /// An empty segment: a released one, a new one, or (all in use) the first to be released.
+    fn take(&mut self) -> Vec<u8> {
+        loop {
+            if let Some(i) = self.lent.iter().position(|s| Arc::strong_count(s) == 1) {
+                if let Ok(mut segment) = Arc::try_unwrap(self.lent.swap_remove(i)) {
+                    segment.clear();
+                    return segment;
+                }
+                continue;
+            }
+            if self.lent.len() + 1 < SEGMENTS_MAX {
+                return huge_capacity(self.len);
+            }
+            // Every segment is still being written out by the consumer (bounded queue): wait.
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
+
+impl ZstdDecoder {
+    /// Starts a frame in libzstd's buffer-less mode ([`zstd_segments`]).
+    fn begin_bufferless(&mut self) -> Result<(), Fault> {
+        // SAFETY: `ctx` is a live context owned by `self`.
+        zstd_check(unsafe { zstd_sys::ZSTD_decompressBegin(self.ctx.as_ptr()) }).map(|_| ())
+    }
+
+    /// How many input bytes the next buffer-less step takes (0: the frame is complete).
+    fn next_src_size(&mut self) -> usize {
+        // SAFETY: `ctx` is a live context owned by `self`.
+        unsafe { zstd_sys::ZSTD_nextSrcSizeToDecompress(self.ctx.as_ptr()) }
+    }
+
+    /// One buffer-less step: `input` (exactly [`next_src_size`](Self::next_src_size) bytes)
+    /// decoded into `out`'s spare capacity; returns the bytes decoded.
+    fn continue_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, Fault> {
+        let spare = out.capacity() - out.len();
+        // SAFETY: the destination is `out`'s spare capacity (allocated, exclusively ours);
+        // libzstd writes at most `spare` bytes there and reads `input.len()` bytes of
+        // `input`. Its history points into this segment's earlier bytes and the previous
+        // segment, which the caller keeps alive and unmodified (see `zstd_segments`).
+        let code = unsafe {
+            zstd_sys::ZSTD_decompressContinue(
+                self.ctx.as_ptr(),
+                out.as_mut_ptr().add(out.len()).cast(),
+                spare,
+                input.as_ptr().cast(),
+                input.len(),
+            )
+        };
+        let n = zstd_check(code)?.min(spare);
+        // SAFETY: libzstd initialized the `n` (<= spare) bytes after the old length.
+        unsafe { out.set_len(out.len() + n) };
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod segment_tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    const CAPS: DecodeCaps = DecodeCaps {
+        zstd_window_log_max: 31,
+    };
+
+    /// Input handed out in runs of at most `run` bytes (a run never crosses a multiple of
+    /// `run`), like the cursor's block-bounded runs.
+    struct Runs {
+        data: Vec<u8>,
+        pos: usize,
+        run: usize,
+    }
+
+    impl RunSource for Runs {
+        fn next_run(&mut self) -> Result<&[u8], Fault> {
+            let end = ((self.pos / self.run + 1) * self.run).min(self.data.len());
+            Ok(&self.data[self.pos..end])
+        }
+        fn consume_run(&mut self, n: usize) {
+            self.pos += n;
+        }
+        fn left(&self) -> u64 {
+            (self.data.len() - self.pos) as u64
+        }
+    }
+
+    /// 12 MiB in which every 64 KiB block repeats one from 900 KiB to 1 MiB earlier with a
+    /// few changes: matches reach back almost a whole window, across segment boundaries.
+    fn far_matches() -> Vec<u8> {
+        let mut x = 0x9e37_79b9_u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut data: Vec<u8> = (0..1 << 20).map(|_| next() as u8).collect();
+        while data.len() < 12 << 20 {
+            let back = (900 << 10) + (next() as usize % (100 << 10));
+            let from = data.len() - back;
+            let mut block = data[from..from + (64 << 10)].to_vec();
+            let at = next() as usize % block.len();
+            block[at] ^= 0x55;
+            data.extend_from_slice(&block);
+        }
+        data
+    }
+
+    /// A frame with a content checksum, long-distance matching on (so matches up to the
+    /// window are found at level 3).
+    fn frame(data: &[u8], window_log: u32) -> Vec<u8> {
+        use zstd::zstd_safe::CParameter;
+        let mut c = zstd::bulk::Compressor::new(3).unwrap();
+        for p in [
+            CParameter::WindowLog(window_log),
+            CParameter::EnableLongDistanceMatching(true),
+            CParameter::ChecksumFlag(true),
+        ] {
+            c.set_parameter(p).unwrap();
+        }
+        c.compress(data).unwrap()
+    }
+
+    /// Decodes with segments, the consumer keeping the last `held` segments alive (as a
+    /// writer thread with a queue would); returns the bytes and how many segments there were.
+    fn decode(
+        frame: Vec<u8>,
+        run: usize,
+        held: usize,
+        limit: u64,
+    ) -> Result<(Vec<u8>, usize), Fault> {
+        let mut runs = Runs {
+            data: frame,
+            pos: 0,
+            run,
+        };
+        let mut out = Vec::new();
+        let mut queue = VecDeque::new();
+        let mut count = 0;
+        let mut emit = |segment: Arc<Vec<u8>>| {
+            out.extend_from_slice(&segment);
+            count += 1;
+            queue.push_back(segment);
+            if queue.len() > held {
+                queue.pop_front();
+            }
+            Ok(())
+        };
+        let decoded = zstd_segments(&mut runs, CAPS, limit, &mut emit)?.expect("suits segments");
+        assert_eq!(decoded, out.len() as u64);
+        assert_eq!(runs.left(), 0, "the frame uses up the input");
+        Ok((out, count))
+    }
+
+    #[test]
+    fn segments_decode_matches_reaching_back_across_segments() {
+        let data = far_matches();
+        let compressed = frame(&data, 20);
+        assert!(
+            compressed.len() < data.len() / 4,
+            "the data must have long matches"
+        );
+        // Runs of a whole frame, of riegeli block size and tiny ones (every block gathered);
+        // a consumer releasing at once, and one holding five segments.
+        for (run, held) in [(usize::MAX, 0), (65_512, 5), (1000, 2)] {
+            let (out, segments) = decode(compressed.clone(), run, held, data.len() as u64).unwrap();
+            assert!(out == data, "run {run}, held {held}");
+            assert!(segments >= 5, "{segments} segments");
+        }
+    }
+
+    #[test]
+    fn segments_refuse_bad_frames_and_leave_large_windows_alone() {
+        let data = far_matches();
+        let compressed = frame(&data, 20);
+        // More output than the limit.
+        match decode(compressed.clone(), usize::MAX, 0, data.len() as u64 - 1) {
+            Err(Fault::Corrupt(msg)) => assert!(msg.contains("more than"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+        // Truncated.
+        let cut = compressed[..compressed.len() / 2].to_vec();
+        match decode(cut, 65_512, 0, data.len() as u64) {
+            Err(Fault::Corrupt(msg)) => assert!(msg.contains("truncated"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+        // Corrupted in the middle: an error (a decoding error or the frame checksum), never a
+        // panic or wrong bytes.
+        let mut bad = compressed.clone();
+        let mid = bad.len() / 2;
+        for b in &mut bad[mid..mid + 64] {
+            *b ^= 0xa5;
+        }
+        assert!(decode(bad, 65_512, 0, data.len() as u64).is_err());
+        // A 16 MiB window (no content size, so the window is declared): not for segments,
+        // and nothing is consumed.
+        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.window_log(24).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut encoder, &data[..100_000]).unwrap();
+        let big_window = encoder.finish().unwrap();
+        let mut runs = Runs {
+            data: big_window,
+            pos: 0,
+            run: usize::MAX,
+        };
+        let mut emit = |_: Arc<Vec<u8>>| Ok(());
+        assert!(zstd_segments(&mut runs, CAPS, u64::MAX, &mut emit)
+            .unwrap()
+            .is_none());
+        assert_eq!(runs.pos, 0);
     }
 }

@@ -8,6 +8,7 @@
 
 use std::io::{self, Read, Write};
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -650,6 +651,47 @@ fn pump(reader: &mut dyn Read, n: u64, sink: &mut dyn RecordSink) -> Result<u64,
     Ok(done)
 }
 
+/// Records from this size on are decoded with [`compress::zstd_segments`] when zstd-compressed.
+const SEGMENTED_MIN: u64 = 4 << 20;
+
+/// Decodes the zstd values buffer at the cursor into segments and hands the sink the bytes of
+/// `record` (a range of the decoded values); `None` when the frame does not suit segments
+/// (nothing consumed: the caller streams it instead).
+fn stream_segments<S: ByteSource + ?Sized>(
+    cursor: &mut ChunkCursor<'_, S>,
+    header: &ChunkHeader,
+    record: Range<u64>,
+    caps: DecodeCaps,
+    sink: &mut dyn RecordSink,
+) -> Result<Option<u64>, Fault> {
+    let mut at = 0u64;
+    let mut written = 0u64;
+    let mut emit = |segment: Arc<Vec<u8>>| -> Result<(), Fault> {
+        let here = at..at + segment.len() as u64;
+        at = here.end;
+        let (start, end) = (record.start.max(here.start), record.end.min(here.end));
+        if start < end {
+            let range = (start - here.start) as usize..(end - here.start) as usize;
+            written += (range.end - range.start) as u64;
+            sink.take_segment(segment, range).map_err(Fault::Io)?;
+        }
+        Ok(())
+    };
+    let limit = header.decoded_data_size;
+    let Some(decoded) = compress::zstd_segments(cursor, caps, limit, &mut emit)? else {
+        return Ok(None);
+    };
+    if decoded != limit || written != record.end - record.start {
+        return Err(corrupt(format!(
+            "values decode to {decoded} bytes, header says {limit}"
+        )));
+    }
+    if cursor.data_left() > 0 {
+        return Err(corrupt("trailing bytes after the zstd frame"));
+    }
+    Ok(Some(written))
+}
+
 /// Where a streamed record goes ([`ArrayRecordReader::read_into_sink`]): a sink that lends
 /// buffers for the next bytes, so the decompressor writes into them directly (for a 256 MiB
 /// record, a copy through an intermediate buffer was a twentieth of the decoding time).
@@ -658,6 +700,24 @@ pub trait RecordSink {
     fn buffer(&mut self, max: usize) -> io::Result<&mut [u8]>;
     /// The first `n` bytes of the space last lent now hold the record's next bytes.
     fn commit(&mut self, n: usize) -> io::Result<()>;
+
+    /// Bytes `range` of `segment` are the record's next bytes. A sink may keep the segment
+    /// (read-only) until it has written them out, and should drop it then: the decoder reuses
+    /// segments nobody else holds. The default copies them through
+    /// [`buffer`](Self::buffer) and [`commit`](Self::commit).
+    fn take_segment(&mut self, segment: Arc<Vec<u8>>, range: Range<usize>) -> io::Result<()> {
+        let mut bytes = segment
+            .get(range)
+            .ok_or_else(|| io::Error::other("segment range out of bounds"))?;
+        while !bytes.is_empty() {
+            let space = self.buffer(bytes.len())?;
+            let n = space.len().min(bytes.len());
+            space[..n].copy_from_slice(&bytes[..n]);
+            self.commit(n)?;
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
 }
 
 /// A [`RecordSink`] over any `Write`, through a buffer of its own.
@@ -711,6 +771,12 @@ fn stream_payload<S: ByteSource + ?Sized>(
         // The riegeli length prefix of the values buffer: read, not trusted (the cap is the
         // header's decoded_data_size).
         cursor.read_varint()?;
+    }
+    if ct == b'z' && len >= SEGMENTED_MIN {
+        let record = skip..skip.saturating_add(len);
+        if let Some(written) = stream_segments(cursor, header, record, caps, sink)? {
+            return Ok(written);
+        }
     }
     let mut buf = vec![0u8; 256 * 1024];
     let (skipped, written, rest) = {

@@ -84,6 +84,20 @@ impl Pending {
     }
 }
 
+/// Bytes of a decoded segment for one stretch of one file, written without a copy.
+struct Shared {
+    file: Arc<File>,
+    offset: u64,
+    segment: Arc<Vec<u8>>,
+    range: Range<usize>,
+}
+
+/// A write for the writer thread.
+enum Job {
+    Owned(Pending),
+    Shared(Shared),
+}
+
 /// What [`SpillSink`] lent last through [`RecordSink::buffer`].
 enum Lent {
     Nothing,
@@ -259,6 +273,27 @@ impl<'a> SpillSink<'a> {
         self.pending.as_mut().ok_or_else(stopped)
     }
 
+    /// Sends bytes `range` of `segment` (which start at payload offset `self.position`) to
+    /// the writer, split by destination file.
+    fn route_shared(&mut self, segment: &Arc<Vec<u8>>, range: Range<usize>) -> std::io::Result<()> {
+        // Keep the writes in payload order: what is buffered goes first.
+        self.submit_pending()?;
+        let mut at = range.start;
+        while at < range.end {
+            let (file, offset, run) = self.destination(self.position);
+            let take = usize::try_from(run).map_or(range.end - at, |run| run.min(range.end - at));
+            self.behind.submit_shared(Shared {
+                file,
+                offset,
+                segment: segment.clone(),
+                range: at..at + take,
+            })?;
+            self.position += take as u64;
+            at += take;
+        }
+        Ok(())
+    }
+
     fn submit_pending(&mut self) -> std::io::Result<()> {
         match self.pending.take() {
             Some(pending) if pending.filled > 0 => self.behind.submit(pending),
@@ -289,6 +324,23 @@ impl RecordSink for SpillSink<'_> {
         let pending = self.pending_for(&file, offset)?;
         let take = (pending.data.len() - pending.filled).min(run);
         Ok(&mut pending.data[pending.filled..pending.filled + take])
+    }
+
+    /// Segments go to the writer thread as they are (no copy), routed like any other bytes;
+    /// the writer drops each once written, which lets the decoder reuse it.
+    fn take_segment(&mut self, segment: Arc<Vec<u8>>, range: Range<usize>) -> std::io::Result<()> {
+        let bytes = segment
+            .get(range.clone())
+            .ok_or_else(|| overcommitted(range.len()))?;
+        let mut at = range.start;
+        // Header bytes are seen (copied: they are few) before anything is routed.
+        while self.targets.is_none() && at < range.end {
+            let take = self.header_bytes_wanted().min(range.end - at);
+            self.take_header_bytes(&bytes[at - range.start..at - range.start + take])?;
+            self.route_shared(&segment, at..at + take)?;
+            at += take;
+        }
+        self.route_shared(&segment, at..range.end)
     }
 
     fn commit(&mut self, n: usize) -> std::io::Result<()> {
@@ -365,7 +417,7 @@ fn plan_targets(
 
 /// One helper thread writing buffers at their offsets, and the buffers it hands back.
 struct WriteBehind {
-    jobs: Option<SyncSender<Pending>>,
+    jobs: Option<SyncSender<Job>>,
     free: Receiver<Vec<u8>>,
     /// Where unused buffers go back to `free`.
     spare: SyncSender<Vec<u8>>,
@@ -374,7 +426,7 @@ struct WriteBehind {
 
 impl WriteBehind {
     fn start() -> std::io::Result<WriteBehind> {
-        let (jobs, queue) = sync_channel::<Pending>(BUFFERS);
+        let (jobs, queue) = sync_channel::<Job>(BUFFERS);
         let (give_back, free) = sync_channel::<Vec<u8>>(BUFFERS);
         for _ in 0..BUFFERS {
             // Room for every buffer: the channel holds BUFFERS of them.
@@ -409,7 +461,12 @@ impl WriteBehind {
 
     fn submit(&self, pending: Pending) -> std::io::Result<()> {
         let jobs = self.jobs.as_ref().ok_or_else(stopped)?;
-        jobs.send(pending).map_err(|_| stopped())
+        jobs.send(Job::Owned(pending)).map_err(|_| stopped())
+    }
+
+    fn submit_shared(&self, shared: Shared) -> std::io::Result<()> {
+        let jobs = self.jobs.as_ref().ok_or_else(stopped)?;
+        jobs.send(Job::Shared(shared)).map_err(|_| stopped())
     }
 
     /// Waits for every submitted write; the first error, if any.
@@ -425,14 +482,25 @@ impl WriteBehind {
 
 /// The writer thread: writes each buffer at its offset and gives it back; after an error it
 /// only drains the queue (the error is reported by `finish`).
-fn write_queue(queue: Receiver<Pending>, give_back: SyncSender<Vec<u8>>) -> std::io::Result<()> {
+fn write_queue(queue: Receiver<Job>, give_back: SyncSender<Vec<u8>>) -> std::io::Result<()> {
     let mut result = Ok(());
-    for pending in queue {
-        if result.is_ok() {
-            let filled = &pending.data[..pending.filled.min(pending.data.len())];
-            result = pending.file.write_all_at(filled, pending.offset);
+    for job in queue {
+        match job {
+            Job::Owned(pending) => {
+                if result.is_ok() {
+                    let filled = &pending.data[..pending.filled.min(pending.data.len())];
+                    result = pending.file.write_all_at(filled, pending.offset);
+                }
+                let _ = give_back.send(pending.data);
+            }
+            Job::Shared(shared) => {
+                if result.is_ok() {
+                    let bytes = shared.segment.get(shared.range.clone()).unwrap_or_default();
+                    result = shared.file.write_all_at(bytes, shared.offset);
+                }
+                // Dropping the segment here lets the decoder reuse it.
+            }
         }
-        let _ = give_back.send(pending.data);
     }
     result
 }
