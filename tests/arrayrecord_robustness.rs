@@ -224,3 +224,25 @@ fn streaming_a_large_record_matches_and_detects_corruption() {
         }
     }
 }
+
+#[test]
+fn large_records_inside_a_shared_chunk_stream_exactly() {
+    // A compressible and an incompressible large record (the latter spans more than two
+    // read-ahead pieces), each between small ones in one zstd chunk: the streamed record is
+    // cut out of the decoded segments at its offset.
+    let mut rng = StdRng::seed_from_u64(7);
+    let noisy: Vec<u8> = (0..12_000_000).map(|_| rng.gen()).collect();
+    let smooth: Vec<u8> = (0..6_000_000u32).map(|i| (i / 5) as u8).collect();
+    for big in [&noisy, &smooth] {
+        let records: [&[u8]; 3] = [b"head", big, b"tail"];
+        let options = WriterOptions::parse("group_size:3").unwrap();
+        let file = write_records(options, records).unwrap();
+        let r = ArrayRecordReader::open(Bytes::from(file), "shared").unwrap();
+        assert_eq!(r.num_chunks(), 1);
+        for (i, want) in records.iter().enumerate() {
+            let mut out = Vec::new();
+            assert_eq!(r.read_into(i as u64, &mut out).unwrap(), want.len() as u64);
+            assert!(out == *want, "record {i} of {} bytes differs", big.len());
+        }
+    }
+}

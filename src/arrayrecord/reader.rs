@@ -681,9 +681,15 @@ fn stream_segments<S: ByteSource + ?Sized>(
     let Some(decoded) = compress::zstd_segments(cursor, caps, limit, &mut emit)? else {
         return Ok(None);
     };
-    if decoded != limit || written != record.end - record.start {
+    if decoded != limit {
         return Err(corrupt(format!(
             "values decode to {decoded} bytes, header says {limit}"
+        )));
+    }
+    let len = record.end - record.start;
+    if written != len {
+        return Err(corrupt(format!(
+            "record of {len} bytes, but the values hold {written} of them"
         )));
     }
     if cursor.data_left() > 0 {
@@ -702,8 +708,9 @@ pub trait RecordSink {
     fn commit(&mut self, n: usize) -> io::Result<()>;
 
     /// Bytes `range` of `segment` are the record's next bytes. A sink may keep the segment
-    /// (read-only) until it has written them out, and should drop it then: the decoder reuses
-    /// segments nobody else holds. The default copies them through
+    /// (read-only) until it has written them out, and must drop it then: the decoder reuses
+    /// segments nobody else holds, and waits when eight are in use. The default copies them
+    /// through
     /// [`buffer`](Self::buffer) and [`commit`](Self::commit).
     fn take_segment(&mut self, segment: Arc<Vec<u8>>, range: Range<usize>) -> io::Result<()> {
         let mut bytes = segment
