@@ -600,9 +600,11 @@ mod tests {
     }
 }
 
-/// Windows up to this size are decoded into segments ([`zstd_segments`]); larger ones (not
-/// written by the reference writer's settings) go through the streaming decoder.
-const SEGMENT_WINDOW_MAX: u64 = 8 << 20;
+/// Windows up to this size are decoded into segments ([`zstd_segments`]); larger ones (the
+/// reference writer's default is 1 MiB) go through the streaming decoder. With
+/// [`SEGMENTS_MAX`] segments this bounds the segments' memory to 34 MiB (18 MiB for 1 MiB
+/// windows).
+const SEGMENT_WINDOW_MAX: u64 = 4 << 20;
 /// Decoded segments in use at once at most: the one being decoded into, the previous one (the
 /// decoder's history) and those the consumer has not released yet.
 const SEGMENTS_MAX: usize = 8;
@@ -924,8 +926,8 @@ mod segment_tests {
             *b ^= 0xa5;
         }
         assert!(decode(bad, 65_512, 0, data.len() as u64).is_err());
-        // A 16 MiB window (no content size, so the window is declared): not for segments,
-        // and nothing is consumed.
+        // A 16 MiB window (no content size, so the window is declared): above
+        // SEGMENT_WINDOW_MAX, so not for segments, and nothing is consumed.
         let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
         encoder.window_log(24).unwrap();
         encoder.include_contentsize(false).unwrap();
