@@ -270,7 +270,8 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
     /// Consumes (and hashes) `n` bytes of the run returned by the last `fill`.
     pub fn consume(&mut self, n: usize) {
         if let Some(logical) = self.ahead.as_mut() {
-            let available = (logical.run.len() - logical.used).min(self.data_left as usize);
+            let left = usize::try_from(self.data_left).unwrap_or(usize::MAX);
+            let available = (logical.run.len() - logical.used).min(left);
             let n = n.min(available);
             logical.used += n;
             self.data_left -= n as u64;
@@ -357,23 +358,19 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
                 let n = self.fill()?.len();
                 self.consume(n);
             }
-            let expected = self.data_hash;
-            if self.data_hash_seen()? != expected {
-                return Err(corrupt("data hash mismatch"));
+        } else {
+            while self.data_left > 0 {
+                let n = self.prepare_run()?;
+                if n == 0 {
+                    return Err(corrupt("chunk data runs past the chunk's extent"));
+                }
+                self.consume(n as usize);
             }
-            return Ok(());
-        }
-        while self.data_left > 0 {
-            let n = self.prepare_run()?;
-            if n == 0 {
-                return Err(corrupt("chunk data runs past the chunk's extent"));
+            let mut at = position::next_boundary_at_or_after(self.pos).unwrap_or(u64::MAX);
+            while at < self.end {
+                self.check_block_header(at)?;
+                at = at.saturating_add(BLOCK);
             }
-            self.consume(n as usize);
-        }
-        let mut at = position::next_boundary_at_or_after(self.pos).unwrap_or(u64::MAX);
-        while at < self.end {
-            self.check_block_header(at)?;
-            at = at.saturating_add(BLOCK);
         }
         let expected = self.data_hash;
         if self.data_hash_seen()? != expected {
@@ -586,15 +583,7 @@ mod tests {
 
     #[test]
     fn every_block_header_and_the_data_hash_are_checked() {
-        let mut x = 0x9e37_79b9_u32;
-        let big: Vec<u8> = (0..200_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect();
+        let big = noise(200_000, 0x9e37_79b9);
         let zstd = Compression::Zstd {
             level: 3,
             window_log: 20,
@@ -618,30 +607,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-}
 
-#[cfg(test)]
-mod read_ahead_tests {
-    use super::*;
-    use crate::arrayrecord::chunk::{self, encode_simple};
-    use crate::arrayrecord::layout::PhysicalWriter;
-    use crate::arrayrecord::options::Compression;
-
-    /// A file with one uncompressed simple chunk holding `record`; the chunk's begin and end.
-    fn file_with(record: &[u8]) -> (Bytes, u64, u64) {
-        let mut w = PhysicalWriter::new(Vec::new());
-        let sig = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
-        w.write_chunk(&sig, b"").unwrap();
-        let data = encode_simple(&Compression::None, &[record.len() as u64], record).unwrap();
-        let header = ChunkHeader::for_data(chunk::SIMPLE, &data, 1, record.len() as u64);
-        let begin = w.write_chunk(&header, &data).unwrap();
-        let end = w.pos();
-        w.pad_to_block_boundary().unwrap();
-        (Bytes::from(w.into_inner()), begin, end)
-    }
-
-    fn noise(len: usize) -> Vec<u8> {
-        let mut x = 0x2545_f491_u32;
+    /// `len` xorshift bytes from `seed`: incompressible, and the same in every run.
+    fn noise(len: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed;
         (0..len)
             .map(|_| {
                 x ^= x << 13;
@@ -684,8 +653,8 @@ mod read_ahead_tests {
     #[test]
     fn read_ahead_delivers_every_byte_and_checks_the_hash() {
         // Three and a bit pieces: the helper reads several pieces, the last one short.
-        let record = noise((3 * PIECE + 12_345) as usize);
-        let (file, begin, end) = file_with(&record);
+        let record = noise((3 * PIECE + 12_345) as usize, 0x2545_f491);
+        let (file, begin, end) = file_with(Compression::None, &[&record]);
         let data = read_all(&file, begin, end).unwrap();
         // The data is the simple chunk's encoding: its last bytes are the record.
         assert!(data.ends_with(&record));
@@ -711,8 +680,8 @@ mod read_ahead_tests {
 
     #[test]
     fn a_failed_read_ahead_is_the_error_and_never_hangs() {
-        let record = noise((3 * PIECE) as usize);
-        let (file, begin, end) = file_with(&record);
+        let record = noise((3 * PIECE) as usize, 0x2545_f491);
+        let (file, begin, end) = file_with(Compression::None, &[&record]);
         let failing = FailingAfter {
             file,
             fail_from: begin + 2 * PIECE,

@@ -710,8 +710,7 @@ pub trait RecordSink {
     /// Bytes `range` of `segment` are the record's next bytes. A sink may keep the segment
     /// (read-only) until it has written them out, and must drop it then: the decoder reuses
     /// segments nobody else holds, and waits when eight are in use. The default copies them
-    /// through
-    /// [`buffer`](Self::buffer) and [`commit`](Self::commit).
+    /// through [`buffer`](Self::buffer) and [`commit`](Self::commit).
     fn take_segment(&mut self, segment: Arc<Vec<u8>>, range: Range<usize>) -> io::Result<()> {
         let mut bytes = segment
             .get(range)

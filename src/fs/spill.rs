@@ -162,6 +162,25 @@ impl<'a> SpillSink<'a> {
         })
     }
 
+    /// Takes the leading part of `bytes` that belongs to a header not parsed yet: each piece
+    /// is routed with `route` (header bytes go to the payload file as they come) and kept
+    /// until the header parses (it is small and bounded by the limits). Returns how many
+    /// bytes were taken; the rest is routed by the caller, with the targets known.
+    fn take_header(
+        &mut self,
+        bytes: &[u8],
+        mut route: impl FnMut(&mut Self, Range<usize>) -> std::io::Result<()>,
+    ) -> std::io::Result<usize> {
+        let mut at = 0;
+        while self.targets.is_none() && at < bytes.len() {
+            let take = self.header_bytes_wanted().min(bytes.len() - at);
+            route(self, at..at + take)?;
+            self.take_header_bytes(&bytes[at..at + take])?;
+            at += take;
+        }
+        Ok(at)
+    }
+
     /// How many more bytes the header needs before it can be parsed.
     fn header_bytes_wanted(&self) -> usize {
         let have = self.prefix.len();
@@ -332,15 +351,11 @@ impl RecordSink for SpillSink<'_> {
         let bytes = segment
             .get(range.clone())
             .ok_or_else(|| overcommitted(range.len()))?;
-        let mut at = range.start;
-        // Header bytes are seen (copied: they are few) before anything is routed.
-        while self.targets.is_none() && at < range.end {
-            let take = self.header_bytes_wanted().min(range.end - at);
-            self.take_header_bytes(&bytes[at - range.start..at - range.start + take])?;
-            self.route_shared(&segment, at..at + take)?;
-            at += take;
-        }
-        self.route_shared(&segment, at..range.end)
+        let header = self.take_header(bytes, |sink, part| {
+            let part = range.start + part.start..range.start + part.end;
+            sink.route_shared(&segment, part)
+        })?;
+        self.route_shared(&segment, range.start + header..range.end)
     }
 
     fn commit(&mut self, n: usize) -> std::io::Result<()> {
@@ -375,16 +390,8 @@ fn overcommitted(n: usize) -> std::io::Error {
 
 impl Write for SpillSink<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut rest = bytes;
-        // The header is small and bounded by the limits: its bytes go to the payload file as
-        // they come and are also kept until they parse; what follows is routed.
-        while self.targets.is_none() && !rest.is_empty() {
-            let take = self.header_bytes_wanted().min(rest.len());
-            self.route(&rest[..take])?;
-            self.take_header_bytes(&rest[..take])?;
-            rest = &rest[take..];
-        }
-        self.route(rest)?;
+        let header = self.take_header(bytes, |sink, part| sink.route(&bytes[part]))?;
+        self.route(&bytes[header..])?;
         Ok(bytes.len())
     }
 
@@ -565,6 +572,27 @@ mod tests {
             let own: Vec<&String> = spilled.own_files.keys().collect();
             assert_eq!(own, [&record::tensor_key(0)], "lend {lend}");
             assert_eq!(reassemble(&spilled, payload.len()), payload, "lend {lend}");
+        }
+    }
+
+    #[test]
+    fn segments_route_every_byte() {
+        let payload = payload();
+        let limits = RecordLimits::default();
+        // Segments cut anywhere, the header included; each one handed over in two ranges.
+        let header = 8 + u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
+        // The smallest cut puts the header into three segments.
+        for cut in [header.div_ceil(3), 70_000, payload.len()] {
+            let mut sink = SpillSink::new(&limits).unwrap();
+            for chunk in payload.chunks(cut) {
+                let segment = Arc::new(chunk.to_vec());
+                let half = chunk.len() / 2;
+                sink.take_segment(segment.clone(), 0..half).unwrap();
+                sink.take_segment(segment, half..chunk.len()).unwrap();
+            }
+            let spilled = sink.finish().unwrap();
+            assert_eq!(spilled.own_files.len(), 1, "cut {cut}");
+            assert_eq!(reassemble(&spilled, payload.len()), payload, "cut {cut}");
         }
     }
 

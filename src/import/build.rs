@@ -286,11 +286,12 @@ fn encode_one(
     stop: &AtomicBool,
 ) -> Result<EncodedShard, ImportError> {
     let shard = ShardWork {
+        store,
         work_id: &work_id(index),
         attempt: 0,
         options,
     };
-    load_and_encode(store, &sources[range], &shard, progress, stop)
+    load_and_encode(&sources[range], &shard, progress, stop)
 }
 
 /// Writes every record of `sources`, in order, as one shard pair of a distributed publication
@@ -307,23 +308,25 @@ pub fn write_sources_shard(
     progress: &dyn Progress,
 ) -> Result<ShardReceipt, ImportError> {
     let shard = ShardWork {
+        store,
         work_id,
         attempt,
         options,
     };
-    let encoded = load_and_encode(store, sources, &shard, progress, &AtomicBool::new(false))?;
+    let encoded = load_and_encode(sources, &shard, progress, &AtomicBool::new(false))?;
     Ok(encoded.store(store)?)
 }
 
 /// Identity and options of one shard to write.
 struct ShardWork<'a> {
+    /// Where the shard will be stored (its files are staged where it can adopt them).
+    store: &'a dyn ObjectStore,
     work_id: &'a str,
     attempt: u64,
     options: &'a ShardOptions,
 }
 
 fn load_and_encode(
-    store: &dyn ObjectStore,
     sources: &[Box<dyn RecordSource>],
     shard: &ShardWork<'_>,
     progress: &dyn Progress,
@@ -348,7 +351,13 @@ fn load_and_encode(
             }
         }
     });
-    let encoded = encode_shard(store, records, shard.work_id, shard.attempt, shard.options);
+    let encoded = encode_shard(
+        shard.store,
+        records,
+        shard.work_id,
+        shard.attempt,
+        shard.options,
+    );
     if let Some(e) = failure.into_inner() {
         return Err(e);
     }
