@@ -13,6 +13,12 @@
 //! record (`Dataset::read_payload`: shard read, block headers, hash check, decompression).
 //! Prints one JSON line with the medians in seconds. No file I/O is timed in the zstd figure:
 //! it is the ceiling for any reader of this chunk.
+//!
+//! Two reference points around it, for the analysis in docs/PERFORMANCE.md: the same
+//! decompression into freshly allocated memory each time (`zstd_fresh_seconds`: what a
+//! program that does not keep a faulted-in buffer around pays), and one `memcpy` of the
+//! decompressed bytes into another faulted-in buffer (`copy_seconds`: the least a reader that
+//! must verify the chunk before handing out any byte adds after decompression).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -54,6 +60,24 @@ fn run(args: &[String]) -> Result<(), Error> {
             return Err("the frame did not decompress to the payload".into());
         }
     }
+    let mut fresh_times = Vec::new();
+    for _ in 0..repeat {
+        let t = Instant::now();
+        let mut fresh = Vec::with_capacity(payload.len());
+        decompressor.decompress_to_buffer(&frame[..], &mut fresh)?;
+        fresh_times.push(t.elapsed().as_secs_f64());
+        if fresh[..] != payload[..] {
+            return Err("the frame did not decompress to the payload".into());
+        }
+    }
+    let mut copy = vec![1u8; payload.len()];
+    let mut copy_times = Vec::new();
+    for _ in 0..repeat {
+        let t = Instant::now();
+        copy.copy_from_slice(&out);
+        copy_times.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(&copy);
+    }
     let mut ours = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
@@ -64,10 +88,12 @@ fn run(args: &[String]) -> Result<(), Error> {
         }
     }
     println!(
-        "{{\"payload_bytes\":{},\"frame_bytes\":{},\"zstd_seconds\":{:.6},\"read_payload_seconds\":{:.6}}}",
+        "{{\"payload_bytes\":{},\"frame_bytes\":{},\"zstd_seconds\":{:.6},\"zstd_fresh_seconds\":{:.6},\"copy_seconds\":{:.6},\"read_payload_seconds\":{:.6}}}",
         payload.len(),
         frame.len(),
         median(zstd_times),
+        median(fresh_times),
+        median(copy_times),
         median(ours)
     );
     Ok(())

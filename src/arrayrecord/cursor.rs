@@ -12,7 +12,8 @@
 //! The cursor is also a `BufRead` (faults travel as `io::Error`, see `stream`), which is how
 //! the streaming decoders and `read_into` consume it.
 //!
-//! Read-ahead ([`ChunkCursor::read_ahead`], for large chunks streamed to a sink): a helper
+//! Read-ahead ([`ChunkCursor::read_ahead`], for large chunks, streamed to a sink or decoded in
+//! memory): a helper
 //! thread reads the following pieces, checks their block headers, hashes their data bytes and
 //! hands the cursor the data alone, contiguous (block headers taken out), while the caller
 //! decodes. Reading, checking and hashing (about a sixth of decoding a 256 MiB record on one
@@ -676,6 +677,83 @@ mod tests {
             read_all(&Bytes::from(header_flipped), begin, end),
             Err(Fault::Corrupt(_))
         ));
+    }
+
+    /// Notes which threads read from the file.
+    struct ThreadsReading {
+        file: Bytes,
+        readers: std::sync::Mutex<Vec<std::thread::ThreadId>>,
+    }
+
+    impl ByteSource for ThreadsReading {
+        fn size(&self) -> io::Result<u64> {
+            self.file.size()
+        }
+        fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+            if let Ok(mut readers) = self.readers.lock() {
+                readers.push(std::thread::current().id());
+            }
+            self.file.read_at(offset, len)
+        }
+    }
+
+    #[test]
+    fn large_chunks_decode_in_memory_with_a_read_ahead_helper() {
+        // A zstd chunk of more than two pieces (noise barely compresses): decoded in memory,
+        // its later pieces read by a helper thread, every record intact.
+        let big = noise((2 * PIECE + 300_000) as usize, 0x1234_5679);
+        let zstd = Compression::Zstd {
+            level: 1,
+            window_log: 20,
+        };
+        let (file, begin, end) = file_with(zstd, &[b"ab", &big, b"cd"]);
+        assert!(end - begin > 2 * PIECE);
+        let source = ThreadsReading {
+            file: file.clone(),
+            readers: Default::default(),
+        };
+        let (header, records) = decode_chunk(&source, begin, end, CAPS, u64::MAX).unwrap();
+        assert_eq!(header.num_records, 3);
+        let all = records.into_vec();
+        assert!(all[0][..] == b"ab"[..] && all[1][..] == big[..] && all[2][..] == b"cd"[..]);
+        let me = std::thread::current().id();
+        let readers = source.readers.lock().unwrap();
+        assert!(readers.iter().any(|&t| t != me), "no helper read the chunk");
+
+        // The helper's hash covers the pieces it read: a data byte in the last piece.
+        let mut flipped = file.to_vec();
+        let at = (begin + 2 * PIECE + 4_321) as usize;
+        assert_ne!(at as u64 % BLOCK, 0);
+        flipped[at] ^= 1;
+        match decode_chunk(&Bytes::from(flipped), begin, end, CAPS, u64::MAX) {
+            Err(Fault::Corrupt(msg)) => assert_eq!(msg, "data hash mismatch"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_header_promising_more_than_the_frame_holds_is_corrupt() {
+        // Sizes and header agree on 1 GiB, the frame holds 1,000 bytes: the output is reserved
+        // for the promise (address space only) and the short frame is reported.
+        let promised = 1u64 << 30;
+        let zstd = Compression::Zstd {
+            level: 3,
+            window_log: 20,
+        };
+        let data = encode_simple(&zstd, &[promised], &noise(1000, 7)).unwrap();
+        let mut w = PhysicalWriter::new(Vec::new());
+        let sig = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
+        w.write_chunk(&sig, b"").unwrap();
+        let begin = w.write_chunk(&ChunkHeader::for_data(chunk::SIMPLE, &data, 1, promised), &data);
+        let begin = begin.unwrap();
+        let end = w.pos();
+        let file = Bytes::from(w.into_inner());
+        match decode_chunk(&file, begin, end, CAPS, u64::MAX) {
+            Err(Fault::Corrupt(msg)) => {
+                assert!(msg.contains(&promised.to_string()), "{msg}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

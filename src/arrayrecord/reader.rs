@@ -129,25 +129,31 @@ pub(crate) fn decode_chunk<S: ByteSource + ?Sized>(
     caps: DecodeCaps,
     max: u64,
 ) -> Result<(ChunkHeader, Records), Fault> {
-    let (mut cursor, header) = ChunkCursor::open(source, begin, limit)?;
-    require_simple(&header)?;
-    if header.decoded_data_size > max {
-        return Err(Fault::Limit(format!(
-            "decoded_data_size {} exceeds the in-memory limit {max}",
-            header.decoded_data_size
-        )));
-    }
-    match decode_payload(&mut cursor, &header, caps) {
-        Ok(records) => {
-            cursor.finish()?;
-            Ok((header, records))
+    std::thread::scope(|scope| {
+        let (mut cursor, header) = ChunkCursor::open(source, begin, limit)?;
+        require_simple(&header)?;
+        if header.decoded_data_size > max {
+            return Err(Fault::Limit(format!(
+                "decoded_data_size {} exceeds the in-memory limit {max}",
+                header.decoded_data_size
+            )));
         }
-        Err(Fault::Io(e)) => Err(Fault::Io(e)),
-        Err(fault) => {
-            cursor.finish()?;
-            Err(fault)
+        // Large chunks are read, checked and hashed by a helper while this thread decodes.
+        if header.data_size >= READ_AHEAD_MIN_SPAN {
+            cursor.read_ahead(scope);
         }
-    }
+        match decode_payload(&mut cursor, &header, caps) {
+            Ok(records) => {
+                cursor.finish()?;
+                Ok((header, records))
+            }
+            Err(Fault::Io(e)) => Err(Fault::Io(e)),
+            Err(fault) => {
+                cursor.finish()?;
+                Err(fault)
+            }
+        }
+    })
 }
 
 /// Reads the compression byte, the sizes buffer (decoded and checked) of a simple chunk.
