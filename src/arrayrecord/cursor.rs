@@ -13,10 +13,9 @@
 //! the streaming decoders and `read_into` consume it.
 //!
 //! Read-ahead ([`ChunkCursor::read_ahead`], for large chunks, streamed to a sink or decoded in
-//! memory): a helper
-//! thread reads the following pieces, checks their block headers, hashes their data bytes and
-//! hands the cursor the data alone, contiguous (block headers taken out), while the caller
-//! decodes. Reading, checking and hashing (about a sixth of decoding a 256 MiB record on one
+//! memory): a helper thread reads the following pieces, checks their block headers, hashes
+//! their data bytes and hands the cursor the data alone, contiguous (block headers taken out),
+//! while the caller decodes. Reading, checking and hashing (about a sixth of decoding a 256 MiB record on one
 //! thread) leave the decoding thread, and zstd, given runs of megabytes instead of 64 KiB,
 //! decodes its blocks in place instead of first gathering each into a buffer of its own. The
 //! checks are the same: every block header up to the chunk end, and `finish` compares the
