@@ -2,7 +2,7 @@
 //! every object read: mounting reads root.json and the snapshot only; listing `records/` reads
 //! nothing; `stat` of a field reads one manifest page and one metadata row; only reading tensor
 //! bytes touches a data shard. Listings resume exactly at any offset. An ordinal scan decodes
-//! the next record ahead, within the shard being read only.
+//! the next record ahead, within the shard being read only, and reads each metadata row once.
 
 mod common;
 
@@ -213,16 +213,30 @@ fn iq_raw(ns: &Namespace, ordinal: u64) -> u64 {
     ns.lookup(a.ino, "iq.raw").unwrap().ino
 }
 
+/// Records the cache has decoded (its misses) so far.
+fn misses(ns: &Namespace) -> u64 {
+    ns.record_cache()
+        .counters()
+        .misses
+        .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Waits until the cache has decoded `count` records; `what` names the one awaited.
+fn wait_for_misses(ns: &Namespace, count: u64, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while misses(ns) < count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never decoded ahead"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn an_ordinal_scan_decodes_the_next_record_ahead_within_the_shard() {
     let dir = dataset(40, 4);
     let (_store, ns) = mount_core(dir.path());
-    let misses = |ns: &Namespace| {
-        ns.record_cache()
-            .counters()
-            .misses
-            .load(std::sync::atomic::Ordering::Relaxed)
-    };
     // A random read (record 9) decodes nothing ahead.
     assert_eq!(&ns.read(iq_raw(&ns, 9), 0, 64).unwrap()[..], &[9u8; 32][..]);
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -232,14 +246,7 @@ fn an_ordinal_scan_decodes_the_next_record_ahead_within_the_shard() {
         let bytes = ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
         assert_eq!(&bytes[..], &[ordinal as u8; 32][..]);
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while misses(&ns) < 4 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "record 2 never decoded ahead"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_misses(&ns, 4, "record 2");
     // ... so reading it is a hit with the right bytes.
     assert_eq!(&ns.read(iq_raw(&ns, 2), 0, 64).unwrap()[..], &[2u8; 32][..]);
     // (That step decoded record 3 ahead.) Record 3 ends the shard: the step to it decodes
@@ -247,4 +254,41 @@ fn an_ordinal_scan_decodes_the_next_record_ahead_within_the_shard() {
     assert_eq!(&ns.read(iq_raw(&ns, 3), 0, 64).unwrap()[..], &[3u8; 32][..]);
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(misses(&ns), 5, "9, 0, 1, then 2 and 3 ahead; 4 left alone");
+}
+
+/// Content reads of metadata shards since the last clear.
+fn metadata_reads(store: &CountingStore) -> usize {
+    store
+        .content_reads()
+        .iter()
+        .filter(|path| path.starts_with("objects/metadata/"))
+        .count()
+}
+
+#[test]
+fn an_ordinal_scan_reads_each_metadata_row_once() {
+    let dir = dataset(40, 4);
+    // The first shard. Reference: looking each record up reads its row once (plus the
+    // shard's index).
+    let ordinals = 0..4u64;
+    let (store, ns) = mount_core(dir.path());
+    for ordinal in ordinals.clone() {
+        iq_raw(&ns, ordinal);
+    }
+    let lookups_only = metadata_reads(&store);
+
+    // A scan: the decode-ahead worker reads the next record's row for its decoding, and the
+    // lookups of that record must find it (each step waits for the worker, so the order is
+    // fixed: the worker always comes first).
+    let (store, ns) = mount_core(dir.path());
+    for ordinal in ordinals {
+        // Records 0 and 1 are decoded by their reads; 2 and 3 ahead, by the worker.
+        let decoded_by_then = if ordinal < 2 { ordinal } else { ordinal + 1 };
+        wait_for_misses(&ns, decoded_by_then, &format!("record {ordinal}"));
+        let bytes = ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
+        assert_eq!(&bytes[..], &[ordinal as u8; 32][..]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(misses(&ns), 4, "records 2 and 3 were decoded ahead");
+    assert_eq!(metadata_reads(&store), lookups_only, "a row was read twice");
 }

@@ -743,7 +743,10 @@ mod tests {
         let mut w = PhysicalWriter::new(Vec::new());
         let sig = ChunkHeader::for_data(chunk::SIGNATURE, b"", 0, 0);
         w.write_chunk(&sig, b"").unwrap();
-        let begin = w.write_chunk(&ChunkHeader::for_data(chunk::SIMPLE, &data, 1, promised), &data);
+        let begin = w.write_chunk(
+            &ChunkHeader::for_data(chunk::SIMPLE, &data, 1, promised),
+            &data,
+        );
         let begin = begin.unwrap();
         let end = w.pos();
         let file = Bytes::from(w.into_inner());

@@ -16,14 +16,12 @@
 //! Errors are [`FsError`]s; the FUSE adapter maps them to errno values and logs the cause.
 
 use std::collections::HashMap;
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use lru::LruCache;
 
-use super::cache::{CacheConfig, DecodeAhead, LoadError, RecordCache};
+use super::cache::{CacheConfig, DecodeAhead, LoadError, RecordCache, TreeCache, TreeLoadError};
 use super::inode::{Ino, MAX_ORDINAL};
 use super::names::encode_entry;
 use super::overlay::{Carrier, Overlay, VisibleSet};
@@ -124,7 +122,7 @@ struct SceneIndex {
 pub struct Namespace {
     dataset: Arc<Dataset>,
     ordinal_width: usize,
-    trees: Mutex<LruCache<u64, Arc<RecordTree>>>,
+    trees: Arc<TreeCache>,
     records: Arc<RecordCache>,
     /// Background decoding of the record after the one being read, during sequential scans.
     ahead: DecodeAhead,
@@ -147,9 +145,7 @@ impl Namespace {
         let last = dataset.len().saturating_sub(1);
         Namespace {
             ordinal_width: last.to_string().len(),
-            trees: Mutex::new(LruCache::new(
-                NonZeroUsize::new(config.record_trees).unwrap_or(NonZeroUsize::MIN),
-            )),
+            trees: Arc::new(TreeCache::new(config.record_trees)),
             records: Arc::new(RecordCache::new(config.cache)),
             ahead: DecodeAhead::default(),
             ids: OnceLock::new(),
@@ -182,21 +178,10 @@ impl Namespace {
 
     /// The record tree of `ordinal` (its metadata row, parsed and laid out), cached.
     pub fn record_tree(&self, ordinal: u64) -> Result<Arc<RecordTree>, FsError> {
-        if let Some(tree) = lock(&self.trees).get(&ordinal) {
-            return Ok(tree.clone());
-        }
-        let meta = self
-            .dataset
-            .record_meta(ordinal)
-            .map_err(|e| with_ordinal(ordinal, e.to_string()))?;
-        let tree = RecordTree::build(ordinal, meta)
-            .map_err(|e| FsError::Io(format!("record {ordinal}: {e}")))?;
-        for clash in &tree.clashes {
-            tracing::warn!(ordinal, path = %clash, "field path clashes with another and is not shown");
-        }
-        let tree = Arc::new(tree);
-        lock(&self.trees).put(ordinal, tree.clone());
-        Ok(tree)
+        self.trees.get(&self.dataset, ordinal).map_err(|e| match e {
+            TreeLoadError::Row(e) => with_ordinal(ordinal, e.to_string()),
+            tree => FsError::Io(tree.to_string()),
+        })
     }
 
     fn check_ordinal(&self, ordinal: u64) -> Result<(), FsError> {
@@ -803,7 +788,7 @@ impl Namespace {
             .get(&self.dataset, tree.ordinal, &tree.meta)
             .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
         self.ahead
-            .after_read(&self.records, &self.dataset, tree.ordinal);
+            .after_read(&self.records, &self.trees, &self.dataset, tree.ordinal);
         bytes
             .read_field(field, offset, size as usize)
             .map_err(|e| FsError::Io(format!("record {}: field {field:?}: {e}", tree.ordinal)))
@@ -893,10 +878,6 @@ fn with_ordinal(ordinal: u64, message: String) -> FsError {
     } else {
         FsError::Io(format!("record {ordinal}: {message}"))
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn slice(bytes: &Bytes, offset: u64, size: u32) -> Bytes {
