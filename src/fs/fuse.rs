@@ -42,8 +42,13 @@ const STATUS_TTL: Duration = Duration::from_secs(0);
 
 /// Attributes of everything immutable are valid this long in the kernel's caches.
 const IMMUTABLE_TTL: Duration = Duration::from_secs(24 * 3600);
-/// `st_blksize`: tools such as `cat` size their buffers from it.
+/// The block size `statfs` reports.
 const BLOCK_SIZE: u32 = 1 << 17;
+/// `st_blksize`, the preferred I/O size: tools such as `cat` and `cp` size their buffers from
+/// it. One `MAX_READ`: a 256 MiB field is copied out in 1 MiB reads instead of 128 KiB ones
+/// (through passthrough, 19 ms instead of 26 ms with `dd`; 1 MiB buffers still fit the L2
+/// cache, 4 MiB ones were slower), and a FUSE read of that size is one request.
+const IO_SIZE: u32 = MAX_READ;
 /// Largest read the kernel sends us (and readahead window).
 const MAX_READ: u32 = 1 << 20;
 
@@ -210,7 +215,7 @@ impl SdsFuse {
             uid: self.owner.uid,
             gid: self.owner.gid,
             rdev: 0,
-            blksize: BLOCK_SIZE,
+            blksize: IO_SIZE,
             flags: 0,
         }
     }
