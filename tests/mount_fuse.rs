@@ -194,6 +194,15 @@ fn whole_tree_matches_the_library() {
     assert!(mount
         .path("records/0/fields/odd%25name/x%2Eraw/y.raw")
         .is_file());
+
+    // Preferred I/O sizes: files are read in large pieces; directories keep readdir's buffer
+    // (sized from st_blksize by glibc's opendir) small, so the first names of a huge
+    // `records/` come after a few READDIRPLUS requests, not hundreds.
+    let blksize = |rel: &str| std::fs::metadata(mount.path(rel)).unwrap().blksize();
+    assert!(blksize("records/0/fields/odd%25name/x%2Eraw/y.raw") >= 1 << 20);
+    for dir in ["", "records", "records/0", "records/0/fields"] {
+        assert!(blksize(dir) <= 128 << 10, "{dir}: {}", blksize(dir));
+    }
 }
 
 #[test]

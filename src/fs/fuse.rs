@@ -42,12 +42,15 @@ const STATUS_TTL: Duration = Duration::from_secs(0);
 
 /// Attributes of everything immutable are valid this long in the kernel's caches.
 const IMMUTABLE_TTL: Duration = Duration::from_secs(24 * 3600);
-/// The block size `statfs` reports.
+/// The block size `statfs` reports, and `st_blksize` of directories and symbolic links.
+/// glibc's `opendir` sizes its `getdents64` buffer from `st_blksize` (up to 1 MiB), and every
+/// entry in it is a `READDIRPLUS` entry the kernel turns into an inode: with 1 MiB, opening a
+/// 1,000,000-record `records/` and taking its first name cost 22 ms instead of 6 ms.
 const BLOCK_SIZE: u32 = 1 << 17;
-/// `st_blksize`, the preferred I/O size: tools such as `cat` and `cp` size their buffers from
-/// it. One `MAX_READ`: a 256 MiB field is copied out in 1 MiB reads instead of 128 KiB ones
-/// (through passthrough, 19 ms instead of 26 ms with `dd`; 1 MiB buffers still fit the L2
-/// cache, 4 MiB ones were slower), and a FUSE read of that size is one request.
+/// `st_blksize` of files, the preferred I/O size: tools such as `cat` and `cp` size their
+/// buffers from it. One `MAX_READ`: a 256 MiB field is copied out in 1 MiB reads instead of
+/// 128 KiB ones (through passthrough, 19 ms instead of 26 ms with `dd`; 1 MiB buffers still
+/// fit the L2 cache, 4 MiB ones were slower), and a FUSE read of that size is one request.
 const IO_SIZE: u32 = MAX_READ;
 /// Largest read the kernel sends us (and readahead window).
 const MAX_READ: u32 = 1 << 20;
@@ -196,10 +199,10 @@ impl SdsFuse {
     }
 
     fn file_attr(&self, attr: &Attr) -> FileAttr {
-        let (kind, perm, nlink) = match attr.kind {
-            Kind::Dir => (FileType::Directory, 0o555, 2),
-            Kind::File => (FileType::RegularFile, 0o444, 1),
-            Kind::Symlink => (FileType::Symlink, 0o777, 1),
+        let (kind, perm, nlink, blksize) = match attr.kind {
+            Kind::Dir => (FileType::Directory, 0o555, 2, BLOCK_SIZE),
+            Kind::File => (FileType::RegularFile, 0o444, 1, IO_SIZE),
+            Kind::Symlink => (FileType::Symlink, 0o777, 1, BLOCK_SIZE),
         };
         FileAttr {
             ino: INodeNo(attr.ino),
@@ -215,7 +218,7 @@ impl SdsFuse {
             uid: self.owner.uid,
             gid: self.owner.gid,
             rdev: 0,
-            blksize: IO_SIZE,
+            blksize,
             flags: 0,
         }
     }
