@@ -5,7 +5,7 @@
 //! - the top level and `records/` come from the snapshot alone: listing `records/` reads
 //!   nothing, and `records/<n>/` exists for every ordinal without a read;
 //! - anything inside a record needs its metadata row (one small chunk read, then cached in an
-//!   LRU of record trees);
+//!   LRU of record trees, [`TreeCache`], which the decode-ahead worker fills too);
 //! - only reading `.raw`, `.npy` or `.sigmf-data` touches the data shard, once per record while
 //!   it stays in the decoded-record cache;
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, logged, and kept.
