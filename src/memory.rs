@@ -37,30 +37,54 @@ pub(crate) fn read_exact_at_into(
     len: usize,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<()> {
+    read_split_at(file, offset, &[(0, len)], &mut [buf])
+}
+
+/// Reads consecutive bytes at `offset` of `file` with `preadv`, appending them part by part:
+/// each `(out, len)` of `parts`, in file order, sends the next `len` bytes to the end of
+/// `outs[out]`, straight into its spare capacity (the caller reserves the room). One system
+/// call for a whole run of interleaved parts, and no copy through an intermediate buffer. A
+/// short file is `UnexpectedEof`; on error the outputs keep their old lengths.
+pub(crate) fn read_split_at(
+    file: &std::fs::File,
+    offset: u64,
+    parts: &[(usize, usize)],
+    outs: &mut [&mut Vec<u8>],
+) -> std::io::Result<()> {
     use std::io::{Error, ErrorKind};
     use std::os::fd::AsRawFd;
-    let base = buf.len();
-    let target = base
-        .checked_add(len)
-        .filter(|&t| t <= buf.capacity())
-        .ok_or_else(|| Error::other("read_exact_at_into: no room reserved"))?;
-    while buf.len() < target {
-        let done = buf.len() - base;
+    // Where each output's next part goes, and how much each output grows.
+    let mut grow = vec![0usize; outs.len()];
+    let mut iov = Vec::with_capacity(parts.len());
+    for &(out, len) in parts {
+        let buf = outs
+            .get_mut(out)
+            .ok_or_else(|| Error::other("split read: no such output"))?;
+        let at = buf.len() + grow[out];
+        if at + len > buf.capacity() {
+            return Err(Error::other("split read: no room reserved"));
+        }
+        // SAFETY: `at..at + len` lies in the spare capacity of `buf` (checked above), which is
+        // allocated and exclusively ours; parts of one output do not overlap.
+        let base = unsafe { buf.as_mut_ptr().add(at) };
+        iov.push(libc::iovec {
+            iov_base: base.cast(),
+            iov_len: len,
+        });
+        grow[out] += len;
+    }
+    let total: usize = grow.iter().sum();
+    // Short reads (a signal, a filesystem's own limits) continue where they stopped.
+    let (mut first, mut done) = (0usize, 0usize);
+    while done < total {
         let at = offset
             .checked_add(done as u64)
             .and_then(|p| libc::off_t::try_from(p).ok())
             .ok_or_else(|| Error::new(ErrorKind::InvalidInput, "read offset overflows"))?;
-        // SAFETY: the destination is the spare capacity of `buf`, [len, target), which is
-        // allocated (checked above) and exclusively ours; pread writes at most
-        // `target - len` bytes there.
-        let n = unsafe {
-            libc::pread(
-                file.as_raw_fd(),
-                buf.as_mut_ptr().add(buf.len()).cast(),
-                target - buf.len(),
-                at,
-            )
-        };
+        let count = (iov.len() - first).min(1024) as libc::c_int;
+        // SAFETY: every iovec points into reserved spare capacity (above); preadv writes at
+        // most the sum of their lengths.
+        let n = unsafe { libc::preadv(file.as_raw_fd(), iov.as_ptr().add(first), count, at) };
         if n < 0 {
             let e = Error::last_os_error();
             if e.kind() == ErrorKind::Interrupted {
@@ -71,11 +95,55 @@ pub(crate) fn read_exact_at_into(
         if n == 0 {
             return Err(Error::new(
                 ErrorKind::UnexpectedEof,
-                format!("read of {len} bytes at {offset}: file ends after {done} bytes"),
+                format!("read of {total} bytes at {offset}: file ends after {done} bytes"),
             ));
         }
-        // SAFETY: pread initialized the `n` (<= target - len) bytes after the old length.
-        unsafe { buf.set_len(buf.len() + n as usize) };
+        let mut n = n as usize;
+        done += n;
+        // Skip the iovecs filled, and start the next call inside a partly filled one.
+        while n > 0 {
+            let v = &mut iov[first];
+            if n >= v.iov_len {
+                n -= v.iov_len;
+                first += 1;
+            } else {
+                // SAFETY: advancing within the same iovec's range.
+                v.iov_base = unsafe { v.iov_base.cast::<u8>().add(n) }.cast();
+                v.iov_len -= n;
+                n = 0;
+            }
+        }
+        while first < iov.len() && iov[first].iov_len == 0 {
+            first += 1;
+        }
+    }
+    for (buf, grown) in outs.iter_mut().zip(grow) {
+        // SAFETY: preadv initialized exactly these bytes after each output's old length.
+        unsafe { buf.set_len(buf.len() + grown) };
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn split_reads_stop_at_a_short_file_and_leave_the_outputs_alone() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[7u8; 100]).unwrap();
+        let (mut a, mut b) = (vec![1u8], Vec::with_capacity(200));
+        a.reserve_exact(200);
+        read_split_at(&file, 10, &[(0, 30), (1, 40)], &mut [&mut a, &mut b]).unwrap();
+        assert_eq!((a.len(), b.len()), (31, 40));
+        assert!(a[1..].iter().chain(&b).all(|&x| x == 7));
+        // 50 bytes asked for past byte 60 of 100: the file ends first.
+        let err = read_split_at(&file, 60, &[(0, 20), (1, 30)], &mut [&mut a, &mut b]);
+        assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+        assert_eq!((a.len(), b.len()), (31, 40));
+        // More than the room reserved is refused before any read.
+        let err = read_split_at(&file, 0, &[(1, 1000)], &mut [&mut a, &mut b]);
+        assert!(err.unwrap_err().to_string().contains("no room"));
+    }
 }

@@ -114,6 +114,25 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
         generation: Option<u64>,
     ) -> Result<Bytes, StorageError>;
 
+    /// [`read_range`](ObjectStore::read_range) from `offset`, appended part by part to the
+    /// caller's buffers (see [`ByteSource::read_split`](crate::arrayrecord::ByteSource)):
+    /// each `(out, len)` of `parts` sends the next `len` bytes to the end of `outs[out]`. A
+    /// local store reads straight into them (`preadv`); the default copies from `read_range`.
+    fn read_range_split(
+        &self,
+        path: &RelPath,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+        generation: Option<u64>,
+    ) -> Result<(), StorageError> {
+        let total = crate::arrayrecord::split_len(parts);
+        let end = offset.saturating_add(total);
+        let bytes = self.read_range(path, offset..end, generation)?;
+        crate::arrayrecord::split_into(&bytes, parts, outs)
+            .map_err(|e| StorageError::io(self.describe(path), e))
+    }
+
     /// Size and version without reading the content.
     fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError>;
 
@@ -255,6 +274,23 @@ impl ObjectReader {
         Ok(self
             .store
             .read_range(&self.path, offset..end, self.generation)?)
+    }
+
+    /// Consecutive bytes at `offset`, appended part by part (see
+    /// [`ObjectStore::read_range_split`]).
+    pub fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> io::Result<()> {
+        let total = crate::arrayrecord::split_len(parts);
+        if let Some(bytes) = self.ahead.take(offset, offset.saturating_add(total)) {
+            return crate::arrayrecord::split_into(&bytes, parts, outs);
+        }
+        Ok(self
+            .store
+            .read_range_split(&self.path, offset, parts, outs, self.generation)?)
     }
 }
 

@@ -1,6 +1,8 @@
 //! Behaviour of the local object store: reads, confinement, create-only writes, generations and
 //! compare-and-swap, including races between threads and between processes.
 
+mod common;
+
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -95,6 +97,62 @@ fn read_range_bounds() {
             }) => assert_eq!((start, end, size), (range.start, range.end, 10)),
             other => panic!("{range:?}: expected OutOfRange, got {other:?}"),
         }
+    }
+}
+
+/// Reads `parts` of `path` from `offset` with `read_range_split` into three buffers, the first
+/// already holding a prefix that must stay.
+fn split_read(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    offset: u64,
+    parts: &[(usize, usize)],
+) -> Result<[Vec<u8>; 3], StorageError> {
+    let mut outs = [b"kept".to_vec(), Vec::new(), Vec::new()];
+    for (out, buf) in outs.iter_mut().enumerate() {
+        let room: usize = parts.iter().filter(|p| p.0 == out).map(|p| p.1).sum();
+        buf.reserve_exact(room);
+    }
+    let [a, b, c] = &mut outs;
+    store.read_range_split(path, offset, parts, &mut [a, b, c], None)?;
+    Ok(outs)
+}
+
+#[test]
+fn split_reads_put_each_part_in_its_buffer() {
+    let (_tmp, root, store) = setup();
+    let data = random_bytes(400_000);
+    fs::create_dir_all(root.join("objects/ab")).unwrap();
+    fs::write(root.join("objects/ab/obj"), &data).unwrap();
+    let path = rel("objects/ab/obj");
+    // A block layout (header, data, header, data, ...) and then 3,000 tiny parts: more than
+    // one preadv call can take (1,024 iovecs).
+    let mut parts = vec![(0, 24), (1, 65_512), (0, 24), (1, 65_512), (2, 7)];
+    parts.extend((0..3000).map(|i| (i % 3, 1 + i % 5)));
+    let offset = 1_000u64;
+    let mut expected = [b"kept".to_vec(), Vec::new(), Vec::new()];
+    let mut at = offset as usize;
+    for &(out, len) in &parts {
+        expected[out].extend_from_slice(&data[at..at + len]);
+        at += len;
+    }
+    assert_eq!(split_read(&store, &path, offset, &parts).unwrap(), expected);
+
+    // The same through a store that only has the default (read_range, then split).
+    let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(&root).unwrap());
+    let plain = common::datasets::CountingStore::new(local);
+    assert_eq!(split_read(&plain, &path, offset, &parts).unwrap(), expected);
+
+    // Past the end: refused before reading, naming the object.
+    let parts = [(1, 100), (2, (data.len() - 50) as u64 as usize)];
+    match split_read(&store, &path, 0, &parts) {
+        Err(StorageError::OutOfRange {
+            object, end, size, ..
+        }) => {
+            assert!(object.contains("objects/ab/obj"), "{object}");
+            assert_eq!((end, size), (data.len() as u64 + 50, data.len() as u64));
+        }
+        other => panic!("expected OutOfRange, got {other:?}"),
     }
 }
 

@@ -16,6 +16,45 @@ pub trait ByteSource: Send + Sync {
     fn size(&self) -> io::Result<u64>;
     /// Reads exactly `len` bytes at `offset` (short read = error).
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes>;
+
+    /// Reads consecutive bytes at `offset` and appends them part by part: each `(out, len)` of
+    /// `parts`, in order, sends the next `len` bytes to the end of `outs[out]` (the caller
+    /// reserves the room). How the read-ahead takes a chunk's block headers out while reading:
+    /// sources that can read into several buffers at once (a local file: `preadv`) copy each
+    /// byte once; the default reads the whole run, then copies the parts out.
+    fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> io::Result<()> {
+        let total = usize::try_from(split_len(parts)).map_err(io::Error::other)?;
+        split_into(&self.read_at(offset, total)?, parts, outs)
+    }
+}
+
+/// How many bytes a split read of `parts` reads.
+pub(crate) fn split_len(parts: &[(usize, usize)]) -> u64 {
+    parts.iter().map(|&(_, len)| len as u64).sum()
+}
+
+/// Appends `bytes` part by part to `outs`, as [`ByteSource::read_split`] describes.
+pub(crate) fn split_into(
+    bytes: &[u8],
+    parts: &[(usize, usize)],
+    outs: &mut [&mut Vec<u8>],
+) -> io::Result<()> {
+    let mut rest = bytes;
+    for &(out, len) in parts {
+        let (part, after) = rest
+            .split_at_checked(len)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "split read ran short"))?;
+        outs.get_mut(out)
+            .ok_or_else(|| io::Error::other("split read: no such output"))?
+            .extend_from_slice(part);
+        rest = after;
+    }
+    Ok(())
 }
 
 fn out_of_range(offset: u64, len: usize, size: u64) -> io::Error {
@@ -65,6 +104,14 @@ impl ByteSource for std::fs::File {
         crate::memory::read_exact_at_into(self, offset, len, &mut buf)?;
         Ok(Bytes::from(buf))
     }
+    fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> io::Result<()> {
+        crate::memory::read_split_at(self, offset, parts, outs)
+    }
 }
 
 impl<S: ByteSource + ?Sized> ByteSource for &S {
@@ -74,6 +121,14 @@ impl<S: ByteSource + ?Sized> ByteSource for &S {
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
         (**self).read_at(offset, len)
     }
+    fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> io::Result<()> {
+        (**self).read_split(offset, parts, outs)
+    }
 }
 
 impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
@@ -82,5 +137,13 @@ impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
     }
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
         (**self).read_at(offset, len)
+    }
+    fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> io::Result<()> {
+        (**self).read_split(offset, parts, outs)
     }
 }

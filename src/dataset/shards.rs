@@ -33,6 +33,15 @@ impl ByteSource for ObjectReader {
     fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Bytes> {
         ObjectReader::read_at(self, offset, len)
     }
+
+    fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> std::io::Result<()> {
+        ObjectReader::read_split(self, offset, parts, outs)
+    }
 }
 
 /// An open shard.

@@ -208,6 +208,21 @@ impl ObjectStore for CountingStore {
         self.count(path, self.inner.read_range(path, range, generation), len)
     }
 
+    fn read_range_split(
+        &self,
+        path: &RelPath,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+        generation: Option<u64>,
+    ) -> Result<(), StorageError> {
+        let total = crate::arrayrecord::split_len(parts);
+        let result = self
+            .inner
+            .read_range_split(path, offset, parts, outs, generation);
+        self.count(path, result, |_| total)
+    }
+
     fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
         self.count(path, self.inner.info(path, generation), |_| 0)
     }

@@ -352,6 +352,31 @@ impl ObjectStore for LocalStore {
         Ok(Bytes::from(buf))
     }
 
+    fn read_range_split(
+        &self,
+        path: &RelPath,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+        generation: Option<u64>,
+    ) -> Result<(), StorageError> {
+        let object = self.describe(path);
+        let opened = self.open_cached(path, generation)?;
+        let size = opened.meta.len();
+        let total = crate::arrayrecord::split_len(parts);
+        let end = offset.saturating_add(total);
+        if end > size {
+            return Err(StorageError::OutOfRange {
+                object,
+                start: offset,
+                end,
+                size,
+            });
+        }
+        crate::memory::read_split_at(&opened.file, offset, parts, outs)
+            .map_err(|e| StorageError::io(object, e))
+    }
+
     fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
         let object = self.describe(path);
         let opened = self.open_object(path, generation)?;
