@@ -404,14 +404,22 @@ impl AheadPlan {
     fn run<S: ByteSource + ?Sized>(mut self, source: &S, sender: &SyncSender<Ahead>) {
         let mut hasher = Hasher::new();
         let first = std::mem::take(&mut self.first);
-        let mut next = self.first_pos + first.len() as u64;
-        if !self.deliver(&mut hasher, &first, self.first_pos, sender) {
+        let first_pos = self.first_pos;
+        let mut next = first_pos + first.len() as u64;
+        let from_first = |start: u64, parts: &[(usize, usize)], outs: &mut [&mut Vec<u8>]| {
+            let skip = usize::try_from(start.saturating_sub(first_pos)).unwrap_or(usize::MAX);
+            super::source::split_into(first.get(skip..).unwrap_or(&[]), parts, outs)
+        };
+        if !self.deliver(next, &mut hasher, sender, from_first) {
             return;
         }
         drop(first);
         while next < self.end {
             let piece_end = piece_end_after(next, self.end);
-            if !self.read_piece(source, next, piece_end, &mut hasher, sender) {
+            let from_source = |start: u64, parts: &[(usize, usize)], outs: &mut [&mut Vec<u8>]| {
+                source.read_split(start, parts, outs)
+            };
+            if !self.deliver(piece_end, &mut hasher, sender, from_source) {
                 return;
             }
             next = piece_end;
@@ -419,25 +427,23 @@ impl AheadPlan {
         let _ = sender.send(Ahead::Hash(hasher.finish()));
     }
 
-    /// Reads the physical bytes from `at` to `end` straight into place with one split read:
-    /// block headers into one buffer, the data bytes into the contiguous run for the cursor,
-    /// the zero fill after the data into a scratch buffer (a local file: one `preadv`, each
-    /// byte copied once, where reading the piece and then gathering its data copied it
-    /// twice). Then checks the headers and hashes and sends the data, as [`deliver`] does.
-    ///
-    /// [`deliver`]: AheadPlan::deliver
-    fn read_piece<S: ByteSource + ?Sized>(
+    /// Delivers the physical bytes from `data_pos` to `end`, which `read` puts in place with
+    /// one split read: block headers into one buffer, the data bytes into the contiguous run
+    /// for the cursor, the zero fill after the data into a scratch buffer (from a local file:
+    /// one `preadv`, each byte copied once, where reading the piece and then gathering its
+    /// data copied it twice). Then checks the headers, hashes the data and sends it; false
+    /// when the cursor is gone or the read or a header failed (the failure is sent).
+    fn deliver(
         &mut self,
-        source: &S,
-        at: u64,
         end: u64,
         hasher: &mut Hasher,
         sender: &SyncSender<Ahead>,
+        read: impl FnOnce(u64, &[(usize, usize)], &mut [&mut Vec<u8>]) -> io::Result<()>,
     ) -> bool {
         const HEADERS: usize = 0;
         const DATA: usize = 1;
         const FILL: usize = 2;
-        let start = self.data_pos.max(at);
+        let start = self.data_pos;
         let mut parts: Vec<(usize, usize)> = Vec::new();
         let mut sizes = [0usize; 3];
         let mut push = |out: usize, len: u64| {
@@ -455,6 +461,7 @@ impl AheadPlan {
         let (mut pos, mut data_left) = (start, self.data_left);
         while pos < end {
             if pos % BLOCK == 0 {
+                // A header cut by the end is read short, and then fails its check.
                 let len = BLOCK_HEADER.min(end - pos);
                 headers_at.push(pos);
                 push(HEADERS, len);
@@ -473,8 +480,7 @@ impl AheadPlan {
         let mut data = Vec::with_capacity(sizes[DATA]);
         crate::memory::advise_huge_pages(&data);
         let mut fill = Vec::with_capacity(sizes[FILL]);
-        if let Err(e) = source.read_split(start, &parts, &mut [&mut headers, &mut data, &mut fill])
-        {
+        if let Err(e) = read(start, &parts, &mut [&mut headers, &mut data, &mut fill]) {
             let _ = sender.send(Ahead::Failed(Fault::Io(e)));
             return false;
         }
@@ -489,49 +495,6 @@ impl AheadPlan {
         }
         hasher.update(&data);
         self.data_left = data_left;
-        self.data_pos = pos;
-        data.is_empty() || sender.send(Ahead::Data(Bytes::from(data))).is_ok()
-    }
-
-    /// Checks the block headers in `piece` (physical bytes from `at`) at or after `data_pos`,
-    /// hashes and sends its data bytes, gathered; false when the cursor is gone or a header
-    /// is bad (the failure is sent).
-    fn deliver(
-        &mut self,
-        hasher: &mut Hasher,
-        piece: &[u8],
-        at: u64,
-        sender: &SyncSender<Ahead>,
-    ) -> bool {
-        let piece_end = at + piece.len() as u64;
-        let mut pos = self.data_pos.max(at);
-        let mut data = Vec::with_capacity(piece.len().min(self.data_left as usize));
-        crate::memory::advise_huge_pages(&data);
-        while pos < piece_end {
-            if pos % BLOCK == 0 {
-                let start = (pos - at) as usize;
-                let header = piece
-                    .get(start..start + BLOCK_HEADER as usize)
-                    .unwrap_or(&[]);
-                if let Err(fault) = check_block_header(header, pos, self.begin, self.end) {
-                    let _ = sender.send(Ahead::Failed(fault));
-                    return false;
-                }
-                pos += BLOCK_HEADER;
-                continue;
-            }
-            let in_block = position::remaining_in_block(pos).min(piece_end - pos);
-            let run = in_block.min(self.data_left);
-            if run > 0 {
-                let start = (pos - at) as usize;
-                let bytes = &piece[start..start + run as usize];
-                hasher.update(bytes);
-                data.extend_from_slice(bytes);
-                self.data_left -= run;
-            }
-            // Past the data: only the block headers of the zero fill are left to check.
-            pos += in_block;
-        }
         self.data_pos = pos;
         data.is_empty() || sender.send(Ahead::Data(Bytes::from(data))).is_ok()
     }

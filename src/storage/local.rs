@@ -193,6 +193,28 @@ impl LocalStore {
     /// objects are never replaced, so a descriptor cannot go stale; `root.json` and the
     /// annotation catalog are re-opened by every read. The descriptor was obtained by the same
     /// confined walk, and the generation is checked on every use.
+    /// The object opened for a read of `range`, and its description; a range reaching past
+    /// the end (or ending before it starts) is [`StorageError::OutOfRange`].
+    fn open_range(
+        &self,
+        path: &RelPath,
+        range: Range<u64>,
+        generation: Option<u64>,
+    ) -> Result<(Arc<Opened>, String), StorageError> {
+        let object = self.describe(path);
+        let opened = self.open_cached(path, generation)?;
+        let size = opened.meta.len();
+        if range.start > range.end || range.end > size {
+            return Err(StorageError::OutOfRange {
+                object,
+                start: range.start,
+                end: range.end,
+                size,
+            });
+        }
+        Ok((opened, object))
+    }
+
     fn open_cached(
         &self,
         path: &RelPath,
@@ -335,17 +357,7 @@ impl ObjectStore for LocalStore {
         range: Range<u64>,
         generation: Option<u64>,
     ) -> Result<Bytes, StorageError> {
-        let object = self.describe(path);
-        let opened = self.open_cached(path, generation)?;
-        let size = opened.meta.len();
-        if range.start > range.end || range.end > size {
-            return Err(StorageError::OutOfRange {
-                object,
-                start: range.start,
-                end: range.end,
-                size,
-            });
-        }
+        let (opened, object) = self.open_range(path, range.clone(), generation)?;
         let (mut buf, len) = reserved(range.end - range.start, &object)?;
         crate::memory::read_exact_at_into(&opened.file, range.start, len, &mut buf)
             .map_err(|e| StorageError::io(object, e))?;
@@ -360,19 +372,8 @@ impl ObjectStore for LocalStore {
         outs: &mut [&mut Vec<u8>],
         generation: Option<u64>,
     ) -> Result<(), StorageError> {
-        let object = self.describe(path);
-        let opened = self.open_cached(path, generation)?;
-        let size = opened.meta.len();
-        let total = crate::arrayrecord::split_len(parts);
-        let end = offset.saturating_add(total);
-        if end > size {
-            return Err(StorageError::OutOfRange {
-                object,
-                start: offset,
-                end,
-                size,
-            });
-        }
+        let end = offset.saturating_add(crate::arrayrecord::split_len(parts));
+        let (opened, object) = self.open_range(path, offset..end, generation)?;
         crate::memory::read_split_at(&opened.file, offset, parts, outs)
             .map_err(|e| StorageError::io(object, e))
     }
