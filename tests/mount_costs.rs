@@ -1,8 +1,9 @@
 //! The mounted tree's cost promises, checked on the FUSE-free core with a store that records
 //! every object read: mounting reads root.json and the snapshot only; listing `records/` reads
 //! nothing; `stat` of a field reads one manifest page and one metadata row; only reading tensor
-//! bytes touches a data shard. Listings resume exactly at any offset. An ordinal scan decodes
-//! the next record ahead, within the shard being read only, and reads each metadata row once.
+//! bytes touches a data shard. Listings resume exactly at any offset. An ordinal scan keeps a
+//! window of records decoded ahead, within the shard being read and a quarter of the cache
+//! only, and reads each metadata row once.
 
 mod common;
 
@@ -254,6 +255,54 @@ fn an_ordinal_scan_decodes_the_next_record_ahead_within_the_shard() {
     assert_eq!(&ns.read(iq_raw(&ns, 3), 0, 64).unwrap()[..], &[3u8; 32][..]);
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(misses(&ns), 5, "9, 0, 1, then 2 and 3 ahead; 4 left alone");
+}
+
+/// A mount of `dir` whose in-memory cache holds `cache_bytes` of decoded records.
+fn mount_core_with_cache(dir: &std::path::Path, cache_bytes: u64) -> Namespace {
+    let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
+    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
+    let mut config = NamespaceConfig::default();
+    config.cache.memory_bytes = cache_bytes;
+    Namespace::new(Arc::new(dataset), config)
+}
+
+#[test]
+fn a_scan_keeps_a_window_of_records_decoded_ahead() {
+    use sdsfs::fs::cache::AHEAD_RECORDS;
+    let dir = dataset(40, 20);
+    let (_store, ns) = mount_core(dir.path());
+    for ordinal in [0, 1] {
+        ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
+    }
+    // The step to record 1 fills the window 2 ..= 1 + AHEAD_RECORDS, and no further.
+    let window_end = 1 + AHEAD_RECORDS;
+    wait_for_misses(&ns, window_end + 1, &format!("record {window_end}"));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), window_end + 1, "decoded past the window");
+    // Each further step moves the window by one record: one more decode, and the reads hit.
+    for ordinal in 2..=4 {
+        let bytes = ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
+        assert_eq!(&bytes[..], &[ordinal as u8; 32][..]);
+        wait_for_misses(&ns, ordinal + AHEAD_RECORDS + 1, "the window's new end");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), 4 + AHEAD_RECORDS + 1);
+}
+
+#[test]
+fn the_window_ahead_holds_at_most_a_quarter_of_the_cache() {
+    let dir = dataset(40, 20);
+    // Every payload here is the same size; a quarter of this cache holds two of them.
+    let probe = mount_core_with_cache(dir.path(), 1 << 30);
+    let location = probe.dataset().locate(0).unwrap();
+    let payload = probe.dataset().payload_len(&location).unwrap();
+    let ns = mount_core_with_cache(dir.path(), 4 * (2 * payload + payload / 2));
+    for ordinal in [0, 1] {
+        ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
+    }
+    wait_for_misses(&ns, 4, "records 2 and 3");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), 4, "only two records fit in the window");
 }
 
 /// Content reads of metadata shards since the last clear.

@@ -9,15 +9,19 @@
 //!   files are kept (LRU by count); an evicted file disappears when its last reader drops it.
 //!
 //! Decode-ahead: when reads move from record `n - 1` to record `n` (a scan in ordinal order),
-//! record `n + 1` is decoded by one background thread while the reader copies record `n`
-//! through the kernel, so on a machine with a spare core the next read finds it decoded. Only
-//! in-memory records small enough not to crowd the cache (a quarter of it) are decoded ahead,
-//! and at most one at a time, and only within the shard being read: it is a bounded bet on the
-//! scan going on, never a flood, and touches no shard the reader has not. The worker gets the
-//! next record's row through the shared [`TreeCache`], so the lookups that follow find its
-//! tree built instead of reading and parsing the row again (a third of the worker's time in a
-//! scan of 128 KiB records). It is independent of any byte prefetch a storage backend does: it
-//! works on decoded records.
+//! background workers (one per core beyond the first, up to [`AHEAD_RECORDS`]) decode the
+//! records `n + 1 ..= n + AHEAD_RECORDS` that are neither cached nor being decoded, each
+//! taking the next one and re-reading the scan's position after every record, while the
+//! reader copies record `n` through the kernel; so with spare cores the next reads find their
+//! records decoded, several decoded at once on machines with more cores, and no worker sits
+//! idle waiting for each step's request.
+//! Only in-memory records are decoded ahead, and only as many as fit in a quarter of the cache
+//! together, and only within the shard being read: it is a bounded bet on the scan going on,
+//! never a flood, and touches no shard the reader has not. The worker gets each record's row
+//! through the shared [`TreeCache`], so the lookups that follow find its tree built instead
+//! of reading and parsing the row again (a third of the worker's time in a scan of 128 KiB
+//! records). It is independent of any byte prefetch a storage backend does: it works on
+//! decoded records.
 //!
 //! Concurrency: a per-ordinal in-flight lock makes concurrent first reads of one record wait
 //! for a single decode instead of each decoding it; the cache maps are locked only briefly and
@@ -28,8 +32,7 @@ use std::fs::File;
 use std::num::NonZeroUsize;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -242,37 +245,49 @@ impl RecordCache {
         result
     }
 
-    /// Decodes record `ordinal` into the cache if it is absent and small enough to be worth
-    /// it (decode-ahead); errors are left for the read that needs the record to report. Its
-    /// row comes through `trees`, where the lookups that follow find it built.
-    pub fn prefetch(&self, dataset: &Dataset, trees: &TreeCache, ordinal: u64) {
-        if self.lookup(ordinal).is_some() {
-            return;
-        }
-        let Ok(location) = dataset.locate(ordinal) else {
-            return;
+    /// Decodes the next record of the window ahead of `at` (the record a scan is reading):
+    /// the first of `at + 1 ..= at + AHEAD_RECORDS` that is not cached, provided it lies in
+    /// `at`'s shard and the window's payloads up to it fit in a quarter of the cache. Returns
+    /// whether there was one to decode; errors are left for the read that needs the record to
+    /// report. Its row comes through `trees`, where the lookups that follow find it built.
+    pub fn decode_next_ahead(&self, dataset: &Dataset, trees: &TreeCache, at: u64) -> bool {
+        let Ok(reading) = dataset.locate(at) else {
+            return false;
         };
-        // Only within the shard the reader is in: decode-ahead never opens a shard nobody has
-        // asked for (a scan loses one decode-ahead per shard, about one in a thousand).
-        let same_shard = ordinal
-            .checked_sub(1)
-            .and_then(|p| dataset.locate(p).ok())
-            .is_some_and(|previous| {
-                (previous.page_index, previous.shard_index)
-                    == (location.page_index, location.shard_index)
-            });
-        if !same_shard {
-            return;
+        let budget = self.config.memory_bytes / 4;
+        let mut window_bytes = 0u64;
+        let last = at
+            .saturating_add(AHEAD_RECORDS)
+            .min(dataset.len().saturating_sub(1));
+        for ordinal in at.saturating_add(1)..=last {
+            let Ok(location) = dataset.locate(ordinal) else {
+                return false;
+            };
+            // Only within the shard the reader is in: decode-ahead never opens a shard nobody
+            // has asked for (a scan loses the window's decodes at each shard's start).
+            if (location.page_index, location.shard_index)
+                != (reading.page_index, reading.shard_index)
+            {
+                return false;
+            }
+            let Ok(claimed) = dataset.payload_len(&location) else {
+                return false;
+            };
+            window_bytes = window_bytes.saturating_add(claimed);
+            if self.spills(claimed) || window_bytes > budget {
+                return false;
+            }
+            // A record being decoded by a read is skipped, not waited for: the worker then
+            // decodes the next one beside it.
+            if self.lookup(ordinal).is_some() || lock(&self.in_flight).contains_key(&ordinal) {
+                continue;
+            }
+            if let Ok(tree) = trees.get(dataset, ordinal) {
+                let _ = self.get(dataset, ordinal, &tree.meta);
+            }
+            return true;
         }
-        let Ok(claimed) = dataset.payload_len(&location) else {
-            return;
-        };
-        if claimed > self.config.file_threshold || claimed > self.config.memory_bytes / 4 {
-            return;
-        }
-        if let Ok(tree) = trees.get(dataset, ordinal) {
-            let _ = self.get(dataset, ordinal, &tree.meta);
-        }
+        false
     }
 
     fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
@@ -433,27 +448,66 @@ impl TreeCache {
     }
 }
 
+/// How many records past the one a scan is reading the workers keep decoded (fewer when
+/// their payloads would fill more than a quarter of the cache). One was not enough: the
+/// worker waited for each step's request while the reader was busy with the kernel, and with
+/// a single record ahead there is nothing for a second worker to do.
+pub const AHEAD_RECORDS: u64 = 4;
+
+/// Decode-ahead workers: one per core beyond the first (the reader and the FUSE threads need
+/// one), at least one, at most [`AHEAD_RECORDS`].
+fn ahead_workers() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_sub(1).clamp(1, AHEAD_RECORDS as usize)
+}
+
 /// The decode-ahead of one mount (see the module documentation).
 #[derive(Debug)]
 pub struct DecodeAhead {
     /// The ordinal of the last tensor read (`u64::MAX - 1` before any: no successor).
     last: AtomicU64,
-    /// The background decoder, started by the first sequential step.
-    worker: OnceLock<SyncSender<u64>>,
+    /// What the workers share: the window's position and their wake-ups.
+    shared: Arc<AheadShared>,
+    /// Set once the workers are started, by the first sequential step.
+    started: OnceLock<()>,
+}
+
+#[derive(Debug, Default)]
+struct AheadShared {
+    /// The record a scan (reads stepping from `n - 1` to `n`) is at: the window's start.
+    scan_at: AtomicU64,
+    /// Bumped by every step (and by the mount's end); the workers wait for it to change.
+    steps: Mutex<AheadSignal>,
+    wake: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct AheadSignal {
+    steps: u64,
+    stop: bool,
 }
 
 impl Default for DecodeAhead {
     fn default() -> Self {
         DecodeAhead {
             last: AtomicU64::new(u64::MAX - 1),
-            worker: OnceLock::new(),
+            shared: Arc::default(),
+            started: OnceLock::new(),
         }
     }
 }
 
+impl Drop for DecodeAhead {
+    fn drop(&mut self) {
+        lock(&self.shared.steps).stop = true;
+        self.shared.wake.notify_all();
+    }
+}
+
 impl DecodeAhead {
-    /// Called after each tensor read of record `ordinal`: on a step from `ordinal - 1`, asks
-    /// the worker to decode `ordinal + 1` unless it is busy (the request is then dropped).
+    /// Called after each tensor read of record `ordinal`: on a step from `ordinal - 1`, moves
+    /// the window to `ordinal` and wakes the workers (each reads the window's position again
+    /// after every record it decodes).
     pub fn after_read(
         &self,
         cache: &Arc<RecordCache>,
@@ -462,38 +516,54 @@ impl DecodeAhead {
         ordinal: u64,
     ) {
         let previous = self.last.swap(ordinal, Ordering::Relaxed);
-        let next = ordinal.saturating_add(1);
-        if previous.wrapping_add(1) != ordinal || next >= dataset.len() {
+        if previous.wrapping_add(1) != ordinal || ordinal.saturating_add(1) >= dataset.len() {
             return;
         }
-        if cache.lookup(next).is_some() {
-            return;
-        }
-        let worker = self
-            .worker
-            .get_or_init(|| spawn_worker(cache, trees, dataset));
-        let _ = worker.try_send(next);
+        self.shared.scan_at.store(ordinal, Ordering::Relaxed);
+        self.started.get_or_init(|| {
+            for _ in 0..ahead_workers() {
+                spawn_worker(cache, trees, dataset, &self.shared);
+            }
+        });
+        lock(&self.shared.steps).steps += 1;
+        self.shared.wake.notify_all();
     }
 }
 
-/// One thread decoding the ordinals it is sent; it ends when the mount drops the sender.
+/// One thread keeping the window ahead of the scan decoded; it ends with the mount.
 fn spawn_worker(
     cache: &Arc<RecordCache>,
     trees: &Arc<TreeCache>,
     dataset: &Arc<Dataset>,
-) -> SyncSender<u64> {
-    let (sender, receiver) = sync_channel::<u64>(1);
-    let (cache, trees, dataset) = (cache.clone(), trees.clone(), dataset.clone());
+    shared: &Arc<AheadShared>,
+) {
+    let (cache, trees, dataset, shared) = (
+        cache.clone(),
+        trees.clone(),
+        dataset.clone(),
+        shared.clone(),
+    );
     let spawned = std::thread::Builder::new()
         .name("sdsfs-ahead".into())
         .spawn(move || {
-            for ordinal in receiver {
-                cache.prefetch(&dataset, &trees, ordinal);
+            let mut seen = 0;
+            loop {
+                {
+                    let mut signal = lock(&shared.steps);
+                    while signal.steps == seen && !signal.stop {
+                        signal = shared.wake.wait(signal).unwrap_or_else(|e| e.into_inner());
+                    }
+                    if signal.stop {
+                        return;
+                    }
+                    seen = signal.steps;
+                }
+                let at = || shared.scan_at.load(Ordering::Relaxed);
+                while cache.decode_next_ahead(&dataset, &trees, at()) {}
             }
         });
     if let Err(e) = spawned {
-        // The receiver is gone with the closure: every later request is simply dropped.
-        tracing::warn!(error = %e, "cannot start the decode-ahead thread");
+        // Fewer workers (or none): reads then decode their records themselves.
+        tracing::warn!(error = %e, "cannot start a decode-ahead thread");
     }
-    sender
 }
