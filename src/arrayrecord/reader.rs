@@ -314,10 +314,10 @@ impl<S: ByteSource> ArrayRecordReader<S> {
         let max = self.limits.max_in_memory_record_bytes;
         let (header, records) = decode_chunk(&self.source, fo, limit, self.caps(), max)
             .map_err(|f| f.at(&self.name, fo))?;
-        let mut records = records.into_vec().into_iter();
+        let mut records = records.slices();
         let meta = records
             .next()
-            .and_then(|m| Metadata::decode(&m))
+            .and_then(Metadata::decode)
             .flatten()
             .ok_or_else(|| {
                 self.corrupt_at(
@@ -348,11 +348,11 @@ impl<S: ByteSource> ArrayRecordReader<S> {
         self.check_groups()
     }
 
-    fn parse_index(&self, records: impl Iterator<Item = Bytes>) -> Result<Vec<Entry>> {
+    fn parse_index<'a>(&self, records: impl Iterator<Item = &'a [u8]>) -> Result<Vec<Entry>> {
         let fo = self.footer_offset;
-        let mut index: Vec<Entry> = Vec::new();
+        let mut index: Vec<Entry> = Vec::with_capacity(records.size_hint().0);
         for (k, raw) in records.enumerate() {
-            let e = FooterEntry::decode(&raw).ok_or_else(|| {
+            let e = FooterEntry::decode(raw).ok_or_else(|| {
                 self.corrupt_at(
                     fo,
                     format!("index entry {k} is not a valid ArrayRecordFooter"),

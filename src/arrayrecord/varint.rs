@@ -20,7 +20,14 @@ pub fn len(v: u64) -> usize {
 
 /// Decodes one varint from the front of `input`: `(value, bytes consumed)`, or `None` if the
 /// input ends early, is longer than 10 bytes, or overflows 64 bits.
+#[inline]
 pub fn get(input: &[u8]) -> Option<(u64, usize)> {
+    // Most varints of the formats here (field keys, small sizes) are one byte.
+    if let Some(&byte) = input.first() {
+        if byte < 0x80 {
+            return Some((u64::from(byte), 1));
+        }
+    }
     let mut value: u64 = 0;
     for (i, &byte) in input.iter().enumerate().take(10) {
         let payload = u64::from(byte & 0x7f);
