@@ -305,6 +305,47 @@ fn the_window_ahead_holds_at_most_a_quarter_of_the_cache() {
     assert_eq!(misses(&ns), 4, "only two records fit in the window");
 }
 
+#[test]
+fn a_record_that_fails_to_decode_ahead_is_not_retried_in_a_loop() {
+    use sdsfs::arrayrecord::ArrayRecordReader;
+    let dir = dataset(40, 20);
+    // Corrupt record 3's chunk (inside the window of a step from 0 to 1).
+    let (_store, probe) = mount_core(dir.path());
+    let location = probe.dataset().locate(3).unwrap();
+    let path = dir
+        .path()
+        .join(location.entry().unwrap().data.path.as_ref() as &str);
+    let span = {
+        let file = std::fs::File::open(&path).unwrap();
+        let reader = ArrayRecordReader::open(file, "shard").unwrap();
+        reader.chunk_span(location.physical_index).unwrap()
+    };
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[((span.start + span.end) / 2) as usize] ^= 0x55;
+    std::fs::write(&path, bytes).unwrap();
+
+    let (store, ns) = mount_core(dir.path());
+    for ordinal in [0, 1] {
+        ns.read(iq_raw(&ns, ordinal), 0, 64).unwrap();
+    }
+    wait_for_misses(&ns, 4, "record 2 and the corrupt record 3");
+    store.take_paths();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let data_reads = store
+        .content_reads()
+        .iter()
+        .filter(|path| path.starts_with("objects/data/"))
+        .count();
+    // (At most the reads of the decode under way when the count was cleared.)
+    assert!(
+        data_reads <= 3,
+        "the worker kept reading: {data_reads} data-shard reads"
+    );
+    // The read that needs it reports the corruption; the mount goes on.
+    assert!(ns.read(iq_raw(&ns, 3), 0, 64).is_err());
+    assert_eq!(&ns.read(iq_raw(&ns, 4), 0, 64).unwrap()[..], &[4u8; 32][..]);
+}
+
 /// Content reads of metadata shards since the last clear.
 fn metadata_reads(store: &CountingStore) -> usize {
     store

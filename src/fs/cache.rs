@@ -248,8 +248,9 @@ impl RecordCache {
     /// Decodes the next record of the window ahead of `at` (the record a scan is reading):
     /// the first of `at + 1 ..= at + AHEAD_RECORDS` that is not cached, provided it lies in
     /// `at`'s shard and the window's payloads up to it fit in a quarter of the cache. Returns
-    /// whether there was one to decode; errors are left for the read that needs the record to
-    /// report. Its row comes through `trees`, where the lookups that follow find it built.
+    /// whether one was decoded (so there may be more to do); a failure returns false, and is
+    /// left for the read that needs the record to report. Its row comes through `trees`, where
+    /// the lookups that follow find it built.
     pub fn decode_next_ahead(&self, dataset: &Dataset, trees: &TreeCache, at: u64) -> bool {
         let Ok(reading) = dataset.locate(at) else {
             return false;
@@ -282,10 +283,12 @@ impl RecordCache {
             if self.lookup(ordinal).is_some() || lock(&self.in_flight).contains_key(&ordinal) {
                 continue;
             }
-            if let Ok(tree) = trees.get(dataset, ordinal) {
-                let _ = self.get(dataset, ordinal, &tree.meta);
-            }
-            return true;
+            // A record that cannot be decoded ends this round: it stays uncached, so trying
+            // again at once would read and fail on it in a loop until the scan moved.
+            let Ok(tree) = trees.get(dataset, ordinal) else {
+                return false;
+            };
+            return self.get(dataset, ordinal, &tree.meta).is_ok();
         }
         false
     }
