@@ -59,14 +59,18 @@ fn dataset(records: u64, per_shard: u64) -> tempfile::TempDir {
 }
 
 fn mount_core(dir: &std::path::Path) -> (Arc<CountingStore>, Namespace) {
+    mount_core_with(dir, NamespaceConfig::default())
+}
+
+fn mount_core_with(
+    dir: &std::path::Path,
+    config: NamespaceConfig,
+) -> (Arc<CountingStore>, Namespace) {
     let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
     let counting = Arc::new(CountingStore::new(local));
     let store: Arc<dyn ObjectStore> = counting.clone();
     let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
-    (
-        counting,
-        Namespace::new(Arc::new(dataset), NamespaceConfig::default()),
-    )
+    (counting, Namespace::new(Arc::new(dataset), config))
 }
 
 fn list(ns: &Namespace, ino: u64) -> Vec<DirEntry> {
@@ -259,11 +263,9 @@ fn an_ordinal_scan_decodes_the_next_record_ahead_within_the_shard() {
 
 /// A mount of `dir` whose in-memory cache holds `cache_bytes` of decoded records.
 fn mount_core_with_cache(dir: &std::path::Path, cache_bytes: u64) -> Namespace {
-    let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
-    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
     let mut config = NamespaceConfig::default();
     config.cache.memory_bytes = cache_bytes;
-    Namespace::new(Arc::new(dataset), config)
+    mount_core_with(dir, config).1
 }
 
 #[test]

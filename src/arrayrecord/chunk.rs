@@ -139,27 +139,26 @@ impl Records {
     /// All records, in order, borrowed from the values buffer (no reference counting: the
     /// footer's 10,000-entry index of a large shard is walked at every open).
     pub fn slices(&self) -> impl Iterator<Item = &[u8]> {
-        let mut start = 0usize;
-        self.sizes.iter().map(move |&len| {
-            // Sizes were checked to sum to values.len(), so this cannot run past the end.
-            let end = start.saturating_add(len as usize).min(self.values.len());
-            let slice = &self.values[start..end];
-            start = end;
-            slice
-        })
+        self.ranges().map(|range| &self.values[range])
     }
 
     /// All records, in order.
     pub fn into_vec(self) -> Vec<Bytes> {
-        let mut out = Vec::with_capacity(self.sizes.len());
+        self.ranges()
+            .map(|range| self.values.slice(range))
+            .collect()
+    }
+
+    /// Each record's range in the values buffer, in order.
+    fn ranges(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         let mut start = 0usize;
-        for &len in &self.sizes {
+        self.sizes.iter().map(move |&len| {
             // Sizes were checked to sum to values.len(), so this cannot run past the end.
             let end = start.saturating_add(len as usize).min(self.values.len());
-            out.push(self.values.slice(start..end));
+            let range = start..end;
             start = end;
-        }
-        out
+            range
+        })
     }
 }
 
