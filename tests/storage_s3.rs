@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cloud::{
-    annotation_race, compare_and_swap_race, http, race_compare_and_swap, explicit_store_options_reach, free_port,
-    info_and_mount_match_local, object_operations, publish_read_back_and_measure, rel,
-    write_pinned_dataset, CloudServer,
+    annotation_race, compare_and_swap_race, explicit_store_options_reach, free_port, http,
+    info_and_mount_match_local, object_operations, publish_read_back_and_measure,
+    race_compare_and_swap, rel, write_pinned_dataset, CloudServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::storage::{CloudOptions, CloudStore, ErrorKind, ObjectStore, RetryPolicy, StorageError};

@@ -1119,3 +1119,147 @@ fn refused_without_allow_http(url: &str, endpoint: &str, env: &[(&str, String)],
     );
     assert!(!super::mount::is_mounted(mnt));
 }
+
+/// The library's legacy GCS dataset (`fixtures/legacy/legacy-0.2.3-gcs.json`, from the
+/// `signal-dataset` 0.4.0 sdist): every object 0.2.3 wrote, at the generation it had.
+pub struct LegacyFixture {
+    /// `gs://legacy-bucket/legacy.sds`, the dataset's location.
+    pub root: String,
+    /// Object path below `root` -> (generation, exact stored bytes).
+    pub objects: BTreeMap<String, (u64, Vec<u8>)>,
+}
+
+impl LegacyFixture {
+    pub fn path() -> PathBuf {
+        super::repo_root().join("fixtures/legacy/legacy-0.2.3-gcs.json")
+    }
+
+    /// Reads and decodes the fixture (base64 decoded here, not by the server under test).
+    pub fn load() -> LegacyFixture {
+        let path = LegacyFixture::path();
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let root = document["root"].as_str().unwrap().to_string();
+        let prefix = format!("{root}/");
+        let objects = document["objects"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(uri, entry)| {
+                let path = uri
+                    .strip_prefix(&prefix)
+                    .unwrap_or_else(|| panic!("{uri} is not below the fixture's root {root}"));
+                let generation = entry["generation"].as_u64().unwrap();
+                let payload = decode_base64(entry["payload"].as_str().unwrap());
+                (path.to_string(), (generation, payload))
+            })
+            .collect();
+        LegacyFixture { root, objects }
+    }
+
+    /// The JSON document at `path` below the root.
+    pub fn document(&self, path: &str) -> serde_json::Value {
+        let (_, bytes) = &self.objects[path];
+        serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The fixture's bucket (`legacy-bucket`).
+    pub fn bucket(&self) -> &str {
+        let rest = self.root.strip_prefix("gs://").unwrap();
+        rest.split_once('/').map_or(rest, |(bucket, _)| bucket)
+    }
+}
+
+/// The legacy fixture served on loopback by `tests/python/gcs_server.py --seed`.
+pub struct LegacyGcs {
+    pub server: CloudServer,
+    pub fixture: LegacyFixture,
+    /// The dataset's `gs://` URL.
+    pub url: String,
+    /// What `sds` / `sdsfs` need in their environment to reach it.
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// Starts the GCS test server holding exactly the objects of the legacy fixture, each at its
+/// recorded generation (so references pinning those generations resolve).
+pub fn serve_legacy_gcs() -> LegacyGcs {
+    let fixture = LegacyFixture::load();
+    let server = CloudServer::gcs_seeded(&[], &[&LegacyFixture::path()]);
+    let url = fixture.root.clone();
+    let env = server.env();
+    LegacyGcs {
+        server,
+        fixture,
+        url,
+        env,
+    }
+}
+
+/// One object request the GCS test server logged (`GET /__test/requests`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requested {
+    pub method: String,
+    pub bucket: String,
+    pub key: String,
+    /// The `generation=` the request named; `None` for the live object.
+    pub generation: Option<u64>,
+}
+
+impl CloudServer {
+    /// Every object request the GCS test server has served so far, in order.
+    pub fn requests(&self) -> Vec<Requested> {
+        assert_eq!(
+            self.kind,
+            Kind::Gcs,
+            "only the GCS test server logs requests"
+        );
+        let (status, body) = http(self.port, "GET", "/__test/requests", b"").unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let log: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        log.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| Requested {
+                method: r["method"].as_str().unwrap().to_string(),
+                bucket: r["bucket"].as_str().unwrap().to_string(),
+                key: r["key"].as_str().unwrap().to_string(),
+                generation: r["generation"].as_u64(),
+            })
+            .collect()
+    }
+
+    /// Empties the request log of [`CloudServer::requests`].
+    pub fn reset_requests(&self) {
+        let response = http(self.port, "POST", "/__test/requests/reset", b"");
+        assert_eq!(response.map(|r| r.0), Some(200));
+    }
+}
+
+/// Standard base64 (RFC 4648, padded) decoding, for fixtures; panics on anything else.
+pub fn decode_base64(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digits = text.trim_end_matches('=');
+    assert_eq!(text.len() % 4, 0, "base64 of {} characters", text.len());
+    assert!(
+        text.len() - digits.len() <= 2,
+        "base64 with over-long padding"
+    );
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in digits.bytes() {
+        let value = ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .unwrap_or_else(|| panic!("{:?} is not a base64 digit", c as char));
+        acc = (acc << 6) | value as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
