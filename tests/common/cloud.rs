@@ -101,19 +101,27 @@ impl CloudServer {
     /// Starts the GCS test server holding `buckets` (bucket creation is not part of the
     /// XML API `object_store` speaks).
     pub fn gcs(buckets: &[&str]) -> CloudServer {
-        CloudServer::gcs_with(buckets, &[])
+        CloudServer::gcs_with(buckets, &[], &[])
+    }
+
+    /// The GCS test server, broken on purpose like
+    /// [`CloudServer::s3_ignoring_preconditions`]: it applies writes whatever their
+    /// `x-goog-if-generation-match` says.
+    pub fn gcs_ignoring_preconditions(buckets: &[&str]) -> CloudServer {
+        CloudServer::gcs_with(buckets, &[], &["--ignore-preconditions"])
     }
 
     /// Starts the GCS test server holding `buckets` and every object of the `seeds` files
     /// (`{"objects": {"gs://BUCKET/KEY": {"generation": N, "payload": BASE64}}}`, the shape
     /// of the library's legacy fixture), each at its exact generation.
     pub fn gcs_seeded(buckets: &[&str], seeds: &[&Path]) -> CloudServer {
-        CloudServer::gcs_with(buckets, seeds)
+        CloudServer::gcs_with(buckets, seeds, &[])
     }
 
-    fn gcs_with(buckets: &[&str], seeds: &[&Path]) -> CloudServer {
+    fn gcs_with(buckets: &[&str], seeds: &[&Path], flags: &[&str]) -> CloudServer {
         let dir = tempfile::tempdir().unwrap();
-        let mut args: Vec<OsString> = vec!["--credentials-out".into()];
+        let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
+        args.push("--credentials-out".into());
         args.push(dir.path().join("service-account.json").into());
         args.extend(buckets.iter().flat_map(|b| ["--bucket".into(), b.into()]));
         args.extend(seeds.iter().flat_map(|s| ["--seed".into(), s.into()]));
@@ -696,6 +704,39 @@ pub fn compare_and_swap_race(store: Arc<CloudStore>) -> u64 {
     assert_eq!(race.lost_updates(), 0, "{race:?}");
     assert_eq!(race.final_value, race.increments, "{race:?}");
     race.conflicts
+}
+
+/// Writes the server saw carrying preconditions, and how many of those it ignored
+/// (`GET /__test/stats` of `tests/python/s3_server.py` and `tests/python/gcs_server.py`).
+pub fn precondition_stats(server: &CloudServer) -> (u64, u64) {
+    let (status, body) = http(server.port, "GET", "/__test/stats", b"").unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let stats: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let count = |name: &str| stats[name].as_u64().unwrap_or_else(|| panic!("{stats}"));
+    (count("conditional_writes"), count("preconditions_ignored"))
+}
+
+/// [`compare_and_swap_race`] on `server` (bucket `cas`), plus what the server saw: every
+/// write of the race arrived conditioned (the first create, 32 increments, each retried
+/// conflict), and none had its condition dropped.
+pub fn compare_and_swap_race_on(server: &CloudServer) {
+    let conflicts = compare_and_swap_race(Arc::new(server.store("cas")));
+    assert_eq!(precondition_stats(server), (33 + conflicts, 0));
+}
+
+/// The control for [`compare_and_swap_race_on`]: against a server started to ignore
+/// preconditions (bucket `cas`), the same race must be caught losing updates, so a pass there
+/// means the preconditions held, not that the writers happened not to overlap.
+pub fn race_is_caught_on_a_server_ignoring_preconditions(broken: &CloudServer) {
+    let race = race_compare_and_swap(Arc::new(broken.store("cas")));
+    eprintln!("{:?} ignoring preconditions: {race:?}", broken.kind);
+    assert_eq!(race.increments, 32, "{race:?}");
+    assert_eq!(race.conflicts, 0, "nothing can conflict: {race:?}");
+    assert!(race.lost_updates() > 0, "{race:?}");
+    assert!(race.final_value < 32, "{race:?}");
+    assert!(!race.values_written_twice.is_empty(), "{race:?}");
+    // Every write arrived conditioned, and the server dropped the condition.
+    assert_eq!(precondition_stats(broken), (33, 33));
 }
 
 /// The race of [`compare_and_swap_race`], measured but not judged (so a test can also show

@@ -33,7 +33,12 @@ uses, with the semantics of a *versioned* GCS bucket:
   with `_`): `GET /__test/objects?bucket=B&prefix=P` lists the live keys under P and the
   open multipart uploads as JSON; `GET /__test/requests` lists every authenticated object
   request so far as JSON (`method`, `bucket`, `key`, `generation`: the `generation=` asked for,
-  or null), so a test can tell which reads were pinned; `POST /__test/requests/reset` empties it.
+  or null), so a test can tell which reads were pinned; `POST /__test/requests/reset` empties it;
+  `GET /__test/stats` counts object `PUT`s that carried generation preconditions
+  (`conditional_writes`) and those whose preconditions were ignored (`preconditions_ignored`).
+- `--ignore-preconditions` makes the server wrong on purpose: object `PUT`s apply whatever their
+  `x-goog-if-generation-*` headers say, each after `--write-delay-ms` (default 50) spent outside
+  the lock, so compare-and-swap loses updates. Tests use it to prove a lost-update check can fail.
 
 Every generation of every object is kept. One lock serialises all state, so concurrent
 conditional writers see a linearisable store: of two PUTs conditioned on the same generation,
@@ -48,7 +53,7 @@ Not implemented (not used by sdsfs): listing, the JSON API; those answer 501 so 
 shows up as a clear failure rather than a silent wrong answer.
 
 Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--seed FILE]...
-                     [--credentials-out PATH]
+                     [--credentials-out PATH] [--ignore-preconditions [--write-delay-ms N]]
 The first stdout line is `READY <port>` once the server accepts connections.
 """
 
@@ -89,6 +94,7 @@ class Store:
         self.uploads = {}  # upload id -> {"bucket", "key", "parts": {number: bytes}}
         self.last_generation = 0
         self.requests = []  # {"method", "bucket", "key", "generation"} of each object request
+        self.stats = {"conditional_writes": 0, "preconditions_ignored": 0}
 
     def next_generation(self):
         # Like GCS: microseconds since the epoch, strictly increasing.
@@ -133,6 +139,9 @@ def split_gs_uri(path, uri):
     if not bucket or not key:
         raise ValueError("%s: %r is not gs://BUCKET/KEY" % (path, uri))
     return bucket, key
+
+
+GENERATION_PRECONDITIONS = ("x-goog-if-generation-match", "x-goog-if-generation-not-match")
 
 
 class Failure(Exception):
@@ -267,6 +276,11 @@ class Handler(BaseHTTPRequestHandler):
                 body = json.dumps(store.requests).encode()
             self.reply(200, [("Content-Type", "application/json")], body)
             return
+        if parsed.path == "/__test/stats":
+            with store.lock:
+                body = json.dumps(store.stats).encode()
+            self.reply(200, [("Content-Type", "application/json")], body)
+            return
         if parsed.path == "/__test/requests/reset":
             with store.lock:
                 store.requests.clear()
@@ -377,6 +391,7 @@ class Handler(BaseHTTPRequestHandler):
         data = self.payload
         source = self.headers.get("x-goog-copy-source")
         store = self.server.store
+        ignore = self.conditional_write()
         with store.lock:
             objects = self.objects(bucket)
             if source is not None:
@@ -384,11 +399,27 @@ class Handler(BaseHTTPRequestHandler):
                 _, copied = self.selected(src_bucket, src_key, {})
                 data = copied.data
             entry = objects.setdefault(key, {"versions": {}, "live": None})
-            self.check_generation_preconditions(entry["live"])
+            if not ignore:
+                self.check_generation_preconditions(entry["live"])
             version = Version(data, store.next_generation())
             entry["versions"][version.generation] = version
             entry["live"] = version.generation
         self.reply(200, self.object_headers(version))
+
+    def conditional_write(self):
+        """Counts a write carrying generation preconditions; True when they are to be ignored
+        (`--ignore-preconditions`), after the write delay, spent outside the lock so that
+        other clients read the value this write will overwrite."""
+        store = self.server.store
+        if not any(self.headers.get(h) is not None for h in GENERATION_PRECONDITIONS):
+            return False
+        ignore = self.server.ignore_preconditions
+        with store.lock:
+            store.stats["conditional_writes"] += 1
+            store.stats["preconditions_ignored"] += int(ignore)
+        if ignore:
+            time.sleep(self.server.write_delay)
+        return ignore
 
     def object_delete(self, bucket, key, query):
         with self.server.store.lock:
@@ -559,6 +590,8 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bucket", action="append", default=[])
     parser.add_argument("--seed", action="append", default=[])
+    parser.add_argument("--ignore-preconditions", action="store_true")
+    parser.add_argument("--write-delay-ms", type=int, default=50)
     parser.add_argument("--credentials-out")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
@@ -567,6 +600,8 @@ def main():
     server.daemon_threads = True
     server.store = Store()
     server.verbose = args.verbose
+    server.ignore_preconditions = args.ignore_preconditions
+    server.write_delay = args.write_delay_ms / 1000.0
     port = server.server_address[1]
     server.account = Account(args.credentials_out, port) if args.credentials_out else None
     for bucket in args.bucket:
