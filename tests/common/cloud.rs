@@ -38,7 +38,7 @@ use super::mount::MountGuard;
 /// Which server a [`CloudServer`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// moto, an S3 server.
+    /// moto's S3, served one request at a time by `tests/python/s3_server.py`.
     S3,
     /// `tests/python/gcs_server.py`, a GCS XML-API server.
     Gcs,
