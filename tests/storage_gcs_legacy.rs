@@ -271,3 +271,44 @@ fn assert_legacy_annotation_set(info: &serde_json::Value, fixture: &LegacyFixtur
         "{info}"
     );
 }
+
+/// A seed the server cannot load exactly is refused before it serves, naming the file, the
+/// object and the rule, rather than served approximately.
+#[test]
+fn a_malformed_seed_is_refused_naming_the_object_and_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            r#"{"objects": {"gs://b/k": {"generation": 0, "payload": ""}}}"#,
+            "gs://b/k: \"generation\" must be a positive integer",
+        ),
+        (
+            r#"{"objects": {"gs://b/k": {"generation": 3, "payload": "not base64!"}}}"#,
+            "gs://b/k: \"payload\" is not base64",
+        ),
+        (
+            r#"{"objects": {"s3://b/k": {"generation": 3, "payload": ""}}}"#,
+            "'s3://b/k' is not gs://BUCKET/KEY",
+        ),
+        (r#"{"root": "gs://b"}"#, "no \"objects\" mapping"),
+    ];
+    for (i, (seed, rule)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("seed-{i}.json"));
+        std::fs::write(&path, seed).unwrap();
+        let out = std::process::Command::new(common::python())
+            .arg(common::repo_root().join("tests/python/gcs_server.py"))
+            .args(["--port", "0", "--seed"])
+            .arg(&path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{seed}: served anyway");
+        assert!(out.stdout.is_empty(), "{seed}: announced READY");
+        let named = format!("{}: ", path.display());
+        assert!(
+            stderr.contains(&named) && stderr.contains(rule),
+            "{seed}: {stderr}"
+        );
+    }
+}
