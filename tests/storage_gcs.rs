@@ -11,9 +11,10 @@ use std::sync::Arc;
 use common::annotate::race_rows;
 use common::cli::sds_env;
 use common::cloud::{
-    annotation_race, assert_info_and_mount_match, compare_and_swap_race, demo,
+    annotation_race, assert_info_and_mount_match, compare_and_swap_race_on, demo,
     explicit_store_options_reach, info_and_mount_match_local, live_generation, object_operations,
-    publish_read_back_and_measure, rel, write_pinned_dataset, CloudServer, FakeGcsServer,
+    publish_read_back_and_measure, race_is_caught_on_a_server_ignoring_preconditions, rel,
+    write_pinned_dataset, CloudServer, FakeGcsServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::documents::ids::snapshot_path;
@@ -170,8 +171,16 @@ fn a_foreign_key_is_refused_permanently() {
 
 #[test]
 fn concurrent_compare_and_swap_writers_lose_no_update() {
-    let gcs = CloudServer::gcs(&["cas"]);
-    compare_and_swap_race(Arc::new(gcs.store("cas")));
+    compare_and_swap_race_on(&CloudServer::gcs(&["cas"]));
+}
+
+/// The same race against the GCS server started to ignore `x-goog-if-generation-match` is
+/// caught losing updates: the check above can fail.
+#[test]
+fn the_race_check_catches_a_server_that_ignores_preconditions() {
+    race_is_caught_on_a_server_ignoring_preconditions(&CloudServer::gcs_ignoring_preconditions(&[
+        "cas",
+    ]));
 }
 
 #[test]

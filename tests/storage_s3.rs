@@ -1,6 +1,8 @@
-//! The S3 backend against a real S3 server on loopback: moto (`moto_server`, from the test
-//! venv, see `scripts/setup-test-env`). Each test starts its own server on a free port and
-//! kills it in a guard. The checks shared with GCS live in tests/common/cloud.rs.
+//! The S3 backend against a real S3 server on loopback: moto's S3 (from the test venv, see
+//! `scripts/setup-test-env`) served one request at a time by `tests/python/s3_server.py`, so
+//! conditional writes are atomic (`moto_server` itself races them). Each test starts its own
+//! server, which binds a free port itself, and kills it in a guard. The checks shared with GCS
+//! live in tests/common/cloud.rs.
 
 mod common;
 
@@ -8,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cloud::{
-    annotation_race, compare_and_swap_race, explicit_store_options_reach, free_port,
-    info_and_mount_match_local, object_operations, publish_read_back_and_measure, rel,
-    write_pinned_dataset, CloudServer,
+    annotation_race, compare_and_swap_race_on, explicit_store_options_reach, free_port,
+    info_and_mount_match_local, object_operations, publish_read_back_and_measure,
+    race_is_caught_on_a_server_ignoring_preconditions, rel, write_pinned_dataset, CloudServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::storage::{CloudOptions, CloudStore, ErrorKind, ObjectStore, RetryPolicy, StorageError};
@@ -65,8 +67,16 @@ fn a_dataset_with_generation_references_is_refused_clearly_on_s3() {
 
 #[test]
 fn concurrent_compare_and_swap_writers_lose_no_update() {
-    let moto = CloudServer::moto(&["cas"]);
-    compare_and_swap_race(Arc::new(moto.store("cas")));
+    compare_and_swap_race_on(&CloudServer::moto(&["cas"]));
+}
+
+/// The same race against the S3 server started to drop `If-Match` / `If-None-Match` is caught
+/// losing updates: the check above can fail.
+#[test]
+fn the_race_check_catches_a_server_that_ignores_preconditions() {
+    race_is_caught_on_a_server_ignoring_preconditions(&CloudServer::s3_ignoring_preconditions(&[
+        "cas",
+    ]));
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Object-store servers on loopback and the checks the S3 and GCS tests share.
 //!
-//! - S3: moto (`moto_server` from the test venv).
+//! - S3: moto's S3 (from the test venv) served one request at a time by
+//!   `tests/python/s3_server.py`: `moto_server` applies conditional writes non-atomically under
+//!   concurrency, so compare-and-swap races against it lose updates by chance.
 //! - GCS: `tests/python/gcs_server.py`, our XML-API server of a versioned bucket with
 //!   generation preconditions, which also checks the service-account JWT `object_store` signs
 //!   (so the `GOOGLE_APPLICATION_CREDENTIALS` path is exercised for real).
@@ -10,6 +12,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -35,7 +38,7 @@ use super::mount::MountGuard;
 /// Which server a [`CloudServer`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// moto, an S3 server.
+    /// moto's S3, served one request at a time by `tests/python/s3_server.py`.
     S3,
     /// `tests/python/gcs_server.py`, a GCS XML-API server.
     Gcs,
@@ -69,66 +72,62 @@ impl CloudServer {
         }
     }
 
-    /// Starts moto, waits until it answers, and creates `buckets`.
+    /// Starts moto's S3 holding the empty `buckets`, served one request at a time by
+    /// `tests/python/s3_server.py` (so conditional writes are atomic).
     pub fn moto(buckets: &[&str]) -> CloudServer {
-        let exe = super::repo_root().join(".venv/bin/moto_server");
-        assert!(
-            exe.exists(),
-            "{} missing: run scripts/setup-test-env",
-            exe.display()
-        );
-        let port = free_port();
+        CloudServer::s3_with(buckets, &[])
+    }
+
+    /// The same S3 server, broken on purpose: it drops `If-Match` / `If-None-Match` from
+    /// writes (and holds each such write 50 ms), so compare-and-swap loses updates. Only for
+    /// proving that a lost-update check can fail.
+    pub fn s3_ignoring_preconditions(buckets: &[&str]) -> CloudServer {
+        CloudServer::s3_with(buckets, &["--ignore-preconditions"])
+    }
+
+    fn s3_with(buckets: &[&str], flags: &[&str]) -> CloudServer {
         let dir = tempfile::tempdir().unwrap();
-        let child = Command::new(exe)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn moto_server");
-        let server = CloudServer {
-            _child: ChildGuard(child),
+        let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
+        args.extend(buckets.iter().flat_map(|b| ["--bucket".into(), b.into()]));
+        let (child, port) = spawn_ready("s3_server.py", &args, &dir.path().join("s3_server.log"));
+        CloudServer {
+            _child: child,
             port,
             kind: Kind::S3,
             dir,
-        };
-        wait_until_answering(port, "/", "moto_server");
-        for bucket in buckets {
-            assert_eq!(http_status(port, "PUT", &format!("/{bucket}")), Some(200));
         }
-        server
     }
 
     /// Starts the GCS test server holding `buckets` (bucket creation is not part of the
-    /// XML API `object_store` speaks); it binds a free port itself and reports it once
-    /// listening.
+    /// XML API `object_store` speaks).
     pub fn gcs(buckets: &[&str]) -> CloudServer {
+        CloudServer::gcs_with(buckets, &[], &[])
+    }
+
+    /// The GCS test server, broken on purpose like
+    /// [`CloudServer::s3_ignoring_preconditions`]: it applies writes whatever their
+    /// `x-goog-if-generation-match` says.
+    pub fn gcs_ignoring_preconditions(buckets: &[&str]) -> CloudServer {
+        CloudServer::gcs_with(buckets, &[], &["--ignore-preconditions"])
+    }
+
+    /// Starts the GCS test server holding `buckets` and every object of the `seeds` files
+    /// (`{"objects": {"gs://BUCKET/KEY": {"generation": N, "payload": BASE64}}}`, the shape
+    /// of the library's legacy fixture), each at its exact generation.
+    pub fn gcs_seeded(buckets: &[&str], seeds: &[&Path]) -> CloudServer {
+        CloudServer::gcs_with(buckets, seeds, &[])
+    }
+
+    fn gcs_with(buckets: &[&str], seeds: &[&Path], flags: &[&str]) -> CloudServer {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gcs_server.log");
-        let mut child = Command::new(super::python())
-            .arg(super::repo_root().join("tests/python/gcs_server.py"))
-            .args(["--host", "127.0.0.1", "--port", "0", "--credentials-out"])
-            .arg(dir.path().join("service-account.json"))
-            .args(buckets.iter().flat_map(|b| ["--bucket", b]))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("spawn gcs_server.py");
-        let mut line = String::new();
-        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-        let Some(port) = line
-            .strip_prefix("READY ")
-            .and_then(|p| p.trim().parse().ok())
-        else {
-            let _ = child.kill();
-            panic!(
-                "gcs_server.py did not start ({line:?}): {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        };
+        let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
+        args.push("--credentials-out".into());
+        args.push(dir.path().join("service-account.json").into());
+        args.extend(buckets.iter().flat_map(|b| ["--bucket".into(), b.into()]));
+        args.extend(seeds.iter().flat_map(|s| ["--seed".into(), s.into()]));
+        let (child, port) = spawn_ready("gcs_server.py", &args, &dir.path().join("gcs_server.log"));
         CloudServer {
-            _child: ChildGuard(child),
+            _child: child,
             port,
             kind: Kind::Gcs,
             dir,
@@ -490,6 +489,37 @@ fn http_status(port: u16, method: &str, path: &str) -> Option<u16> {
     http(port, method, path, b"").map(|r| r.0)
 }
 
+/// Runs `tests/python/SCRIPT --host 127.0.0.1 --port 0 ARGS` (stderr to `log`) and waits for
+/// its `READY <port>` line: the server binds a free port itself, so no other process can take
+/// the port between choosing and binding it.
+fn spawn_ready(script: &str, args: &[OsString], log: &Path) -> (ChildGuard, u16) {
+    let mut child = Command::new(super::python())
+        .arg(super::repo_root().join("tests/python").join(script))
+        .args(["--host", "127.0.0.1", "--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {script}: {e}"));
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    let child = ChildGuard(child);
+    match line
+        .strip_prefix("READY ")
+        .and_then(|p| p.trim().parse().ok())
+    {
+        Some(port) => (child, port),
+        None => {
+            drop(child);
+            panic!(
+                "{script} did not start ({line:?}; run scripts/setup-test-env?): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            )
+        }
+    }
+}
+
 /// Polls `GET path` until the server on `port` answers at all (30 s at most).
 fn wait_until_answering(port: u16, path: &str, name: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -641,10 +671,77 @@ fn compare_and_swap(store: &CloudStore) -> (Version, Version) {
     (v1, v2)
 }
 
+/// What a [`race_compare_and_swap`] run saw.
+#[derive(Debug)]
+pub struct CasRace {
+    /// Increments the writers made (each a compare-and-swap that succeeded).
+    pub increments: u64,
+    /// The counter's value at the end: `increments` unless updates were lost.
+    pub final_value: u64,
+    /// Precondition failures the writers retried.
+    pub conflicts: u64,
+    /// Values more than one successful compare-and-swap claimed to write: writers that both
+    /// replaced the same version, so all but one of their updates were lost.
+    pub values_written_twice: Vec<u64>,
+    /// How many different values the successful compare-and-swaps wrote.
+    pub distinct_values: u64,
+}
+
+impl CasRace {
+    /// Updates lost, by either measure.
+    pub fn lost_updates(&self) -> u64 {
+        let short = self.increments - self.final_value.min(self.increments);
+        short.max(self.increments - self.distinct_values)
+    }
+}
+
 /// Eight threads each increment a counter object four times by read + compare-and-swap,
-/// retrying on conflict: the final count proves no update was lost. Returns how many
-/// precondition failures were retried.
+/// retrying on conflict. Asserts that no update was lost (the final count, and no value
+/// written twice); returns how many precondition failures were retried.
 pub fn compare_and_swap_race(store: Arc<CloudStore>) -> u64 {
+    let race = race_compare_and_swap(store);
+    eprintln!("{race:?}");
+    assert_eq!(race.lost_updates(), 0, "{race:?}");
+    assert_eq!(race.final_value, race.increments, "{race:?}");
+    race.conflicts
+}
+
+/// Writes the server saw carrying preconditions, and how many of those it ignored
+/// (`GET /__test/stats` of `tests/python/s3_server.py` and `tests/python/gcs_server.py`).
+pub fn precondition_stats(server: &CloudServer) -> (u64, u64) {
+    let (status, body) = http(server.port, "GET", "/__test/stats", b"").unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let stats: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let count = |name: &str| stats[name].as_u64().unwrap_or_else(|| panic!("{stats}"));
+    (count("conditional_writes"), count("preconditions_ignored"))
+}
+
+/// [`compare_and_swap_race`] on `server` (bucket `cas`), plus what the server saw: every
+/// write of the race arrived conditioned (the first create, 32 increments, each retried
+/// conflict), and none had its condition dropped.
+pub fn compare_and_swap_race_on(server: &CloudServer) {
+    let conflicts = compare_and_swap_race(Arc::new(server.store("cas")));
+    assert_eq!(precondition_stats(server), (33 + conflicts, 0));
+}
+
+/// The control for [`compare_and_swap_race_on`]: against a server started to ignore
+/// preconditions (bucket `cas`), the same race must be caught losing updates, so a pass there
+/// means the preconditions held, not that the writers happened not to overlap.
+pub fn race_is_caught_on_a_server_ignoring_preconditions(broken: &CloudServer) {
+    let race = race_compare_and_swap(Arc::new(broken.store("cas")));
+    eprintln!("{:?} ignoring preconditions: {race:?}", broken.kind);
+    assert_eq!(race.increments, 32, "{race:?}");
+    assert_eq!(race.conflicts, 0, "nothing can conflict: {race:?}");
+    assert!(race.lost_updates() > 0, "{race:?}");
+    assert!(race.final_value < 32, "{race:?}");
+    assert!(!race.values_written_twice.is_empty(), "{race:?}");
+    // Every write arrived conditioned, and the server dropped the condition.
+    assert_eq!(precondition_stats(broken), (33, 33));
+}
+
+/// The race of [`compare_and_swap_race`], measured but not judged (so a test can also show
+/// the measure failing against a store that ignores preconditions).
+pub fn race_compare_and_swap(store: Arc<CloudStore>) -> CasRace {
     let counter = rel("annotations/catalog.json");
     store.compare_and_swap(&counter, b"0", None).unwrap();
     const WRITERS: u64 = 8;
@@ -656,6 +753,7 @@ pub fn compare_and_swap_race(store: Arc<CloudStore>) -> u64 {
             let counter = counter.clone();
             let conflicts = conflicts.clone();
             std::thread::spawn(move || {
+                let mut written = Vec::new();
                 for _ in 0..EACH {
                     loop {
                         let (bytes, version) = store.read_versioned(&counter).unwrap().unwrap();
@@ -665,7 +763,10 @@ pub fn compare_and_swap_race(store: Arc<CloudStore>) -> u64 {
                             (n + 1).to_string().as_bytes(),
                             Some(&version),
                         ) {
-                            Ok(_) => break,
+                            Ok(_) => {
+                                written.push(n + 1);
+                                break;
+                            }
                             Err(e) if e.kind() == ErrorKind::Conflict => {
                                 conflicts.fetch_add(1, Ordering::Relaxed);
                             }
@@ -673,20 +774,31 @@ pub fn compare_and_swap_race(store: Arc<CloudStore>) -> u64 {
                         }
                     }
                 }
+                written
             })
         })
         .collect();
-    for t in threads {
-        t.join().unwrap();
+    let mut written: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    written.sort_unstable();
+    let mut distinct = written.clone();
+    distinct.dedup();
+    let mut values_written_twice: Vec<u64> = written
+        .windows(2)
+        .filter(|pair| pair[0] == pair[1])
+        .map(|pair| pair[0])
+        .collect();
+    values_written_twice.dedup();
+    let final_bytes = store.read(&counter, None).unwrap();
+    CasRace {
+        increments: written.len() as u64,
+        final_value: std::str::from_utf8(&final_bytes).unwrap().parse().unwrap(),
+        conflicts: conflicts.load(Ordering::Relaxed),
+        values_written_twice,
+        distinct_values: distinct.len() as u64,
     }
-    let final_value = store.read(&counter, None).unwrap();
-    assert_eq!(final_value, (WRITERS * EACH).to_string());
-    let conflicts = conflicts.load(Ordering::Relaxed);
-    eprintln!(
-        "{} increments, {conflicts} precondition failures retried",
-        WRITERS * EACH
-    );
-    conflicts
 }
 
 /// Publishes three 40-record shards into `store`, republishes (converges), reads every record
@@ -1047,4 +1159,148 @@ fn refused_without_allow_http(url: &str, endpoint: &str, env: &[(&str, String)],
         "{message}"
     );
     assert!(!super::mount::is_mounted(mnt));
+}
+
+/// The library's legacy GCS dataset (`fixtures/legacy/legacy-0.2.3-gcs.json`, from the
+/// `signal-dataset` 0.4.0 sdist): every object 0.2.3 wrote, at the generation it had.
+pub struct LegacyFixture {
+    /// `gs://legacy-bucket/legacy.sds`, the dataset's location.
+    pub root: String,
+    /// Object path below `root` -> (generation, exact stored bytes).
+    pub objects: BTreeMap<String, (u64, Vec<u8>)>,
+}
+
+impl LegacyFixture {
+    pub fn path() -> PathBuf {
+        super::repo_root().join("fixtures/legacy/legacy-0.2.3-gcs.json")
+    }
+
+    /// Reads and decodes the fixture (base64 decoded here, not by the server under test).
+    pub fn load() -> LegacyFixture {
+        let path = LegacyFixture::path();
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let root = document["root"].as_str().unwrap().to_string();
+        let prefix = format!("{root}/");
+        let objects = document["objects"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(uri, entry)| {
+                let path = uri
+                    .strip_prefix(&prefix)
+                    .unwrap_or_else(|| panic!("{uri} is not below the fixture's root {root}"));
+                let generation = entry["generation"].as_u64().unwrap();
+                let payload = decode_base64(entry["payload"].as_str().unwrap());
+                (path.to_string(), (generation, payload))
+            })
+            .collect();
+        LegacyFixture { root, objects }
+    }
+
+    /// The JSON document at `path` below the root.
+    pub fn document(&self, path: &str) -> serde_json::Value {
+        let (_, bytes) = &self.objects[path];
+        serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The fixture's bucket (`legacy-bucket`).
+    pub fn bucket(&self) -> &str {
+        let rest = self.root.strip_prefix("gs://").unwrap();
+        rest.split_once('/').map_or(rest, |(bucket, _)| bucket)
+    }
+}
+
+/// The legacy fixture served on loopback by `tests/python/gcs_server.py --seed`.
+pub struct LegacyGcs {
+    pub server: CloudServer,
+    pub fixture: LegacyFixture,
+    /// The dataset's `gs://` URL.
+    pub url: String,
+    /// What `sds` / `sdsfs` need in their environment to reach it.
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// Starts the GCS test server holding exactly the objects of the legacy fixture, each at its
+/// recorded generation (so references pinning those generations resolve).
+pub fn serve_legacy_gcs() -> LegacyGcs {
+    let fixture = LegacyFixture::load();
+    let server = CloudServer::gcs_seeded(&[], &[&LegacyFixture::path()]);
+    let url = fixture.root.clone();
+    let env = server.env();
+    LegacyGcs {
+        server,
+        fixture,
+        url,
+        env,
+    }
+}
+
+/// One object request the GCS test server logged (`GET /__test/requests`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requested {
+    pub method: String,
+    pub bucket: String,
+    pub key: String,
+    /// The `generation=` the request named; `None` for the live object.
+    pub generation: Option<u64>,
+}
+
+impl CloudServer {
+    /// Every object request the GCS test server has served so far, in order.
+    pub fn requests(&self) -> Vec<Requested> {
+        assert_eq!(
+            self.kind,
+            Kind::Gcs,
+            "only the GCS test server logs requests"
+        );
+        let (status, body) = http(self.port, "GET", "/__test/requests", b"").unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let log: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        log.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| Requested {
+                method: r["method"].as_str().unwrap().to_string(),
+                bucket: r["bucket"].as_str().unwrap().to_string(),
+                key: r["key"].as_str().unwrap().to_string(),
+                generation: r["generation"].as_u64(),
+            })
+            .collect()
+    }
+
+    /// Empties the request log of [`CloudServer::requests`].
+    pub fn reset_requests(&self) {
+        let response = http(self.port, "POST", "/__test/requests/reset", b"");
+        assert_eq!(response.map(|r| r.0), Some(200));
+    }
+}
+
+/// Standard base64 (RFC 4648, padded) decoding, for fixtures; panics on anything else.
+pub fn decode_base64(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digits = text.trim_end_matches('=');
+    assert_eq!(text.len() % 4, 0, "base64 of {} characters", text.len());
+    assert!(
+        text.len() - digits.len() <= 2,
+        "base64 with over-long padding"
+    );
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in digits.bytes() {
+        let value = ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .unwrap_or_else(|| panic!("{:?} is not a base64 digit", c as char));
+        acc = (acc << 6) | value as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
 }

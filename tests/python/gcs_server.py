@@ -24,9 +24,21 @@ uses, with the semantics of a *versioned* GCS bucket:
   is 404 `NoSuchUpload`, a wrong part list 400 `InvalidPart` / `InvalidPartOrder` /
   `EntityTooSmall`.
 - `PUT /BUCKET` creates a bucket (also `--bucket NAME` at start).
+- `--seed FILE` (repeatable) loads objects at exact generations before serving, so a dataset
+  whose documents pin generations (like one `signal-dataset` 0.2.3 wrote) can be served as it
+  was written. FILE is `{"objects": {"gs://BUCKET/KEY": {"generation": N, "payload": BASE64}}}`
+  (the shape of the library's `tests/data/legacy-0.2.3-gcs.json`); buckets are created as
+  needed, each object is live at generation N, and later writes get larger generations.
 - Outside the API, for tests only and without authentication (GCS bucket names cannot start
   with `_`): `GET /__test/objects?bucket=B&prefix=P` lists the live keys under P and the
-  open multipart uploads as JSON.
+  open multipart uploads as JSON; `GET /__test/requests` lists every authenticated object
+  request so far as JSON (`method`, `bucket`, `key`, `generation`: the `generation=` asked for,
+  or null), so a test can tell which reads were pinned; `POST /__test/requests/reset` empties it;
+  `GET /__test/stats` counts object `PUT`s that carried generation preconditions
+  (`conditional_writes`) and those whose preconditions were ignored (`preconditions_ignored`).
+- `--ignore-preconditions` makes the server wrong on purpose: object `PUT`s apply whatever their
+  `x-goog-if-generation-*` headers say, each after `--write-delay-ms` (default 50) spent outside
+  the lock, so compare-and-swap loses updates. Tests use it to prove a lost-update check can fail.
 
 Every generation of every object is kept. One lock serialises all state, so concurrent
 conditional writers see a linearisable store: of two PUTs conditioned on the same generation,
@@ -40,7 +52,8 @@ when pointed at the file with `GOOGLE_APPLICATION_CREDENTIALS`.
 Not implemented (not used by sdsfs): listing, the JSON API; those answer 501 so a new use
 shows up as a clear failure rather than a silent wrong answer.
 
-Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--credentials-out PATH]
+Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--seed FILE]...
+                     [--credentials-out PATH] [--ignore-preconditions [--write-delay-ms N]]
 The first stdout line is `READY <port>` once the server accepts connections.
 """
 
@@ -80,6 +93,8 @@ class Store:
         self.buckets = {}  # bucket -> key -> {"versions": {gen: Version}, "live": gen or None}
         self.uploads = {}  # upload id -> {"bucket", "key", "parts": {number: bytes}}
         self.last_generation = 0
+        self.requests = []  # {"method", "bucket", "key", "generation"} of each object request
+        self.stats = {"conditional_writes": 0, "preconditions_ignored": 0}
 
     def next_generation(self):
         # Like GCS: microseconds since the epoch, strictly increasing.
@@ -92,6 +107,41 @@ class Store:
                 return False
             self.buckets[name] = {}
             return True
+
+    def seed(self, path):
+        """Loads the objects of the seed file `path` at their generations (see the module doc)."""
+        with open(path) as f:
+            document = json.load(f)
+        objects = document.get("objects") if isinstance(document, dict) else None
+        if not isinstance(objects, dict):
+            raise ValueError("%s: no \"objects\" mapping" % path)
+        for uri, entry in objects.items():
+            bucket, key = split_gs_uri(path, uri)
+            generation = entry.get("generation") if isinstance(entry, dict) else None
+            if not isinstance(generation, int) or isinstance(generation, bool) or generation <= 0:
+                raise ValueError("%s: %s: \"generation\" must be a positive integer" % (path, uri))
+            try:
+                data = base64.b64decode(entry.get("payload", ""), validate=True)
+            except (TypeError, ValueError) as e:
+                raise ValueError("%s: %s: \"payload\" is not base64: %s" % (path, uri, e))
+            with self.lock:
+                entry = self.buckets.setdefault(bucket, {}).setdefault(key, {"versions": {}, "live": None})
+                entry["versions"][generation] = Version(data, generation)
+                if entry["live"] is None or generation > entry["live"]:
+                    entry["live"] = generation
+                self.last_generation = max(self.last_generation, generation)
+
+
+def split_gs_uri(path, uri):
+    """(bucket, key) of `gs://BUCKET/KEY` in the seed file `path`."""
+    rest = uri[len("gs://"):] if uri.startswith("gs://") else None
+    bucket, _, key = (rest or "").partition("/")
+    if not bucket or not key:
+        raise ValueError("%s: %r is not gs://BUCKET/KEY" % (path, uri))
+    return bucket, key
+
+
+GENERATION_PRECONDITIONS = ("x-goog-if-generation-match", "x-goog-if-generation-not-match")
 
 
 class Failure(Exception):
@@ -203,17 +253,41 @@ class Handler(BaseHTTPRequestHandler):
             elif "uploads" in query or "uploadId" in query:
                 self.multipart(method, bucket, key, query)
             else:
+                self.record(method, bucket, key, query)
                 getattr(self, "object_" + method.lower())(bucket, key, query)
         except Failure as failure:
             self.fail(failure, head)
 
+    def record(self, method, bucket, key, query):
+        """Logs an object request for `GET /__test/requests`."""
+        wanted = query.get("generation")
+        generation = int(wanted) if wanted is not None and wanted.isdigit() else wanted
+        entry = {"method": method, "bucket": bucket, "key": key, "generation": generation}
+        with self.server.store.lock:
+            self.server.store.requests.append(entry)
+
     def inspect(self):
-        """`GET /__test/objects?bucket=B&prefix=P`: live keys and open uploads (tests only)."""
+        """The `/__test/` endpoints of the module doc (tests only)."""
         parsed = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
+        store = self.server.store
+        if parsed.path == "/__test/requests":
+            with store.lock:
+                body = json.dumps(store.requests).encode()
+            self.reply(200, [("Content-Type", "application/json")], body)
+            return
+        if parsed.path == "/__test/stats":
+            with store.lock:
+                body = json.dumps(store.stats).encode()
+            self.reply(200, [("Content-Type", "application/json")], body)
+            return
+        if parsed.path == "/__test/requests/reset":
+            with store.lock:
+                store.requests.clear()
+            self.reply(200)
+            return
         if parsed.path != "/__test/objects":
             raise Failure(404, "NoSuchKey", "unknown test path %s" % parsed.path)
-        store = self.server.store
         prefix = query.get("prefix", "")
         with store.lock:
             objects = self.objects(query.get("bucket", ""))
@@ -317,6 +391,7 @@ class Handler(BaseHTTPRequestHandler):
         data = self.payload
         source = self.headers.get("x-goog-copy-source")
         store = self.server.store
+        ignore = self.conditional_write()
         with store.lock:
             objects = self.objects(bucket)
             if source is not None:
@@ -324,11 +399,27 @@ class Handler(BaseHTTPRequestHandler):
                 _, copied = self.selected(src_bucket, src_key, {})
                 data = copied.data
             entry = objects.setdefault(key, {"versions": {}, "live": None})
-            self.check_generation_preconditions(entry["live"])
+            if not ignore:
+                self.check_generation_preconditions(entry["live"])
             version = Version(data, store.next_generation())
             entry["versions"][version.generation] = version
             entry["live"] = version.generation
         self.reply(200, self.object_headers(version))
+
+    def conditional_write(self):
+        """Counts a write carrying generation preconditions; True when they are to be ignored
+        (`--ignore-preconditions`), after the write delay, spent outside the lock so that
+        other clients read the value this write will overwrite."""
+        store = self.server.store
+        if not any(self.headers.get(h) is not None for h in GENERATION_PRECONDITIONS):
+            return False
+        ignore = self.server.ignore_preconditions
+        with store.lock:
+            store.stats["conditional_writes"] += 1
+            store.stats["preconditions_ignored"] += int(ignore)
+        if ignore:
+            time.sleep(self.server.write_delay)
+        return ignore
 
     def object_delete(self, bucket, key, query):
         with self.server.store.lock:
@@ -498,6 +589,9 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bucket", action="append", default=[])
+    parser.add_argument("--seed", action="append", default=[])
+    parser.add_argument("--ignore-preconditions", action="store_true")
+    parser.add_argument("--write-delay-ms", type=int, default=50)
     parser.add_argument("--credentials-out")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
@@ -506,10 +600,17 @@ def main():
     server.daemon_threads = True
     server.store = Store()
     server.verbose = args.verbose
+    server.ignore_preconditions = args.ignore_preconditions
+    server.write_delay = args.write_delay_ms / 1000.0
     port = server.server_address[1]
     server.account = Account(args.credentials_out, port) if args.credentials_out else None
     for bucket in args.bucket:
         server.store.create_bucket(bucket)
+    for seed in args.seed:
+        try:
+            server.store.seed(seed)
+        except (OSError, ValueError) as e:
+            sys.exit("gcs_server: seed: %s" % e)
     print("READY %d" % port, flush=True)
     try:
         server.serve_forever()
