@@ -214,7 +214,7 @@ fn random_coordinate(rng: &mut StdRng, length: u64, field_names: &[String]) -> C
     c
 }
 
-/// A random valid record: 1–4 fields of any dtype, rank 0–3, dims 0–4, every axis form.
+/// A random valid record: 1–4 fields of any dtype, rank 1–3 (0-d is not writable), dims 0–4, every axis form.
 pub fn random_record(rng: &mut StdRng, serial: usize) -> Record {
     let count = rng.gen_range(1..=4);
     let mut names: Vec<String> = (0..count)
@@ -228,7 +228,7 @@ pub fn random_record(rng: &mut StdRng, serial: usize) -> Record {
     }
     for (f, name) in names.iter().enumerate() {
         let dtype = ALL_DTYPES[rng.gen_range(0..ALL_DTYPES.len())];
-        let shape: Vec<u64> = (0..rng.gen_range(0..=3))
+        let shape: Vec<u64> = (0..rng.gen_range(1..=3))
             .map(|_| rng.gen_range(0..=4))
             .collect();
         let count: u64 = shape.iter().product();

@@ -132,6 +132,9 @@ pub mod rule {
     pub const FIELDS_NONEMPTY: &str = "fields must be a nonempty object";
     pub const FIELD_NAME_NONEMPTY: &str = "field names must be nonempty";
     pub const RANK_EQUALS_AXES: &str = "field rank must equal its number of axes";
+    /// Write-only: the library reads a 0-d tensor back as rank 1 and then refuses the record.
+    pub const FIELD_RANK_NONZERO: &str =
+        "the library cannot represent a 0-d tensor; give it shape [1]";
     pub const AXIS_LENGTH: &str = "axis length must equal the tensor dimension";
     pub const AXIS_NAME_NONEMPTY: &str = "axis names must be nonempty";
     pub const AXIS_NAME_UNIQUE: &str = "axis names must be unique within a field";

@@ -35,7 +35,7 @@ use super::json_form::{
     SUPPORTED_RECORD_VERSIONS,
 };
 use super::model::{Field, FieldMeta, Record, RecordMeta};
-use super::validate::{check_json_extent, field_bytes, validate};
+use super::validate::{check_json_extent, field_bytes, validate, validate_for_write};
 use crate::format::dtype::DType;
 use crate::format::json::{parse_object, to_compact, JsonLimits, Object, ObjectExt, Value};
 use crate::format::limits::RecordLimits;
@@ -113,7 +113,7 @@ pub fn encode_with_meta(
     limits: &RecordLimits,
 ) -> Result<(Vec<u8>, RecordMeta), RecordError> {
     let meta = record.meta();
-    validate(&meta, limits)?;
+    validate_for_write(&meta, limits)?;
     for (name, field) in &record.fields {
         field.check_data_length(name)?;
     }

@@ -42,6 +42,23 @@ pub fn validate(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordEr
     check_metadata(meta, limits)
 }
 
+/// The rules that only writing enforces, on top of [`validate`]: readers may still show a
+/// record that breaks them (a 0-d field found in stored data is served as it is).
+///
+/// Why 0-d fields are refused: the format owner's library decodes a 0-d SafeTensors tensor as
+/// rank 1 and then refuses the record for a rank/axes mismatch, so a 0-d field written here
+/// would make the record unreadable there.
+pub fn validate_for_write(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
+    validate(meta, limits)?;
+    match meta.fields.iter().find(|(_, field)| field.shape.is_empty()) {
+        Some((name, _)) => {
+            let detail = format!("record {:?} field {name:?} is 0-d (shape [])", meta.id);
+            Err(RecordError::validation(rule::FIELD_RANK_NONZERO, detail))
+        }
+        None => Ok(()),
+    }
+}
+
 /// Field count, axes per field and total coordinate values.
 fn check_counts(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
     let max_fields = to_u64(limits.max_fields);
