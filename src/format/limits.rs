@@ -6,7 +6,7 @@
 pub struct JsonLimits {
     /// Largest accepted document, in bytes.
     pub max_bytes: usize,
-    /// Deepest container nesting; the top-level object is depth 1.
+    /// Deepest value: the top-level value is depth 1, its members depth 2; scalars count.
     pub max_depth: usize,
     /// Most values (objects, arrays and scalars; keys do not count).
     pub max_nodes: usize,

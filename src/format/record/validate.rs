@@ -166,7 +166,7 @@ fn check_coordinate(coordinate: &Coordinate, length: u64, place: &str) -> Result
     }
     for number in [&coordinate.start, &coordinate.step].into_iter().flatten() {
         match number {
-            Value::Int(_) => {}
+            Value::Int(_) | Value::BigInt(_) => {}
             Value::Float(f) if f.is_finite() => {}
             other => {
                 let what = format!("start/step is {}", other.type_name());
@@ -265,13 +265,13 @@ fn check_metadata(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), Record
     Ok(())
 }
 
-/// Nesting depth (top-level container = 1) and value count of a JSON value, as the reader's
-/// limits count them; lets the writer refuse a descriptor the reader would refuse.
+/// Depth (the value itself is depth 1, scalars included) and value count of a JSON value, as
+/// the reader's limits count them; lets the writer refuse a descriptor the reader would refuse.
 pub(crate) fn json_extent(value: &Value) -> (usize, usize) {
     match value {
         Value::Array(items) => children_extent(items.iter()),
         Value::Object(object) => children_extent(object.values()),
-        _ => (0, 1),
+        _ => (1, 1),
     }
 }
 
@@ -307,8 +307,9 @@ mod tests {
     fn json_extent_counts_like_the_reader() {
         for (text, depth, nodes) in [
             ("{}", 1, 1),
-            ("{\"a\":[1,{\"b\":null}]}", 3, 5),
+            ("{\"a\":[1,{\"b\":null}]}", 4, 5),
             ("[[[]]]", 3, 3),
+            ("[[[0]]]", 4, 4),
         ] {
             let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL).unwrap();
             assert_eq!(json_extent(&value), (depth, nodes), "{text}");
