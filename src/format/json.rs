@@ -89,7 +89,9 @@ pub enum JsonErrorKind {
     DuplicateKey(String),
     #[error("non-finite number {0} is not allowed")]
     NonFinite(String),
-    #[error("integer {0} has more than the {MAX_INTEGER_DIGITS} digits Python's JSON reader accepts")]
+    #[error(
+        "integer {0} has more than the {MAX_INTEGER_DIGITS} digits Python's JSON reader accepts"
+    )]
     IntegerTooLong(String),
     #[error("invalid string escape")]
     BadEscape,
@@ -977,10 +979,7 @@ mod tests {
             parse("-9223372036854775808").unwrap(),
             Value::Int(i64::MIN as i128)
         );
-        assert_eq!(
-            parse("18446744073709551616").unwrap(),
-            Value::Int(1 << 64)
-        );
+        assert_eq!(parse("18446744073709551616").unwrap(), Value::Int(1 << 64));
         assert_eq!(parse("-9223372036854775809").unwrap().as_i64(), None);
         assert_eq!(parse("18446744073709551616").unwrap().as_u64(), None);
         assert_eq!(to_compact(&parse("[1,1.0,-0.0]").unwrap()), "[1,1.0,-0.0]");
@@ -1008,7 +1007,10 @@ mod tests {
         assert_eq!(parse("1180591620717411303424"), Ok(Value::Int(1 << 70)));
         let long = "9".repeat(MAX_INTEGER_DIGITS);
         assert_eq!(to_compact(&parse(&long).unwrap()), long);
-        assert_eq!(to_compact(&parse(&format!("-{long}")).unwrap()), format!("-{long}"));
+        assert_eq!(
+            to_compact(&parse(&format!("-{long}")).unwrap()),
+            format!("-{long}")
+        );
         assert!(matches!(
             parse(&format!("{long}9")),
             Err(JsonErrorKind::IntegerTooLong(_))

@@ -204,7 +204,8 @@ fn random_coordinate(rng: &mut StdRng, length: u64, field_names: &[String]) -> C
         1 => Coordinate::regular(random_float(rng), random_float(rng)),
         _ => Coordinate::default(),
     };
-    if rng.gen_bool(0.3) {
+    // A reference is a form of its own: only on a coordinate with no other form.
+    if c.values.is_none() && c.start.is_none() && rng.gen_bool(0.5) {
         c.reference = Some(field_names[rng.gen_range(0..field_names.len())].clone());
     }
     if rng.gen_bool(0.4) {

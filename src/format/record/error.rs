@@ -142,8 +142,8 @@ pub mod rule {
         "a reused axis id must have the same length and coordinate everywhere";
     pub const COORDINATE_VALUES_LENGTH: &str =
         "coordinate values length must equal the axis length";
-    pub const COORDINATE_VALUES_EXCLUSIVE: &str =
-        "coordinate values cannot be combined with start/step";
+    pub const COORDINATE_FORMS_EXCLUSIVE: &str =
+        "a coordinate has at most one of values, start/step and reference";
     pub const COORDINATE_START_STEP_TOGETHER: &str =
         "coordinate start and step must be given together";
     pub const COORDINATE_NUMBER: &str = "coordinate start and step must be numbers";
