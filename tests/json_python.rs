@@ -86,6 +86,19 @@ fn random_scalar(rng: &mut StdRng) -> Value {
             i128::from(rng.gen::<i64>())
         }),
         4 => Value::String(random_string(rng)),
+        5 if rng.gen_bool(0.2) => {
+            // Past 64 and 128 bits: Python keeps every digit, and so must we.
+            let digits: String = (0..rng.gen_range(20..60))
+                .map(|i| char::from(b'0' + rng.gen_range(u8::from(i == 0)..10)))
+                .collect();
+            let sign = if rng.gen() { "-" } else { "" };
+            Value::integer(&format!("{sign}{digits}")).unwrap()
+        }
+        5 if rng.gen_bool(0.2) => {
+            // Exact ties between two shortest digit strings (x.25, x.75 at 16 digits).
+            let whole = rng.gen_range(100_000_000_000_000u64..999_999_999_999_999) as f64;
+            Value::Float(whole + if rng.gen() { 0.25 } else { 0.75 })
+        }
         _ => loop {
             let f = random_float(rng);
             if f.is_finite() {

@@ -655,8 +655,7 @@ pub fn python_float_repr(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
     }
-    // Rust's `{:e}` gives the shortest round-trip digits as `d[.ddd]e<exp>`.
-    let sci = format!("{value:e}");
+    let sci = shortest_digits(value);
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
     let (negative, mantissa) = match mantissa.strip_prefix('-') {
@@ -679,6 +678,27 @@ pub fn python_float_repr(value: f64) -> String {
             "{sign}{first}{fraction}e{exp_sign}{:02}",
             exponent.unsigned_abs()
         )
+    }
+}
+
+/// The shortest round-trip digits of a finite `value` as `d[.ddd]e<exp>`, choosing among
+/// equally short candidates the one Python's `repr` chooses: the nearest to the exact value,
+/// ties to an even last digit.
+///
+/// Why not `{:e}` alone: it gives the shortest length, but on an exact tie it may pick the
+/// other neighbour (931877235453057.25 gives `...57.3`, Python `...57.2`). Rust's fixed
+/// precision formatting is correctly rounded with ties to even, so the correctly rounded value
+/// at the shortest length is Python's answer whenever it round-trips (it can fail to only at a
+/// power-of-two boundary, where the shortest candidate stands).
+fn shortest_digits(value: f64) -> String {
+    let shortest = format!("{value:e}");
+    let mantissa = shortest.split('e').next().unwrap_or_default();
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+    let nearest = format!("{:.*e}", digits.saturating_sub(1), value);
+    if nearest.parse::<f64>() == Ok(value) {
+        nearest
+    } else {
+        shortest
     }
 }
 
@@ -959,6 +979,8 @@ mod tests {
             (-2.5e-7, "-2.5e-07"),
             (f64::MAX, "1.7976931348623157e+308"),
             (9999999999999998.0, "9999999999999998.0"),
+            // An exact tie between two shortest candidates: Python picks the even digit.
+            (931877235453057.25, "931877235453057.2"),
         ];
         for (value, expected) in cases {
             assert_eq!(python_float_repr(value), expected, "{value:e}");
