@@ -165,3 +165,27 @@ fn each_kind_of_disagreement_is_detected() {
         "metadata",
     );
 }
+
+#[test]
+fn row_size_is_bounded_by_max_metadata_bytes() {
+    let meta = sample_record().meta();
+    let row = meta.to_row_json();
+    let size = row.len() as u64;
+    let at = |max_metadata_bytes| RecordLimits {
+        max_metadata_bytes,
+        // A descriptor bound below the row's size must not matter to rows.
+        max_descriptor_bytes: 1,
+        ..limits()
+    };
+    assert_eq!(meta.encode_row(&at(size)).unwrap(), row);
+    RecordMeta::parse_row(row.as_bytes(), &at(size)).unwrap();
+    for err in [
+        meta.encode_row(&at(size - 1)).unwrap_err(),
+        RecordMeta::parse_row(row.as_bytes(), &at(size - 1)).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, RecordError::Limit { limit, .. } if limit == limit::METADATA_BYTES),
+            "{err}"
+        );
+    }
+}

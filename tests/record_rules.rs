@@ -553,14 +553,35 @@ fn hand_assembled_payload_decodes() {
 }
 
 #[test]
-fn header_metadata_is_refused() {
+fn header_metadata_is_tolerated_and_ignored() {
+    let plain = decode(
+        Bytes::from(assemble(&one_field_descriptor(), vec![one_field_tensor()])),
+        &limits(),
+    )
+    .unwrap();
     let payload = assemble_edited(&one_field_descriptor(), vec![one_field_tensor()], |h| {
         h.insert(
             "__metadata__".into(),
             Value::Object(obj(&[("k", Value::from("v"))])),
         );
     });
-    assert_rule(decode_err(payload), rule::HEADER_METADATA);
+    assert_eq!(decode(Bytes::from(payload), &limits()).unwrap(), plain);
+    // One field and the descriptor fit max_fields 1: __metadata__ is not a tensor.
+    let payload = assemble_edited(&one_field_descriptor(), vec![one_field_tensor()], |h| {
+        h.insert("__metadata__".into(), Value::Object(Object::new()));
+    });
+    let one = RecordLimits {
+        max_fields: 1,
+        ..limits()
+    };
+    decode(Bytes::from(payload), &one).unwrap();
+    // Not an object of strings: what SafeTensors itself refuses.
+    for bad in [Value::Int(1), Value::Object(obj(&[("k", Value::Int(1))]))] {
+        let payload = assemble_edited(&one_field_descriptor(), vec![one_field_tensor()], |h| {
+            h.insert("__metadata__".into(), bad);
+        });
+        assert_rule(decode_err(payload), rule::HEADER_METADATA);
+    }
 }
 
 #[test]

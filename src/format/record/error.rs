@@ -88,10 +88,19 @@ impl RecordError {
     /// Wraps a JSON error; the JSON reader's own limits become [`RecordError::Limit`] so every
     /// exceeded limit is reported the same way.
     pub(crate) fn json(context: &'static str, source: JsonError) -> RecordError {
+        RecordError::json_sized(context, source, limit::DESCRIPTOR_BYTES)
+    }
+
+    /// [`RecordError::json`] for a document whose byte size is bounded by `size_limit`.
+    pub(crate) fn json_sized(
+        context: &'static str,
+        source: JsonError,
+        size_limit: &'static str,
+    ) -> RecordError {
         let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         match source.kind {
             JsonErrorKind::TooLarge { size, limit } => RecordError::Limit {
-                limit: limit::DESCRIPTOR_BYTES,
+                limit: size_limit,
                 value: as_u64(size),
                 max: as_u64(limit),
             },
@@ -156,7 +165,7 @@ pub mod rule {
 
     // Framing (SafeTensors payload).
     pub const HEADER_LENGTH: &str = "header length prefix";
-    pub const HEADER_METADATA: &str = "the header must not carry __metadata__";
+    pub const HEADER_METADATA: &str = "a header __metadata__ must be an object of strings";
     pub const HEADER_ENTRY: &str = "a tensor entry has exactly dtype, shape and data_offsets";
     pub const DATA_OFFSETS: &str = "data_offsets must match shape and itemsize";
     pub const DATA_COVERAGE: &str = "tensor data must cover the data buffer without gap or overlap";
