@@ -8,6 +8,8 @@ Modes (frames on stdin/stdout are an 8-byte little-endian length followed by the
   coordinate form, metadata with big integers and non-ASCII text) and writes, per record, two
   frames: the library's encoded record and its metadata row
   (`RecordMetadataCodec().encode(RecordMetadata.from_record(record))`).
+- `structure DEPTH NODES`: reads NUL-separated JSON documents and prints one line per document,
+  `ok` or `refused`, from the library's `strict_json_loads(max_depth=DEPTH, max_nodes=NODES)`.
 - `check`: reads pairs of frames (record, row) written by us; for each pair prints one JSON
   line `{"record": ..., "row": ..., "row_of_record": ..., "error": ...}` saying whether the
   library decodes the record and re-encodes it to the same bytes, parses the row and
@@ -175,9 +177,24 @@ def mode_check() -> None:
         print(json.dumps(result))
 
 
+def mode_structure(max_depth: int, max_nodes: int) -> None:
+    from signal_dataset._internal.json import strict_json_loads
+
+    for raw in sys.stdin.buffer.read().split(b"\0"):
+        if not raw:
+            continue
+        try:
+            strict_json_loads(raw, max_depth=max_depth, max_nodes=max_nodes)
+            print("ok")
+        except ValueError:
+            print("refused")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["encode"] and len(sys.argv) == 4:
         mode_encode(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1:2] == ["structure"] and len(sys.argv) == 4:
+        mode_structure(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1:] == ["check"]:
         mode_check()
     else:
