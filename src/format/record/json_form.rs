@@ -135,7 +135,8 @@ fn axes_to_json(axes: &[Axis]) -> Value {
 }
 
 impl FieldMeta {
-    /// The row form `{"axes","dtype","metadata","shape"}` (section 3).
+    /// The row form `{"axes","dtype","metadata","shape"}` (section 3), `dtype` as NumPy's
+    /// `dtype.str` (`<c8`), which is what the library writes; reading also takes plain names.
     pub fn to_row_value(&self) -> Value {
         let mut object = Object::new();
         object.insert("axes".into(), axes_to_json(&self.axes));
