@@ -116,7 +116,7 @@ pub(crate) fn checked(record: Record, path: &Path) -> Result<Record, ImportError
 /// Checks a record's metadata against the section 2 rules, naming the file it came from.
 pub(crate) fn checked_meta(meta: &RecordMeta, path: &Path) -> Result<(), ImportError> {
     let limits = crate::format::limits::RecordLimits::default();
-    crate::format::record::validate(meta, &limits).map_err(|source| ImportError::Record {
+    crate::format::record::validate_for_write(meta, &limits).map_err(|source| ImportError::Record {
         path: path.display().to_string(),
         source,
     })

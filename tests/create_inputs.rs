@@ -287,9 +287,10 @@ import sys, numpy as np
 d = sys.argv[1]
 np.save(d + "/tone.npy", (np.arange(50) * (1 + 2j)).astype(np.complex64))
 np.savez_compressed(d + "/pack.npz", counts=np.arange(12, dtype=np.int16).reshape(3, 4),
-                    gain=np.float64(0.5), mask=np.array([True, False]))
+                    gain=np.array([0.5]), mask=np.array([True, False]))
 np.savez(d + "/plain.npz", x=np.arange(3, dtype=np.uint8))
 np.save(d + "/wide.npy", np.zeros(3, dtype=np.complex128))
+np.save(d + "/scalar.npy", np.float64(0.5))
 np.save(d + "/fortran.npy", np.asfortranarray(np.zeros((2, 3), dtype=np.float32)))
 "#;
     let status = Command::new(common::python())
@@ -329,7 +330,7 @@ np.save(d + "/fortran.npy", np.asfortranarray(np.zeros((2, 3), dtype=np.float32)
         (DType::I16, vec![3, 4])
     );
     assert_eq!(&counts.data[..4], &[0, 0, 1, 0]);
-    assert_eq!(pack.fields["gain"].meta.shape, Vec::<u64>::new());
+    assert_eq!(pack.fields["gain"].meta.shape, vec![1]);
     assert_eq!(f64s(&pack.fields["gain"].data), vec![0.5]);
     assert_eq!(&pack.fields["mask"].data[..], &[1, 0]);
     assert_eq!(
@@ -343,6 +344,17 @@ np.save(d + "/fortran.npy", np.asfortranarray(np.zeros((2, 3), dtype=np.float32)
         &p("wide.npy"),
     ]);
     assert!(wide.contains("wide.npy") && wide.contains("<c16"), "{wide}");
+    // 0-d arrays are refused: the library cannot represent a 0-d tensor.
+    let scalar = fails(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-npy",
+        &p("scalar.npy"),
+    ]);
+    assert!(
+        scalar.contains("scalar.npy") && scalar.contains("0-d") && scalar.contains("(1,)"),
+        "{scalar}"
+    );
     let fortran = fails(&[
         "create",
         out.to_str().unwrap(),

@@ -51,7 +51,7 @@ fn sample_record(i: usize) -> Record {
         )
         .with_field(
             "scalar",
-            Field::new(DType::F32, vec![], bytes_of(4, 1)).unwrap(),
+            Field::new(DType::F32, vec![1], bytes_of(4, 1)).unwrap(),
         )
         .with_field(
             "empty",
@@ -261,7 +261,7 @@ fn links_numpy_sigmf_and_read_only() {
         .collect();
     let expect = [
         ("<c8", vec![504u64], iq.data.to_vec()),
-        ("<f4", vec![], record.fields["scalar"].data.to_vec()),
+        ("<f4", vec![1], record.fields["scalar"].data.to_vec()),
         ("|u1", vec![0], vec![]),
         (
             "<f8",

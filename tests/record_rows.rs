@@ -26,12 +26,35 @@ fn known_row_is_exact() {
                 .with_axes(vec![Axis::new("n", 2).with_role("time")]),
         );
     // Written by hand from profile section 3.
-    let expected = r#"{"fields":{"x":{"axes":[{"coordinate":null,"id":null,"length":2,"metadata":{},"name":"n","role":"time"}],"dtype":"uint8","metadata":{},"shape":[2]}},"id":"r1","metadata":{"snr":3.5},"scene_id":null}"#;
+    let expected = r#"{"fields":{"x":{"axes":[{"coordinate":null,"id":null,"length":2,"metadata":{},"name":"n","role":"time"}],"dtype":"|u1","metadata":{},"shape":[2]}},"id":"r1","metadata":{"snr":3.5},"scene_id":null}"#;
     assert_eq!(record.meta().to_row_json(), expected);
     assert_eq!(
         RecordMeta::parse_row(expected.as_bytes(), &limits()).unwrap(),
         record.meta()
     );
+}
+
+#[test]
+fn rows_read_dtype_str_and_plain_names() {
+    // Earlier writers of this project wrote `complex64`; the library writes `<c8`.
+    for (spelling, dtype) in [
+        ("<c8", DType::C64),
+        ("complex64", DType::C64),
+        ("|b1", DType::Bool),
+        ("bool", DType::Bool),
+        ("<i2", DType::I16),
+        ("int16", DType::I16),
+    ] {
+        let row = format!(
+            r#"{{"fields":{{"x":{{"axes":[{{"length":1,"name":"n"}}],"dtype":"{spelling}","shape":[1]}}}},"id":"r"}}"#
+        );
+        let meta = RecordMeta::parse_row(row.as_bytes(), &limits()).unwrap();
+        assert_eq!(meta.fields["x"].dtype, dtype, "{spelling}");
+        // Written back, always as `dtype.str`.
+        assert!(meta
+            .to_row_json()
+            .contains(&format!("\"dtype\":\"{}\"", dtype.dtype_str())));
+    }
 }
 
 #[test]
@@ -141,4 +164,28 @@ fn each_kind_of_disagreement_is_detected() {
         },
         "metadata",
     );
+}
+
+#[test]
+fn row_size_is_bounded_by_max_metadata_bytes() {
+    let meta = sample_record().meta();
+    let row = meta.to_row_json();
+    let size = row.len() as u64;
+    let at = |max_metadata_bytes| RecordLimits {
+        max_metadata_bytes,
+        // A descriptor bound below the row's size must not matter to rows.
+        max_descriptor_bytes: 1,
+        ..limits()
+    };
+    assert_eq!(meta.encode_row(&at(size)).unwrap(), row);
+    RecordMeta::parse_row(row.as_bytes(), &at(size)).unwrap();
+    for err in [
+        meta.encode_row(&at(size - 1)).unwrap_err(),
+        RecordMeta::parse_row(row.as_bytes(), &at(size - 1)).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, RecordError::Limit { limit, .. } if limit == limit::METADATA_BYTES),
+            "{err}"
+        );
+    }
 }

@@ -126,7 +126,7 @@ fn reused_axis_id_needs_same_length_and_coordinate() {
                 .with_coordinate(Coordinate::regular(0i64, 1i64))]),
         );
     assert_rule(encode_err(&coordinate), rule::AXIS_ID_CONSISTENT);
-    // 1 and 1.0 are different JSON values, so different coordinates.
+    // The library compares coordinates with Python's ==, where 1 == 1.0: they agree.
     let int_float = Record::new("r")
         .with_field(
             "x",
@@ -140,7 +140,7 @@ fn reused_axis_id_needs_same_length_and_coordinate() {
                 .with_id("t")
                 .with_coordinate(Coordinate::regular(0i64, 1.0))]),
         );
-    assert_rule(encode_err(&int_float), rule::AXIS_ID_CONSISTENT);
+    encode(&int_float, &limits()).unwrap();
     encode(&sample_record(), &limits()).unwrap(); // "ch" reused consistently
 }
 
@@ -163,13 +163,13 @@ fn coordinate_forms() {
     both.step = Some(Value::Int(1));
     assert_rule(
         encode_err(&with_coordinate(both)),
-        rule::COORDINATE_VALUES_EXCLUSIVE,
+        rule::COORDINATE_FORMS_EXCLUSIVE,
     );
     let mut with_start = Coordinate::from_values(vec![Value::Int(1), Value::Int(2)]);
     with_start.start = Some(Value::Int(0));
     assert_rule(
         encode_err(&with_coordinate(with_start)),
-        rule::COORDINATE_VALUES_EXCLUSIVE,
+        rule::COORDINATE_FORMS_EXCLUSIVE,
     );
     let start_only = Coordinate {
         start: Some(Value::Int(0)),
@@ -187,6 +187,39 @@ fn coordinate_forms() {
         encode_err(&with_coordinate(step_only)),
         rule::COORDINATE_START_STEP_TOGETHER,
     );
+    for reference_and in [
+        Coordinate::from_values(vec![Value::Int(1), Value::Int(2)]),
+        Coordinate::regular(0i64, 1i64),
+        Coordinate {
+            step: Some(Value::Int(1)),
+            ..Coordinate::default()
+        },
+    ] {
+        // "x" resolves (the field's own name): only the combination is wrong.
+        let combined = reference_and.with_reference("x");
+        assert_rule(
+            encode_err(&with_coordinate(combined)),
+            rule::COORDINATE_FORMS_EXCLUSIVE,
+        );
+    }
+    // An empty reference still counts as a form (the library tests `is not None`).
+    let empty_and_values =
+        Coordinate::from_values(vec![Value::Int(1), Value::Int(2)]).with_reference("");
+    assert_rule(
+        encode_err(&with_coordinate(empty_and_values)),
+        rule::COORDINATE_FORMS_EXCLUSIVE,
+    );
+    // Unit and metadata alone are no form; start and step of any integer size are numbers.
+    let bare = Coordinate::default()
+        .with_unit("s")
+        .with_metadata(obj(&[("k", Value::Null)]));
+    encode(&with_coordinate(bare), &limits()).unwrap();
+    let big = Value::integer("1180591620717411303424").unwrap();
+    encode(
+        &with_coordinate(Coordinate::regular(big.clone(), big)),
+        &limits(),
+    )
+    .unwrap();
     let text = Coordinate::regular("0", 1i64);
     assert_rule(encode_err(&with_coordinate(text)), rule::COORDINATE_NUMBER);
     let boolean = Coordinate::regular(0i64, true);
@@ -207,6 +240,12 @@ fn coordinate_forms() {
 fn coordinate_reference_must_resolve() {
     let bad = with_coordinate(Coordinate::default().with_reference("nowhere"));
     assert_rule(encode_err(&bad), rule::COORDINATE_REFERENCE);
+    // An empty reference resolves to nothing and is not checked, as in the library.
+    encode(
+        &with_coordinate(Coordinate::default().with_reference("")),
+        &limits(),
+    )
+    .unwrap();
     encode(
         &with_coordinate(Coordinate::default().with_reference("x")),
         &limits(),
@@ -334,6 +373,50 @@ fn limits_are_enforced_on_write() {
         encode(&values, &custom).unwrap_err(),
         limit::COORDINATE_VALUES,
     );
+}
+
+#[test]
+fn coordinate_values_limit_is_per_axis() {
+    let axis = |name: &str| {
+        Axis::new(name, 2)
+            .with_coordinate(Coordinate::from_values(vec![Value::Int(1), Value::Int(2)]))
+    };
+    let record = Record::new("r").with_field(
+        "x",
+        u8_field(vec![2, 2]).with_axes(vec![axis("a"), axis("b")]),
+    );
+    let two = RecordLimits {
+        max_coordinate_values: 2,
+        ..limits()
+    };
+    encode(&record, &two).unwrap();
+    let one = RecordLimits {
+        max_coordinate_values: 1,
+        ..limits()
+    };
+    assert_limit(encode(&record, &one).unwrap_err(), limit::COORDINATE_VALUES);
+}
+
+#[test]
+fn metadata_size_is_measured_as_the_library_measures_it() {
+    // Python's len(json.dumps(x, ensure_ascii=False).encode()): {"a": 1} is 8 bytes, each
+    // empty metadata object 2, and the coordinate form {"values": null, "start": 0,
+    // "step": 1, "reference": null, "unit": null} 72: 8 + 2 (field) + 2 (axis) + 72 + 2
+    // (coordinate metadata) = 86.
+    let record = Record::new("r")
+        .with_metadata(obj(&[("a", Value::Int(1))]))
+        .with_field(
+            "x",
+            u8_field(vec![2]).with_axes(vec![
+                Axis::new("t", 2).with_coordinate(Coordinate::regular(0i64, 1i64))
+            ]),
+        );
+    let at = |max_metadata_bytes| RecordLimits {
+        max_metadata_bytes,
+        ..limits()
+    };
+    encode(&record, &at(86)).unwrap();
+    assert_limit(encode(&record, &at(85)).unwrap_err(), limit::METADATA_BYTES);
 }
 
 #[test]
@@ -470,14 +553,35 @@ fn hand_assembled_payload_decodes() {
 }
 
 #[test]
-fn header_metadata_is_refused() {
+fn header_metadata_is_tolerated_and_ignored() {
+    let plain = decode(
+        Bytes::from(assemble(&one_field_descriptor(), vec![one_field_tensor()])),
+        &limits(),
+    )
+    .unwrap();
     let payload = assemble_edited(&one_field_descriptor(), vec![one_field_tensor()], |h| {
         h.insert(
             "__metadata__".into(),
             Value::Object(obj(&[("k", Value::from("v"))])),
         );
     });
-    assert_rule(decode_err(payload), rule::HEADER_METADATA);
+    assert_eq!(decode(Bytes::from(payload), &limits()).unwrap(), plain);
+    // One field and the descriptor fit max_fields 1: __metadata__ is not a tensor.
+    let payload = assemble_edited(&one_field_descriptor(), vec![one_field_tensor()], |h| {
+        h.insert("__metadata__".into(), Value::Object(Object::new()));
+    });
+    let one = RecordLimits {
+        max_fields: 1,
+        ..limits()
+    };
+    decode(Bytes::from(payload), &one).unwrap();
+    // Not an object of strings: what SafeTensors itself refuses.
+    for bad in [Value::Int(1), Value::Object(obj(&[("k", Value::Int(1))]))] {
+        let payload = assemble_edited(&one_field_descriptor(), vec![one_field_tensor()], |h| {
+            h.insert("__metadata__".into(), bad);
+        });
+        assert_rule(decode_err(payload), rule::HEADER_METADATA);
+    }
 }
 
 #[test]

@@ -1,5 +1,10 @@
-//! The dtype table of profile section 2: NumPy names, SafeTensors names, item sizes and the
-//! NumPy `descr` strings used by `.npy` views. Everything else is refused.
+//! The dtype table of `docs/FORMAT.md` section 2: NumPy names, NumPy `dtype.str` strings,
+//! SafeTensors names and item sizes. Everything else is refused.
+//!
+//! Metadata rows carry NumPy's `dtype.str` (`<c8`, `|u1`), because that is what the format
+//! owner's library writes (`RecordMetadata.from_record` stores `array.dtype.str`). Earlier
+//! writers of this project wrote the plain names (`complex64`), so a row reader accepts both
+//! ([`DType::from_row_dtype`]); nothing writes the plain names any more.
 
 use std::fmt;
 
@@ -39,7 +44,7 @@ pub const ALL_DTYPES: [DType; 13] = [
 ];
 
 impl DType {
-    /// The NumPy dtype name written in metadata rows (`complex64`, `int16`, ...).
+    /// The plain NumPy dtype name (`complex64`, `int16`, ...), used in messages and listings.
     pub fn numpy_name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
@@ -87,8 +92,9 @@ impl DType {
         }
     }
 
-    /// The NumPy array-interface `descr` for a `.npy` header (`<c8`, `|u1`, `|b1`, ...).
-    pub fn npy_descr(self) -> &'static str {
+    /// NumPy's `dtype.str` (`<c8`, `|u1`, `|b1`, ...): what metadata rows carry, and the
+    /// array-interface `descr` of a `.npy` header (the two are the same string).
+    pub fn dtype_str(self) -> &'static str {
         match self {
             DType::Bool => "|b1",
             DType::U8 => "|u1",
@@ -104,6 +110,28 @@ impl DType {
             DType::F64 => "<f8",
             DType::C64 => "<c8",
         }
+    }
+
+    /// The `.npy` header `descr`: the same string as [`DType::dtype_str`].
+    pub fn npy_descr(self) -> &'static str {
+        self.dtype_str()
+    }
+
+    /// Looks up a NumPy `dtype.str`. A one-byte type is also accepted with `<` (NumPy reads
+    /// `<u1` as `uint8` and prints it `|u1`); `None` for anything outside the table, including
+    /// big-endian strings.
+    pub fn from_dtype_str(text: &str) -> Option<DType> {
+        ALL_DTYPES.into_iter().find(|d| {
+            let canonical = d.dtype_str();
+            canonical == text
+                || (d.itemsize() == 1 && text.strip_prefix('<') == canonical.strip_prefix('|'))
+        })
+    }
+
+    /// Reads the `dtype` of a metadata row: a `dtype.str` (what is written now) or a plain
+    /// NumPy name (what earlier writers of this project wrote).
+    pub fn from_row_dtype(text: &str) -> Option<DType> {
+        DType::from_dtype_str(text).or_else(|| DType::from_numpy_name(text))
     }
 
     /// Looks up a NumPy dtype name; `None` for anything outside the table.
@@ -148,5 +176,38 @@ mod tests {
         assert_eq!(DType::from_safetensors_name("BF16"), None);
         assert_eq!(DType::C64.itemsize(), 8);
         assert_eq!(DType::F16.npy_descr(), "<f2");
+    }
+
+    #[test]
+    fn row_dtypes_read_both_spellings() {
+        // Expected strings are NumPy's `np.dtype(name).str` for each name of the table.
+        let numpy = [
+            ("bool", "|b1"),
+            ("uint8", "|u1"),
+            ("uint16", "<u2"),
+            ("uint32", "<u4"),
+            ("uint64", "<u8"),
+            ("int8", "|i1"),
+            ("int16", "<i2"),
+            ("int32", "<i4"),
+            ("int64", "<i8"),
+            ("float16", "<f2"),
+            ("float32", "<f4"),
+            ("float64", "<f8"),
+            ("complex64", "<c8"),
+        ];
+        for (d, (name, text)) in ALL_DTYPES.into_iter().zip(numpy) {
+            assert_eq!(d.numpy_name(), name);
+            assert_eq!(d.dtype_str(), text);
+            assert_eq!(DType::from_row_dtype(text), Some(d), "{text}");
+            assert_eq!(DType::from_row_dtype(name), Some(d), "{name}");
+        }
+        assert_eq!(DType::from_row_dtype("<u1"), Some(DType::U8));
+        assert_eq!(DType::from_row_dtype("<b1"), Some(DType::Bool));
+        for refused in [
+            ">c8", "|c8", "<c16", ">u2", "|u2", "<U8", "|O", "c8", "C64", "",
+        ] {
+            assert_eq!(DType::from_row_dtype(refused), None, "{refused}");
+        }
     }
 }

@@ -1,11 +1,23 @@
-//! The strict JSON reader and the deterministic JSON writer of profile section 1.
+//! The strict JSON reader and the deterministic JSON writer of `docs/FORMAT.md` section 1.
 //!
 //! Why a hand-written parser rather than `serde_json`: the profile needs things a general parser
 //! does not give together: duplicate keys refused at every depth, integers kept apart from floats
-//! (`3.0` is not an integer, `true` is not an integer), 64-bit integers that never degrade to
-//! floats, non-finite numbers refused, and depth / node / byte limits enforced *before* memory in
-//! proportion to the input is committed. The parser is a small recursive-descent reader over
-//! bytes whose recursion is bounded by the depth limit.
+//! (`3.0` is not an integer, `true` is not an integer), integers of any size kept exactly (never
+//! degraded to floats), non-finite numbers refused, and depth / node / byte limits enforced
+//! *before* memory in proportion to the input is committed. The parser is a small
+//! recursive-descent reader over bytes whose recursion is bounded by the depth limit.
+//!
+//! Integers: metadata may hold any integer (the format owner's library writes `2**70` as
+//! `1180591620717411303424`), so integers beyond `i128` are kept as their decimal digits
+//! ([`BigInt`]) and written back digit for digit. The one bound is Python's: its JSON reader
+//! refuses integers of more than 4300 digits ([`MAX_INTEGER_DIGITS`]), so a document holding
+//! one could not be read by the library, and we refuse it too. Integer *fields* of documents
+//! (counts, sizes, ordinals) still go through [`Value::as_u64`] / [`ObjectExt::req_u64`], which
+//! refuse anything outside `u64` with a clear error.
+//!
+//! Depth counts every value, as the library's `_validate_structure` does: the top-level value
+//! is depth 1, its members depth 2, and a scalar counts like a container (a scalar nested in 128
+//! containers is at depth 129). Nodes are values (objects, arrays, scalars), never keys.
 //!
 //! The writer reproduces Python's `json.dumps(doc, sort_keys=True, ensure_ascii=False, ...)`:
 //! keys in code-point order (a `BTreeMap<String, _>` orders UTF-8 bytes, which is the same
@@ -19,13 +31,32 @@ pub use super::limits::JsonLimits;
 /// A JSON object: keys in code-point order, which is also the deterministic output order.
 pub type Object = BTreeMap<String, Value>;
 
+/// The most digits an integer may have: CPython's default `int_max_str_digits`, beyond which
+/// the library's JSON reader refuses the document.
+pub const MAX_INTEGER_DIGITS: usize = 4300;
+
+/// An integer outside the `i128` range, kept as its canonical decimal text (an optional `-`
+/// and digits without leading zeros). Only [`Value::integer`] makes one, so every integer has
+/// exactly one representation and `==` on values compares numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BigInt(String);
+
+impl BigInt {
+    /// The decimal text, exactly as it is written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A parsed JSON value. Integers and floats stay distinct: `1` is `Int(1)`, `1.0` is `Float(1.0)`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Null,
     Bool(bool),
-    /// Any integer in `[i64::MIN, u64::MAX]`; others are refused on read.
+    /// An integer in the `i128` range (larger ones are [`Value::BigInt`]).
     Int(i128),
+    /// An integer outside the `i128` range, kept digit for digit.
+    BigInt(BigInt),
     /// A finite float; non-finite values are refused on read and on write.
     Float(f64),
     String(String),
@@ -58,8 +89,10 @@ pub enum JsonErrorKind {
     DuplicateKey(String),
     #[error("non-finite number {0} is not allowed")]
     NonFinite(String),
-    #[error("integer {0} is outside the 64-bit range")]
-    IntegerOutOfRange(String),
+    #[error(
+        "integer {0} has more than the {MAX_INTEGER_DIGITS} digits Python's JSON reader accepts"
+    )]
+    IntegerTooLong(String),
     #[error("invalid string escape")]
     BadEscape,
     #[error("unpaired UTF-16 surrogate in \\u escape")]
@@ -111,7 +144,7 @@ pub fn parse_value(input: &[u8], limits: &JsonLimits) -> Result<Value, JsonError
         limits,
     };
     parser.skip_whitespace();
-    let value = parser.value(0)?;
+    let value = parser.value(1)?;
     parser.skip_whitespace();
     if parser.pos != input.len() {
         return Err(parser.error(JsonErrorKind::TrailingCharacters));
@@ -175,13 +208,14 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// Parses a value whose enclosing container depth is `depth`.
+    /// Parses a value at `depth` (the top-level value is depth 1; scalars count too).
     fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
         self.count_node()?;
+        self.check_depth(depth)?;
         match self.peek() {
             None => Err(self.error(JsonErrorKind::UnexpectedEnd)),
-            Some(b'{') => self.object(depth + 1).map(Value::Object),
-            Some(b'[') => self.array(depth + 1).map(Value::Array),
+            Some(b'{') => self.object(depth).map(Value::Object),
+            Some(b'[') => self.array(depth).map(Value::Array),
             Some(b'"') => self.string().map(Value::String),
             Some(b't') => self.keyword("true", Value::Bool(true)),
             Some(b'f') => self.keyword("false", Value::Bool(false)),
@@ -211,7 +245,7 @@ impl Parser<'_> {
         }
     }
 
-    fn enter(&self, depth: usize) -> Result<(), JsonError> {
+    fn check_depth(&self, depth: usize) -> Result<(), JsonError> {
         if depth > self.limits.max_depth {
             return Err(self.error(JsonErrorKind::TooDeep {
                 limit: self.limits.max_depth,
@@ -220,8 +254,8 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// Parses an object whose own depth is `depth`; its members are one deeper.
     fn object(&mut self, depth: usize) -> Result<Object, JsonError> {
-        self.enter(depth)?;
         self.pos += 1; // '{'
         let mut object = Object::new();
         self.skip_whitespace();
@@ -239,7 +273,7 @@ impl Parser<'_> {
             self.skip_whitespace();
             self.expect_byte(b':')?;
             self.skip_whitespace();
-            let value = self.value(depth)?;
+            let value = self.value(depth + 1)?;
             if object.contains_key(&key) {
                 return Err(JsonError {
                     kind: JsonErrorKind::DuplicateKey(key),
@@ -259,8 +293,8 @@ impl Parser<'_> {
         }
     }
 
+    /// Parses an array whose own depth is `depth`; its items are one deeper.
     fn array(&mut self, depth: usize) -> Result<Vec<Value>, JsonError> {
-        self.enter(depth)?;
         self.pos += 1; // '['
         let mut items = Vec::new();
         self.skip_whitespace();
@@ -270,7 +304,7 @@ impl Parser<'_> {
         }
         loop {
             self.skip_whitespace();
-            items.push(self.value(depth)?);
+            items.push(self.value(depth + 1)?);
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -428,16 +462,27 @@ fn parse_float(text: &str) -> Result<Value, JsonErrorKind> {
 }
 
 fn parse_int(text: &str) -> Result<Value, JsonErrorKind> {
-    // 40 characters bound the work on absurd inputs; anything that long is out of range anyway.
-    let out_of_range = || JsonErrorKind::IntegerOutOfRange(truncate_for_message(text));
-    if text.len() > 40 {
-        return Err(out_of_range());
+    Value::integer(text).ok_or_else(|| JsonErrorKind::IntegerTooLong(truncate_for_message(text)))
+}
+
+impl Value {
+    /// The integer written as `text` (an optional `-`, then digits without leading zeros, as
+    /// JSON writes them): `Int` when it fits `i128`, else `BigInt`. `None` for text that is not
+    /// such an integer or has more than [`MAX_INTEGER_DIGITS`] digits.
+    pub fn integer(text: &str) -> Option<Value> {
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let canonical = !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'));
+        if !canonical || digits.len() > MAX_INTEGER_DIGITS {
+            return None;
+        }
+        match text.parse::<i128>() {
+            Ok(value) => Some(Value::Int(value)),
+            // Canonical digits that do not parse can only be out of range: keep the text.
+            Err(_) => Some(Value::BigInt(BigInt(text.to_string()))),
+        }
     }
-    let value: i128 = text.parse().map_err(|_| out_of_range())?;
-    if value < i128::from(i64::MIN) || value > i128::from(u64::MAX) {
-        return Err(out_of_range());
-    }
-    Ok(Value::Int(value))
 }
 
 fn truncate_for_message(text: &str) -> String {
@@ -567,6 +612,7 @@ fn write_scalar(value: &Value, out: &mut String) {
         Value::Int(i) => {
             let _ = write!(out, "{i}");
         }
+        Value::BigInt(big) => out.push_str(big.as_str()),
         Value::Float(f) => out.push_str(&python_float_repr(*f)),
         Value::String(s) => write_string(s, out),
         Value::Array(_) | Value::Object(_) => write_compact(value, out),
@@ -609,8 +655,7 @@ pub fn python_float_repr(value: f64) -> String {
     if value.is_infinite() {
         return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
     }
-    // Rust's `{:e}` gives the shortest round-trip digits as `d[.ddd]e<exp>`.
-    let sci = format!("{value:e}");
+    let sci = shortest_digits(value);
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
     let (negative, mantissa) = match mantissa.strip_prefix('-') {
@@ -633,6 +678,27 @@ pub fn python_float_repr(value: f64) -> String {
             "{sign}{first}{fraction}e{exp_sign}{:02}",
             exponent.unsigned_abs()
         )
+    }
+}
+
+/// The shortest round-trip digits of a finite `value` as `d[.ddd]e<exp>`, choosing among
+/// equally short candidates the one Python's `repr` chooses: the nearest to the exact value,
+/// ties to an even last digit.
+///
+/// Why not `{:e}` alone: it gives the shortest length, but on an exact tie it may pick the
+/// other neighbour (931877235453057.25 gives `...57.3`, Python `...57.2`). Rust's fixed
+/// precision formatting is correctly rounded with ties to even, so the correctly rounded value
+/// at the shortest length is Python's answer whenever it round-trips (it can fail to only at a
+/// power-of-two boundary, where the shortest candidate stands).
+fn shortest_digits(value: f64) -> String {
+    let shortest = format!("{value:e}");
+    let mantissa = shortest.split('e').next().unwrap_or_default();
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+    let nearest = format!("{:.*e}", digits.saturating_sub(1), value);
+    if nearest.parse::<f64>() == Ok(value) {
+        nearest
+    } else {
+        shortest
     }
 }
 
@@ -673,7 +739,7 @@ impl Value {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "a boolean",
-            Value::Int(_) => "an integer",
+            Value::Int(_) | Value::BigInt(_) => "an integer",
             Value::Float(_) => "a float",
             Value::String(_) => "a string",
             Value::Array(_) => "an array",
@@ -718,10 +784,12 @@ impl Value {
         }
     }
 
-    /// A JSON number as `f64` (integers convert; used for coordinate starts and steps).
+    /// A JSON number as `f64` (integers convert, as Python's `float(int)` does; `None` for an
+    /// integer too large for a float, where Python raises `OverflowError`).
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Int(i) => Some(*i as f64),
+            Value::BigInt(big) => big.as_str().parse::<f64>().ok().filter(|f| f.is_finite()),
             Value::Float(f) => Some(*f),
             _ => None,
         }
@@ -911,6 +979,8 @@ mod tests {
             (-2.5e-7, "-2.5e-07"),
             (f64::MAX, "1.7976931348623157e+308"),
             (9999999999999998.0, "9999999999999998.0"),
+            // An exact tie between two shortest candidates: Python picks the even digit.
+            (931_877_235_453_057.0 + 0.25, "931877235453057.2"),
         ];
         for (value, expected) in cases {
             assert_eq!(python_float_repr(value), expected, "{value:e}");
@@ -931,15 +1001,50 @@ mod tests {
             parse("-9223372036854775808").unwrap(),
             Value::Int(i64::MIN as i128)
         );
-        assert!(matches!(
-            parse("18446744073709551616"),
-            Err(JsonErrorKind::IntegerOutOfRange(_))
-        ));
-        assert!(matches!(
-            parse("-9223372036854775809"),
-            Err(JsonErrorKind::IntegerOutOfRange(_))
-        ));
+        assert_eq!(parse("18446744073709551616").unwrap(), Value::Int(1 << 64));
+        assert_eq!(parse("-9223372036854775809").unwrap().as_i64(), None);
+        assert_eq!(parse("18446744073709551616").unwrap().as_u64(), None);
         assert_eq!(to_compact(&parse("[1,1.0,-0.0]").unwrap()), "[1,1.0,-0.0]");
+    }
+
+    #[test]
+    fn integers_of_any_size_are_kept_digit_for_digit() {
+        // 2**70 as Python writes it, and values just past i128 on both sides.
+        for text in [
+            "1180591620717411303424",
+            "170141183460469231731687303715884105727",
+            "170141183460469231731687303715884105728",
+            "-170141183460469231731687303715884105729",
+            "123456789012345678901234567890123456789012345678901234567890",
+        ] {
+            let value = parse(text).unwrap();
+            assert_eq!(to_compact(&value), text);
+            assert_eq!(value.type_name(), "an integer");
+            assert_eq!(value.as_u64(), None);
+        }
+        assert!(matches!(
+            parse("170141183460469231731687303715884105728"),
+            Ok(Value::BigInt(_))
+        ));
+        assert_eq!(parse("1180591620717411303424"), Ok(Value::Int(1 << 70)));
+        let long = "9".repeat(MAX_INTEGER_DIGITS);
+        assert_eq!(to_compact(&parse(&long).unwrap()), long);
+        assert_eq!(
+            to_compact(&parse(&format!("-{long}")).unwrap()),
+            format!("-{long}")
+        );
+        assert!(matches!(
+            parse(&format!("{long}9")),
+            Err(JsonErrorKind::IntegerTooLong(_))
+        ));
+        let o = parse(r#"{"n":18446744073709551616}"#).unwrap();
+        assert!(matches!(
+            o.as_object().unwrap().req_u64("n"),
+            Err(AccessError::WrongType { .. })
+        ));
+        assert_eq!(Value::integer("007"), None);
+        assert_eq!(Value::integer("-"), None);
+        assert_eq!(Value::integer("1e3"), None);
     }
 
     #[test]
@@ -998,17 +1103,26 @@ mod tests {
             max_depth: 3,
             max_nodes: 5,
         };
-        let deep = "[[[[1]]]]";
+        // Depth counts scalars: the 1 in [[[1]]] is at depth 4.
         assert_eq!(
-            parse_value(deep.as_bytes(), &limits).unwrap_err().kind,
+            parse_value(b"[[[1]]]", &limits).unwrap_err().kind,
             JsonErrorKind::TooDeep { limit: 3 }
         );
-        assert!(parse_value(b"[[[1]]]", &limits).is_ok());
+        assert!(parse_value(b"[[1]]", &limits).is_ok());
+        assert!(parse_value(b"[[[]]]", &limits).is_ok());
+        assert_eq!(
+            parse_value(b"{\"a\":{\"b\":{\"c\":null}}}", &limits)
+                .unwrap_err()
+                .kind,
+            JsonErrorKind::TooDeep { limit: 3 }
+        );
+        // Nodes are values, not keys: {"a":1,"b":2,"c":3} is 4 values.
         assert_eq!(
             parse_value(b"[1,2,3,4,5]", &limits).unwrap_err().kind,
             JsonErrorKind::TooManyNodes { limit: 5 }
         );
         assert!(parse_value(b"[1,2,3,4]", &limits).is_ok());
+        assert!(parse_value(b"{\"a\":1,\"b\":2,\"c\":3,\"d\":4}", &limits).is_ok());
         let big = vec![b' '; 101];
         assert!(matches!(
             parse_value(&big, &limits).unwrap_err().kind,

@@ -1,19 +1,25 @@
-//! Limits of profile section 9. A limit exceeded is a validation error naming the limit, raised
-//! before memory in proportion to the input is committed.
+//! Limits of `docs/FORMAT.md` section 9. A limit exceeded is a validation error naming the
+//! limit, raised before memory in proportion to the input is committed.
+//!
+//! Names and defaults are the format owner's library's: [`RecordLimits`] is its
+//! `ResourcePolicy` field for field, and [`JsonLimits::CONTROL`] its `ControlPolicy`
+//! (`max_document_bytes` = [`JsonLimits::max_bytes`], `max_json_depth`, `max_json_nodes`).
+//! Depth and node counts follow the library's `_validate_structure` (see `format::json`).
 
 /// Bounds on one JSON document, enforced while parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JsonLimits {
     /// Largest accepted document, in bytes.
     pub max_bytes: usize,
-    /// Deepest container nesting; the top-level object is depth 1.
+    /// Deepest value: the top-level value is depth 1, its members depth 2; scalars count.
     pub max_depth: usize,
     /// Most values (objects, arrays and scalars; keys do not count).
     pub max_nodes: usize,
 }
 
 impl JsonLimits {
-    /// Control documents: roots, snapshots, manifests, annotation documents.
+    /// Control documents (roots, snapshots, manifests, annotation documents): the library's
+    /// `ControlPolicy()` defaults, 64 MiB, depth 128, 1,000,000 values.
     pub const CONTROL: JsonLimits = JsonLimits {
         max_bytes: 64 << 20,
         max_depth: 128,
@@ -33,7 +39,8 @@ impl Default for JsonLimits {
     }
 }
 
-/// Bounds on untrusted tensor-bearing records (section 9, "Records").
+/// Bounds on untrusted tensor-bearing records (section 9, "Records"): the library's
+/// `ResourcePolicy`, same names, same defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordLimits {
     pub max_encoded_record_bytes: u64,
@@ -66,7 +73,16 @@ impl Default for RecordLimits {
 }
 
 impl RecordLimits {
-    /// The JSON limits that apply to a descriptor or metadata row under these record limits.
+    /// The JSON limits of a metadata row: its size is bounded by `max_metadata_bytes`, as the
+    /// library's `RecordMetadataCodec` bounds it.
+    pub fn row_json(&self) -> JsonLimits {
+        JsonLimits {
+            max_bytes: usize::try_from(self.max_metadata_bytes).unwrap_or(usize::MAX),
+            ..self.descriptor_json()
+        }
+    }
+
+    /// The JSON limits of a record descriptor under these record limits.
     pub fn descriptor_json(&self) -> JsonLimits {
         JsonLimits {
             max_bytes: usize::try_from(self.max_descriptor_bytes).unwrap_or(usize::MAX),

@@ -29,4 +29,4 @@ pub use payload::{
     PayloadHeader, RecordLayout, TensorEntry, DESCRIPTOR_TENSOR,
 };
 pub use row::check_row_agrees;
-pub use validate::validate;
+pub use validate::{validate, validate_for_write};

@@ -79,6 +79,13 @@ fn npy_field(bytes: &[u8], place: &str) -> Result<Field, ImportError> {
         problem,
     };
     let header = parse_header(bytes).map_err(invalid)?;
+    if header.shape.is_empty() {
+        // The record writer would refuse it too; saying so here names the file and the fix.
+        return Err(invalid(
+            "a 0-d array: the library cannot represent a 0-d tensor; save it with shape (1,)"
+                .to_string(),
+        ));
+    }
     let data = &bytes[header.data_start.min(bytes.len())..];
     let expected = header.data_len().unwrap_or(u64::MAX);
     if data.len() as u64 != expected {

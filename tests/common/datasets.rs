@@ -59,7 +59,7 @@ fn data_for(dtype: DType, count: u64, bits: &mut Bits) -> Vec<u8> {
 }
 
 /// Record `serial`: an IQ capture (`complex64` with a regular time coordinate), a label field
-/// cycling through every dtype (0-d every fourth record), record metadata, and a scene id on
+/// cycling through every dtype (shape [1] every fourth record), record metadata, and a scene id on
 /// even serials.
 pub fn record(serial: usize) -> Record {
     let mut bits = Bits::new(serial as u64 + 1);
@@ -76,8 +76,9 @@ pub fn record(serial: usize) -> Record {
         .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
     .with_metadata(obj(&[("center_hz", Value::Float(2.4e9 + serial as f64))]));
     let dtype = ALL_DTYPES[serial % ALL_DTYPES.len()];
+    // Shape [1] rather than 0-d: writers refuse 0-d fields (the library cannot represent them).
     let shape: Vec<u64> = if serial % 4 == 0 {
-        vec![]
+        vec![1]
     } else {
         vec![(serial % 3) as u64 + 1, 2]
     };
@@ -328,7 +329,7 @@ pub fn record_summary(record: &Record) -> serde_json::Value {
         fields.insert(
             name.clone(),
             serde_json::json!({
-                "dtype": meta.dtype.numpy_name(),
+                "dtype": meta.dtype.dtype_str(),
                 "shape": meta.shape,
                 "sha256": sdsfs::format::documents::ids::sha256_hex(&field.data),
                 "axes": to_serde(&Value::Array(axes)),

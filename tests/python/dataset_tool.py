@@ -132,7 +132,7 @@ def summary(descriptor, fields):
     out = {}
     for name, (array, field) in sorted(fields.items()):
         out[name] = {
-            "dtype": str(array.dtype),
+            "dtype": array.dtype.str,
             "shape": list(array.shape),
             "sha256": hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest(),
             "axes": field.get("axes", []),
@@ -248,7 +248,8 @@ def make_record(serial):
                {"gain_db": 3.5}),
         "extra": (extra, [axis("row", 2, coordinate=coordinate(values=["a", "b"])),
                           axis("col", 3)], {}),
-        "scalar": (np.array(serial, dtype=np.int64), [], {"note": "0-d"}),
+        # One value, shape (1,): 0-d fields are not writable (the library cannot represent them).
+        "scalar": (np.array([serial], dtype=np.int64), [axis("one", 1)], {"note": "one value"}),
     }
     return {"id": f"py-{serial}", "scene_id": None if serial % 3 else f"scene-{serial // 3}",
             "metadata": {"serial": serial, "ratio": serial / 8, "label": "é"}, "fields": fields}
@@ -266,7 +267,7 @@ def encode(record):
     descriptor = {"fields": fields_desc, "format": "signal-dataset.record", "id": record["id"],
                   "metadata": record["metadata"], "scene_id": record["scene_id"], "version": "0.1"}
     tensors[DESCRIPTOR] = np.frombuffer(compact(descriptor), dtype=np.uint8)
-    row = {"fields": {name: {"axes": record["fields"][name][1], "dtype": str(record["fields"][name][0].dtype),
+    row = {"fields": {name: {"axes": record["fields"][name][1], "dtype": record["fields"][name][0].dtype.str,
                              "metadata": record["fields"][name][2],
                              "shape": list(record["fields"][name][0].shape)} for name in names},
            "id": record["id"], "metadata": record["metadata"], "scene_id": record["scene_id"]}

@@ -88,10 +88,19 @@ impl RecordError {
     /// Wraps a JSON error; the JSON reader's own limits become [`RecordError::Limit`] so every
     /// exceeded limit is reported the same way.
     pub(crate) fn json(context: &'static str, source: JsonError) -> RecordError {
+        RecordError::json_sized(context, source, limit::DESCRIPTOR_BYTES)
+    }
+
+    /// [`RecordError::json`] for a document whose byte size is bounded by `size_limit`.
+    pub(crate) fn json_sized(
+        context: &'static str,
+        source: JsonError,
+        size_limit: &'static str,
+    ) -> RecordError {
         let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         match source.kind {
             JsonErrorKind::TooLarge { size, limit } => RecordError::Limit {
-                limit: limit::DESCRIPTOR_BYTES,
+                limit: size_limit,
                 value: as_u64(size),
                 max: as_u64(limit),
             },
@@ -132,6 +141,9 @@ pub mod rule {
     pub const FIELDS_NONEMPTY: &str = "fields must be a nonempty object";
     pub const FIELD_NAME_NONEMPTY: &str = "field names must be nonempty";
     pub const RANK_EQUALS_AXES: &str = "field rank must equal its number of axes";
+    /// Write-only: the library reads a 0-d tensor back as rank 1 and then refuses the record.
+    pub const FIELD_RANK_NONZERO: &str =
+        "the library cannot represent a 0-d tensor; give it shape [1]";
     pub const AXIS_LENGTH: &str = "axis length must equal the tensor dimension";
     pub const AXIS_NAME_NONEMPTY: &str = "axis names must be nonempty";
     pub const AXIS_NAME_UNIQUE: &str = "axis names must be unique within a field";
@@ -139,8 +151,8 @@ pub mod rule {
         "a reused axis id must have the same length and coordinate everywhere";
     pub const COORDINATE_VALUES_LENGTH: &str =
         "coordinate values length must equal the axis length";
-    pub const COORDINATE_VALUES_EXCLUSIVE: &str =
-        "coordinate values cannot be combined with start/step";
+    pub const COORDINATE_FORMS_EXCLUSIVE: &str =
+        "a coordinate has at most one of values, start/step and reference";
     pub const COORDINATE_START_STEP_TOGETHER: &str =
         "coordinate start and step must be given together";
     pub const COORDINATE_NUMBER: &str = "coordinate start and step must be numbers";
@@ -153,7 +165,7 @@ pub mod rule {
 
     // Framing (SafeTensors payload).
     pub const HEADER_LENGTH: &str = "header length prefix";
-    pub const HEADER_METADATA: &str = "the header must not carry __metadata__";
+    pub const HEADER_METADATA: &str = "a header __metadata__ must be an object of strings";
     pub const HEADER_ENTRY: &str = "a tensor entry has exactly dtype, shape and data_offsets";
     pub const DATA_OFFSETS: &str = "data_offsets must match shape and itemsize";
     pub const DATA_COVERAGE: &str = "tensor data must cover the data buffer without gap or overlap";

@@ -135,11 +135,12 @@ fn axes_to_json(axes: &[Axis]) -> Value {
 }
 
 impl FieldMeta {
-    /// The row form `{"axes","dtype","metadata","shape"}` (section 3).
+    /// The row form `{"axes","dtype","metadata","shape"}` (section 3), `dtype` as NumPy's
+    /// `dtype.str` (`<c8`), which is what the library writes; reading also takes plain names.
     pub fn to_row_value(&self) -> Value {
         let mut object = Object::new();
         object.insert("axes".into(), axes_to_json(&self.axes));
-        object.insert("dtype".into(), Value::from(self.dtype.numpy_name()));
+        object.insert("dtype".into(), Value::from(self.dtype.dtype_str()));
         object.insert("metadata".into(), Value::Object(self.metadata.clone()));
         let shape = self.shape.iter().map(|&d| Value::from(d)).collect();
         object.insert("shape".into(), Value::Array(shape));
@@ -159,7 +160,7 @@ impl FieldMeta {
     pub fn from_row_value(value: &Value, place: &str) -> Result<FieldMeta, RecordError> {
         let object = as_object(value, place)?;
         let dtype_name = object.req_str("dtype").map_err(key_error(place))?;
-        let dtype = DType::from_numpy_name(dtype_name)
+        let dtype = DType::from_row_dtype(dtype_name)
             .ok_or_else(|| RecordError::UnsupportedDtype(dtype_name.to_string()))?;
         let shape = object
             .req_array("shape")

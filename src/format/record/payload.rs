@@ -35,7 +35,7 @@ use super::json_form::{
     SUPPORTED_RECORD_VERSIONS,
 };
 use super::model::{Field, FieldMeta, Record, RecordMeta};
-use super::validate::{check_json_extent, field_bytes, validate};
+use super::validate::{check_json_extent, field_bytes, validate, validate_for_write};
 use crate::format::dtype::DType;
 use crate::format::json::{parse_object, to_compact, JsonLimits, Object, ObjectExt, Value};
 use crate::format::limits::RecordLimits;
@@ -113,7 +113,7 @@ pub fn encode_with_meta(
     limits: &RecordLimits,
 ) -> Result<(Vec<u8>, RecordMeta), RecordError> {
     let meta = record.meta();
-    validate(&meta, limits)?;
+    validate_for_write(&meta, limits)?;
     for (name, field) in &record.fields {
         field.check_data_length(name)?;
     }
@@ -276,8 +276,10 @@ pub fn parse_header(prefix: &[u8], limits: &RecordLimits) -> Result<PayloadHeade
     };
     let object = parse_object(header_bytes, &json_limits)
         .map_err(|e| RecordError::json("SafeTensors header", e))?;
+    check_header_metadata(&object)?;
     let max_tensors = to_u64(limits.max_fields).saturating_add(1);
-    let tensor_count = to_u64(object.len());
+    let metadata_entries = u64::from(object.contains_key(HEADER_METADATA_KEY));
+    let tensor_count = to_u64(object.len()) - metadata_entries;
     if tensor_count > max_tensors {
         let (value, max) = (tensor_count - 1, max_tensors - 1);
         return Err(RecordError::Limit {
@@ -288,11 +290,29 @@ pub fn parse_header(prefix: &[u8], limits: &RecordLimits) -> Result<PayloadHeade
     }
     let relative = object
         .iter()
+        .filter(|(name, _)| name.as_str() != HEADER_METADATA_KEY)
         .map(|(name, value)| Ok((name.clone(), header_entry(name, value, limits)?)))
         .collect::<Result<BTreeMap<_, _>, RecordError>>()?;
     let data_len = check_coverage(&relative)?;
     check_header_totals(&relative, limits)?;
     finish_header(header_len, relative, data_len, limits)
+}
+
+/// The SafeTensors header key of free-form metadata, which is not a tensor.
+const HEADER_METADATA_KEY: &str = "__metadata__";
+
+/// Writers emit no `__metadata__`; readers tolerate one and ignore it, as the library does. It
+/// must still be what SafeTensors allows (an object of strings), or the library's `safetensors`
+/// loader refuses the payload, and so do we.
+fn check_header_metadata(header: &Object) -> Result<(), RecordError> {
+    match header.get(HEADER_METADATA_KEY) {
+        None => Ok(()),
+        Some(Value::Object(map)) if map.values().all(|v| v.as_str().is_some()) => Ok(()),
+        Some(_) => {
+            let detail = "__metadata__ must be an object of strings";
+            Err(RecordError::corrupt(rule::HEADER_METADATA, detail))
+        }
+    }
 }
 
 /// Turns data-relative ranges into absolute ones and checks the total length.
@@ -333,10 +353,6 @@ fn header_entry(
     value: &Value,
     limits: &RecordLimits,
 ) -> Result<TensorEntry, RecordError> {
-    if name == "__metadata__" {
-        let detail = "the SDS profile forbids header metadata";
-        return Err(RecordError::corrupt(rule::HEADER_METADATA, detail));
-    }
     let bad_entry =
         |what: String| RecordError::corrupt(rule::HEADER_ENTRY, format!("tensor {name:?}: {what}"));
     let entry = value

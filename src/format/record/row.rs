@@ -3,8 +3,11 @@
 //! data shard. When a data record is decoded its descriptor must agree with its row; a
 //! disagreement means one of the two shards is damaged, and is reported as corruption naming
 //! the first thing that differs.
+//!
+//! A row's size is bounded by `max_metadata_bytes`, on write and on read, as the library's
+//! `RecordMetadataCodec` bounds it (not by `max_descriptor_bytes`; both default to 16 MiB).
 
-use super::error::RecordError;
+use super::error::{limit, RecordError};
 use super::model::{FieldMeta, RecordMeta};
 use super::validate::validate;
 use crate::format::json::{parse_object, to_compact};
@@ -16,10 +19,19 @@ impl RecordMeta {
         to_compact(&self.to_row_value())
     }
 
+    /// [`RecordMeta::to_row_json`], refused when the row exceeds `max_metadata_bytes` (what a
+    /// metadata-shard writer calls: the library refuses to write, and to read, a larger row).
+    pub fn encode_row(&self, limits: &RecordLimits) -> Result<String, RecordError> {
+        let row = self.to_row_json();
+        let size = u64::try_from(row.len()).unwrap_or(u64::MAX);
+        RecordError::check_limit(limit::METADATA_BYTES, size, limits.max_metadata_bytes)?;
+        Ok(row)
+    }
+
     /// Parses and validates a row (unknown keys are ignored).
     pub fn parse_row(bytes: &[u8], limits: &RecordLimits) -> Result<RecordMeta, RecordError> {
-        let object = parse_object(bytes, &limits.descriptor_json())
-            .map_err(|e| RecordError::json("metadata row", e))?;
+        let object = parse_object(bytes, &limits.row_json())
+            .map_err(|e| RecordError::json_sized("metadata row", e, limit::METADATA_BYTES))?;
         let meta = RecordMeta::from_row_object(&object)?;
         validate(&meta, limits)?;
         Ok(meta)

@@ -5,15 +5,24 @@
 //! produce what a reader refuses. Count limits run first: they are cheap and they stop hostile
 //! sizes before any per-item work.
 //!
-//! Decision on the metadata limit: `max_metadata_bytes` bounds the *total* compact-JSON size of
-//! every metadata object in a record (record, fields, axes, coordinates), because what it
-//! protects is the memory one record's metadata takes, however it is spread.
+//! The rules follow the format owner's library (`record/validation.py`) where `docs/FORMAT.md`
+//! leaves room:
+//! - `max_metadata_bytes` bounds the *total* size of a record's metadata measured as the library
+//!   measures it: the UTF-8 length of Python's `json.dumps(..., ensure_ascii=False)` (default
+//!   separators `", "` and `": "`) of the record metadata, every field's and axis's metadata,
+//!   every coordinate's `{values, start, step, reference, unit}` object and its metadata.
+//! - `max_coordinate_values` applies per axis.
+//! - A coordinate has at most one form: `values`, `start`+`step`, or `reference` (any reference
+//!   string counts, even an empty one); an empty reference or axis id is "none" for resolution
+//!   and sharing (the library tests them for truth).
+//! - Axes sharing an id must agree in length and coordinate compared as Python compares them
+//!   ([`python_eq`]): `1 == 1.0 == true`, so a coordinate `start: 0` and one `start: 0.0` agree.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::{limit, rule, RecordError};
 use super::model::{Axis, Coordinate, FieldMeta, RecordMeta};
-use crate::format::json::{object_to_compact, Object, Value};
+use crate::format::json::{to_compact, Object, Value};
 use crate::format::limits::RecordLimits;
 
 fn to_u64(n: usize) -> u64 {
@@ -42,23 +51,39 @@ pub fn validate(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordEr
     check_metadata(meta, limits)
 }
 
-/// Field count, axes per field and total coordinate values.
+/// The rules that only writing enforces, on top of [`validate`]: readers may still show a
+/// record that breaks them (a 0-d field found in stored data is served as it is).
+///
+/// Why 0-d fields are refused: the format owner's library decodes a 0-d SafeTensors tensor as
+/// rank 1 and then refuses the record for a rank/axes mismatch, so a 0-d field written here
+/// would make the record unreadable there.
+pub fn validate_for_write(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
+    validate(meta, limits)?;
+    match meta.fields.iter().find(|(_, field)| field.shape.is_empty()) {
+        Some((name, _)) => {
+            let detail = format!("record {:?} field {name:?} is 0-d (shape [])", meta.id);
+            Err(RecordError::validation(rule::FIELD_RANK_NONZERO, detail))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Field count, axes per field and coordinate values per axis.
 fn check_counts(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
     let max_fields = to_u64(limits.max_fields);
     RecordError::check_limit(limit::FIELDS, to_u64(meta.fields.len()), max_fields)?;
     let max_axes = to_u64(limits.max_axes_per_field);
-    let mut coordinate_values = 0u64;
+    let max_values = to_u64(limits.max_coordinate_values);
     for field in meta.fields.values() {
         let rank = field.axes.len().max(field.shape.len());
         RecordError::check_limit(limit::AXES_PER_FIELD, to_u64(rank), max_axes)?;
         for axis in &field.axes {
             let values = axis.coordinate.as_ref().and_then(|c| c.values.as_ref());
             let count = values.map_or(0, |v| to_u64(v.len()));
-            coordinate_values = coordinate_values.saturating_add(count);
+            RecordError::check_limit(limit::COORDINATE_VALUES, count, max_values)?;
         }
     }
-    let max_values = to_u64(limits.max_coordinate_values);
-    RecordError::check_limit(limit::COORDINATE_VALUES, coordinate_values, max_values)
+    Ok(())
 }
 
 /// One tensor's bytes and all tensors' bytes, from shapes alone (overflow counts as exceeded).
@@ -129,10 +154,16 @@ fn check_axis(axis: &Axis, dim: u64, place: &str) -> Result<(), RecordError> {
 fn check_coordinate(coordinate: &Coordinate, length: u64, place: &str) -> Result<(), RecordError> {
     let refuse = |rule, what: &str| Err(RecordError::validation(rule, format!("{place}: {what}")));
     let regular = (coordinate.start.is_some(), coordinate.step.is_some());
+    let forms = [
+        coordinate.values.is_some(),
+        regular != (false, false),
+        coordinate.reference.is_some(),
+    ];
+    if forms.into_iter().filter(|&given| given).count() > 1 {
+        let what = "more than one of values, start/step and reference";
+        return refuse(rule::COORDINATE_FORMS_EXCLUSIVE, what);
+    }
     if let Some(values) = &coordinate.values {
-        if regular != (false, false) {
-            return refuse(rule::COORDINATE_VALUES_EXCLUSIVE, "values with start/step");
-        }
         if to_u64(values.len()) != length {
             let what = format!("{} values for length {length}", values.len());
             return refuse(rule::COORDINATE_VALUES_LENGTH, &what);
@@ -149,7 +180,7 @@ fn check_coordinate(coordinate: &Coordinate, length: u64, place: &str) -> Result
     }
     for number in [&coordinate.start, &coordinate.step].into_iter().flatten() {
         match number {
-            Value::Int(_) => {}
+            Value::Int(_) | Value::BigInt(_) => {}
             Value::Float(f) if f.is_finite() => {}
             other => {
                 let what = format!("start/step is {}", other.type_name());
@@ -160,14 +191,13 @@ fn check_coordinate(coordinate: &Coordinate, length: u64, place: &str) -> Result
     Ok(())
 }
 
-/// Every axis carrying an id, with where it appears.
+/// Every axis carrying a nonempty id (an empty one shares nothing), with where it appears.
 fn axes_with_ids(meta: &RecordMeta) -> impl Iterator<Item = (&str, &str, usize, &Axis)> {
     meta.fields.iter().flat_map(|(name, field)| {
-        field
-            .axes
-            .iter()
-            .enumerate()
-            .filter_map(move |(i, axis)| axis.id.as_deref().map(|id| (id, name.as_str(), i, axis)))
+        field.axes.iter().enumerate().filter_map(move |(i, axis)| {
+            let id = axis.id.as_deref().filter(|id| !id.is_empty())?;
+            Some((id, name.as_str(), i, axis))
+        })
     })
 }
 
@@ -178,7 +208,7 @@ fn check_axis_ids(meta: &RecordMeta) -> Result<(), RecordError> {
             first_seen.insert(id, (field, index, axis));
             continue;
         };
-        if first.length != axis.length || first.coordinate != axis.coordinate {
+        if first.length != axis.length || !same_coordinate(&first.coordinate, &axis.coordinate) {
             let detail = format!(
                 "axis id {id:?}: field {field:?} axis {index} differs from field \
                  {first_field:?} axis {first_index} in length or coordinate"
@@ -197,7 +227,10 @@ fn check_references(meta: &RecordMeta) -> Result<(), RecordError> {
                 .coordinate
                 .as_ref()
                 .and_then(|c| c.reference.as_deref());
-            let Some(target) = reference else { continue };
+            // An empty reference resolves to nothing and is not checked (the library's rule).
+            let Some(target) = reference.filter(|r| !r.is_empty()) else {
+                continue;
+            };
             if !meta.fields.contains_key(target) && !axis_ids.contains(target) {
                 let detail = format!(
                     "field {name:?} axis {index} ({:?}): reference {target:?} names no field \
@@ -211,34 +244,46 @@ fn check_references(meta: &RecordMeta) -> Result<(), RecordError> {
     Ok(())
 }
 
-/// Every metadata object of the record, with a description of where it sits.
-fn metadata_objects(meta: &RecordMeta) -> Vec<(String, &Object)> {
-    let mut found = vec![("record metadata".to_string(), &meta.metadata)];
+/// Every JSON value the metadata limit measures, with a description of where it sits: the
+/// metadata objects, and each coordinate's five-key form (without its metadata), as the
+/// library's `validate` sums them.
+fn measured_values(meta: &RecordMeta) -> Vec<(String, Value)> {
+    let mut found = vec![(
+        "record metadata".to_string(),
+        Value::Object(meta.metadata.clone()),
+    )];
     for (name, field) in &meta.fields {
-        found.push((format!("field {name:?} metadata"), &field.metadata));
+        let metadata = Value::Object(field.metadata.clone());
+        found.push((format!("field {name:?} metadata"), metadata));
         for (index, axis) in field.axes.iter().enumerate() {
-            found.push((
-                format!("field {name:?} axis {index} metadata"),
-                &axis.metadata,
-            ));
+            let place = format!("field {name:?} axis {index}");
+            let metadata = Value::Object(axis.metadata.clone());
+            found.push((format!("{place} metadata"), metadata));
             if let Some(coordinate) = &axis.coordinate {
-                let place = format!("field {name:?} axis {index} coordinate metadata");
-                found.push((place, &coordinate.metadata));
+                let mut form = coordinate.to_json();
+                let metadata = match &mut form {
+                    Value::Object(object) => object.remove("metadata"),
+                    _ => None,
+                };
+                found.push((format!("{place} coordinate"), form));
+                let metadata = metadata.unwrap_or(Value::Object(Object::new()));
+                found.push((format!("{place} coordinate metadata"), metadata));
             }
         }
     }
     found
 }
 
-/// Finite numbers everywhere, and the total compact size within the metadata limit.
+/// Finite numbers everywhere, and the total size, measured as the library measures it
+/// ([`python_dumps_len`]), within the metadata limit.
 fn check_metadata(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
     let mut total_bytes = 0u64;
-    for (place, object) in metadata_objects(meta) {
-        if !object.values().all(Value::is_finite) {
+    for (place, value) in measured_values(meta) {
+        if !value.is_finite() {
             let detail = format!("{place} holds a non-finite number");
             return Err(RecordError::validation(rule::METADATA_FINITE, detail));
         }
-        total_bytes = total_bytes.saturating_add(to_u64(object_to_compact(object).len()));
+        total_bytes = total_bytes.saturating_add(python_dumps_len(&value));
         RecordError::check_limit(
             limit::METADATA_BYTES,
             total_bytes,
@@ -248,13 +293,111 @@ fn check_metadata(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), Record
     Ok(())
 }
 
-/// Nesting depth (top-level container = 1) and value count of a JSON value, as the reader's
-/// limits count them; lets the writer refuse a descriptor the reader would refuse.
+/// The UTF-8 length of Python's `json.dumps(value, ensure_ascii=False)`: the compact form plus
+/// the one space the default separators add after every `,` and every `:`. Key order does not
+/// change the length, so the sorted compact writer serves.
+pub(crate) fn python_dumps_len(value: &Value) -> u64 {
+    to_u64(to_compact(value).len()).saturating_add(separator_spaces(value))
+}
+
+fn separator_spaces(value: &Value) -> u64 {
+    match value {
+        Value::Array(items) => {
+            let commas = to_u64(items.len().saturating_sub(1));
+            items
+                .iter()
+                .map(separator_spaces)
+                .fold(commas, u64::saturating_add)
+        }
+        Value::Object(object) => {
+            let separators = to_u64((2 * object.len()).saturating_sub(1));
+            object
+                .values()
+                .map(separator_spaces)
+                .fold(separators, u64::saturating_add)
+        }
+        _ => 0,
+    }
+}
+
+fn same_coordinate(left: &Option<Coordinate>, right: &Option<Coordinate>) -> bool {
+    match (left, right) {
+        (None, None) => true,
+        (Some(l), Some(r)) => {
+            let opt_eq = |a: &Option<Value>, b: &Option<Value>| match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => python_eq(a, b),
+                _ => false,
+            };
+            let values_eq = match (&l.values, &r.values) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| python_eq(x, y))
+                }
+                _ => false,
+            };
+            values_eq
+                && opt_eq(&l.start, &r.start)
+                && opt_eq(&l.step, &r.step)
+                && l.reference == r.reference
+                && l.unit == r.unit
+                && objects_python_eq(&l.metadata, &r.metadata)
+        }
+        _ => false,
+    }
+}
+
+fn objects_python_eq(left: &Object, right: &Object) -> bool {
+    left.len() == right.len()
+        && left
+            .iter()
+            .all(|(key, l)| right.get(key).is_some_and(|r| python_eq(l, r)))
+}
+
+/// Equality of JSON values as Python's `==` decides it for what `json.loads` returns: numbers
+/// compare by value across `bool`, `int` and `float` (`true == 1 == 1.0`), everything else
+/// structurally.
+pub(crate) fn python_eq(left: &Value, right: &Value) -> bool {
+    match (left, right) {
+        (Value::Array(l), Value::Array(r)) => {
+            l.len() == r.len() && l.iter().zip(r).all(|(a, b)| python_eq(a, b))
+        }
+        (Value::Object(l), Value::Object(r)) => objects_python_eq(l, r),
+        (Value::Float(l), Value::Float(r)) => l == r,
+        (l, r) => match (as_exact_int(l), as_exact_int(r)) {
+            (Some(a), Some(b)) => a == b,
+            _ => l == r,
+        },
+    }
+}
+
+/// The decimal text of a number that is an exact integer (bools are 0 and 1, integral floats
+/// their exact value), for comparing numbers of different JSON types without rounding.
+fn as_exact_int(value: &Value) -> Option<String> {
+    match value {
+        Value::Bool(b) => Some(u8::from(*b).to_string()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::BigInt(big) => Some(big.as_str().to_string()),
+        // `{:.0}` prints an integral f64's exact value; -0.0 equals 0 in Python.
+        Value::Float(f) if f.is_finite() && f.fract() == 0.0 => {
+            let digits = format!("{:.0}", f.abs());
+            Some(if *f < 0.0 {
+                format!("-{digits}")
+            } else {
+                digits
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Depth (the value itself is depth 1, scalars included) and value count of a JSON value, as
+/// the reader's limits count them; lets the writer refuse a descriptor the reader would refuse.
 pub(crate) fn json_extent(value: &Value) -> (usize, usize) {
     match value {
         Value::Array(items) => children_extent(items.iter()),
         Value::Object(object) => children_extent(object.values()),
-        _ => (0, 1),
+        _ => (1, 1),
     }
 }
 
@@ -287,11 +430,54 @@ mod tests {
     use crate::format::json::{parse_value, JsonLimits};
 
     #[test]
+    fn python_equality_of_numbers() {
+        let eq = |a: &str, b: &str| {
+            let parse = |t: &str| parse_value(t.as_bytes(), &JsonLimits::CONTROL).unwrap();
+            python_eq(&parse(a), &parse(b))
+        };
+        // Python: 1 == 1.0 == True, 0 == -0.0, [1] == [1.0], {"a": 1} == {"a": True}.
+        for (a, b) in [
+            ("[1]", "[1.0]"),
+            ("[1]", "[true]"),
+            ("[0]", "[-0.0]"),
+            ("[1180591620717411303424]", "[1.1805916207174113e+21]"),
+            ("{\"a\":[1,{\"b\":0}]}", "{\"a\":[1.0,{\"b\":false}]}"),
+        ] {
+            assert!(eq(a, b), "{a} == {b}");
+        }
+        for (a, b) in [
+            ("[1]", "[1.5]"),
+            ("[1]", "[\"1\"]"),
+            ("[null]", "[0]"),
+            ("[1180591620717411303425]", "[1.1805916207174113e+21]"),
+            ("{\"a\":1}", "{\"a\":1,\"b\":1}"),
+            ("[[1]]", "[[1,2]]"),
+        ] {
+            assert!(!eq(a, b), "{a} != {b}");
+        }
+    }
+
+    #[test]
+    fn python_dumps_length() {
+        // Lengths of Python's json.dumps(value, ensure_ascii=False).encode().
+        for (text, expected) in [
+            ("{}", 2),
+            ("{\"a\":1}", 8),
+            ("{\"a\":[1,2,{}],\"é\":null}", 29),
+            ("[]", 2),
+        ] {
+            let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL).unwrap();
+            assert_eq!(python_dumps_len(&value), expected, "{text}");
+        }
+    }
+
+    #[test]
     fn json_extent_counts_like_the_reader() {
         for (text, depth, nodes) in [
             ("{}", 1, 1),
-            ("{\"a\":[1,{\"b\":null}]}", 3, 5),
+            ("{\"a\":[1,{\"b\":null}]}", 4, 5),
             ("[[[]]]", 3, 3),
+            ("[[[0]]]", 4, 4),
         ] {
             let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL).unwrap();
             assert_eq!(json_extent(&value), (depth, nodes), "{text}");

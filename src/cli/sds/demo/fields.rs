@@ -293,13 +293,14 @@ pub fn pulse_starts(pulses_field: &str) -> Result<Field, RecordError> {
     .with_axes(vec![pulse_axis(pulses_field)]))
 }
 
-/// Percentage of raster cells some emitter occupies (a 0-d field).
+/// Percentage of raster cells some emitter occupies: one value, shape [1] (a 0-d field is not
+/// writable: the library cannot represent it).
 pub fn occupancy(emitters: &[Emitter]) -> Result<Field, RecordError> {
     let cells = raster(emitters);
     let busy = cells.iter().filter(|c| **c >= 0).count();
     let percent = busy as f64 * 100.0 / cells.len() as f64;
     Ok(
-        Field::new(DType::F64, vec![], percent.to_le_bytes().to_vec())?
+        Field::new(DType::F64, vec![1], percent.to_le_bytes().to_vec())?
             .with_metadata(obj(vec![("unit", "percent".into())])),
     )
 }
