@@ -23,7 +23,7 @@ pub struct Problem {
 /// Every problem of every annotation set of `dataset`; empty when all are sound (or there is
 /// no catalog).
 pub fn verify_sets(dataset: &Dataset) -> Vec<Problem> {
-    let catalog_object = crate::format::documents::ids::catalog_path().map_or_else(
+    let catalog_object = crate::format::documents::annotation::layout::catalog_path().map_or_else(
         |_| "annotations/catalog.json".to_string(),
         |p| dataset.store().describe(&p),
     );
@@ -90,7 +90,12 @@ pub fn verify_dataset(
         .map(|catalog| {
             catalog
                 .sound()
-                .flat_map(|(_, set)| set.root().shards.iter().map(|s| s.object.clone()))
+                .flat_map(|(_, set)| {
+                    set.root()
+                        .shards
+                        .iter()
+                        .map(|s| super::read::shard_reference(&s.object))
+                })
                 .collect()
         })
         .unwrap_or_default();
