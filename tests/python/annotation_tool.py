@@ -8,6 +8,10 @@ Subcommands:
   make-dataset ROOT COUNT [PER_SHARD]
       publish a library dataset of COUNT small records (ids `rec-0000`..., `PER_SHARD` records
       per shard, default 3) with `write_shard` + `publish`; prints {"snapshot_id", "ids"}
+  make-rows DIR COUNT [--no-big-int]
+      write DIR/rows.jsonl (the `sds annotate` row format) for COUNT records: every status, a
+      detail_status, values with floats, a 2**70 integer and non-ASCII text, provenance, and
+      `.npy` tensor fields (with axes and metadata) on every third row
   publish ROOT NAME ROWS [--metadata JSON] [--records-per-shard N] [--publication-id ID]
       `publish_annotations` of the rows of ROWS (the `sds annotate` row format); prints the
       set's summary (see `read`)
@@ -62,6 +66,31 @@ def make_dataset(root, count, per_shard=3):
                           expected_work_ids=[f"{w:04d}" for w in range(work)])
     return {"snapshot_id": dataset.snapshot_id,
             "ids": [dataset.record_metadata[i].id for i in range(len(dataset))]}
+
+
+def make_rows(directory, count, big_int=True):
+    directory = Path(directory)
+    lines = []
+    for ordinal in range(count):
+        status = ["success", "skipped", "failed"][ordinal % 3]
+        row = {
+            "source_index": ordinal,
+            "status": status,
+            "values": {"score": ordinal * 0.25, "big": 2**70 if big_int else 2**40,
+                       "label": f"ü-{ordinal}", "n": ordinal},
+            "provenance": {"model": "m-1", "rate": 1e-05},
+        }
+        if status == "failed":
+            row["detail_status"] = f"timeout after {ordinal} s"
+        if ordinal % 3 == 0:
+            name = f"mask-{ordinal}.npy"
+            np.save(directory / name, (np.arange(ordinal + 2, dtype=np.float32) * 0.5))
+            row["fields"] = {"detections/mask": {"npy": name, "axes": ["time"],
+                                                 "metadata": {"unit": "dB"}}}
+        lines.append(json.dumps(row, ensure_ascii=False))
+    path = directory / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
 
 
 def load_rows(dataset, path):
@@ -140,8 +169,12 @@ def main(argv):
     per_shard = int(option(args, "--records-per-shard", "10000"))
     publication_id = option(args, "--publication-id")
     shard = option(args, "--shard")
+    big_int = "--no-big-int" not in args
+    args = [a for a in args if a != "--no-big-int"]
     if command == "make-dataset":
         out = make_dataset(args[0], int(args[1]), int(args[2]) if len(args) > 2 else 3)
+    elif command == "make-rows":
+        out = make_rows(args[0], int(args[1]), big_int)
     elif command == "publish":
         root, name, rows = args
         dataset = sds.open(root)
