@@ -34,8 +34,9 @@ use crate::format::path::RelPath;
 use crate::format::record;
 use crate::storage::{ObjectStore, Version};
 
-/// The set-root metadata key holding the row counts by status (see the module docs of
-/// [`crate::annotations`]).
+/// A set-root metadata key that earlier versions of this project wrote with the row counts by
+/// status. Publishers no longer add it (the library's set roots hold exactly the caller's
+/// metadata); a set root that carries it, or a caller who passes it, still has it read.
 pub const ROW_COUNTS_KEY: &str = "sds.row_counts";
 
 /// What the catalog holds, as read once.
