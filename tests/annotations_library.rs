@@ -279,7 +279,7 @@ mod library {
     use sdsfs::format::record;
     use sdsfs::storage::ObjectStore;
 
-    use super::common::datasets::{copy_tree, local_store};
+    use super::common::datasets::{copy_tree, files_below, local_store};
     use super::common::{python, repo_root, run_python};
 
     const RECORDS: u64 = 7;
@@ -448,21 +448,13 @@ mod library {
         }
     }
 
-    /// Lists every file under `dir/annotations`, relative to `dir`, with its bytes.
+    /// Every file under `dir/annotations`, relative to `dir`, with its bytes, by path.
     pub fn annotation_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-        let mut out = Vec::new();
-        let mut stack = vec![dir.join("annotations")];
-        while let Some(d) = stack.pop() {
-            for entry in std::fs::read_dir(&d).unwrap() {
-                let p = entry.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
-                    out.push((rel, std::fs::read(&p).unwrap()));
-                }
-            }
-        }
+        let mut out: Vec<(String, Vec<u8>)> = files_below(dir)
+            .into_iter()
+            .filter(|(rel, _)| rel.starts_with("annotations/"))
+            .map(|(rel, file)| (rel, std::fs::read(file).unwrap()))
+            .collect();
         out.sort();
         out
     }

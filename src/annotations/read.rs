@@ -22,6 +22,7 @@ use bytes::Bytes;
 
 use super::carrier::AnnotationRecord;
 use super::{AnnotationError, AnnotationStatus};
+use crate::dataset::reader::read_control;
 use crate::dataset::shards::ShardCache;
 use crate::dataset::Dataset;
 use crate::format::documents::annotation::layout::{catalog_path, set_root_path};
@@ -184,32 +185,8 @@ pub(crate) fn read_worker_pointer(
     Ok(pointer)
 }
 
-/// An annotation document `reference` names, its size checked against the reference.
-fn read_document(
-    store: &dyn ObjectStore,
-    reference: &AnnotationRef,
-    limits: &JsonLimits,
-) -> Result<Bytes, AnnotationError> {
-    let bytes = store.read_limited(
-        &reference.path,
-        reference.generation,
-        limits.max_bytes as u64,
-    )?;
-    if bytes.len() as u64 != reference.stored_bytes {
-        return Err(AnnotationError::corrupt(
-            store.describe(&reference.path),
-            format!(
-                "{} bytes, but the catalog revision records stored_bytes {}",
-                bytes.len(),
-                reference.stored_bytes
-            ),
-        ));
-    }
-    Ok(bytes)
-}
-
-/// The dataset layer's reference for an annotation object, to open it through the shared shard
-/// cache and verifier (the one place the two reference types meet).
+/// The dataset layer's reference for an annotation reference, to read it through the shared
+/// size-checked reader, shard cache and verifier (the one place the two reference types meet).
 pub(crate) fn shard_reference(object: &AnnotationRef) -> Reference {
     let mut reference = Reference::new(object.path.clone(), object.stored_bytes);
     reference.generation = object.generation;
@@ -236,7 +213,7 @@ impl AnnotationSet {
         let store = dataset.store();
         let limits = dataset.options().control_limits;
         let object = store.describe(&reference.path);
-        let root_bytes = read_document(store.as_ref(), reference, &limits)?;
+        let root_bytes = read_control(store.as_ref(), &shard_reference(reference), &limits)?;
         let root =
             SetRoot::parse(&root_bytes, &limits).map_err(|e| e.with_document(object.clone()))?;
         root.validate()
