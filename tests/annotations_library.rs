@@ -279,6 +279,7 @@ mod library {
     use sdsfs::format::record;
     use sdsfs::storage::ObjectStore;
 
+    use super::common::cli::{ok as sds, sds as sds_output};
     use super::common::datasets::{copy_tree, files_below, local_store};
     use super::common::{python, repo_root, run_python};
 
@@ -459,19 +460,6 @@ mod library {
         out
     }
 
-    fn sds(args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_sds"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "sds {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
     /// NEEDS THE DATASET READER OF THE REAL FORMAT (the core rewrite): `sds annotate` on a copy
     /// of a library dataset writes every annotation file the library wrote on the original,
     /// byte for byte (worker pointers up to the root they record), the library reads our sets
@@ -577,19 +565,16 @@ mod library {
         }
         assert!(sdsfs::annotations::verify_sets(&dataset).is_empty());
         // A name the library published is a collision for us, with a clear message.
-        let out = Command::new(env!("CARGO_BIN_EXE_sds"))
-            .args([
-                "annotate",
-                path(theirs.path()),
-                "--name",
-                "labels",
-                "--rows",
-                rows,
-                "--fill",
-                "skipped",
-            ])
-            .output()
-            .unwrap();
+        let out = sds_output(&[
+            "annotate",
+            path(theirs.path()),
+            "--name",
+            "labels",
+            "--rows",
+            rows,
+            "--fill",
+            "skipped",
+        ]);
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("\"labels\" already exists"), "{err}");
