@@ -233,10 +233,13 @@ fn distributed_workers_then_coordinator() {
             text(&late.stdout)
         );
     }
+    // The coordinator may spell the root differently from the workers (their pointers record
+    // `ROOT/annotations/...`): the publication prefix in each uri identifies the object.
+    let file_url = format!("file://{root}");
     let publish = sds(&[
         "annotate",
         "publish",
-        &root,
+        &file_url,
         "--name",
         "d",
         "--records-per-shard",
