@@ -1,28 +1,31 @@
-//! Annotation sets (profile section 6): reading, publishing and verifying them.
+//! Annotation sets (`docs/FORMAT.md`, annotations): reading, publishing and verifying them,
+//! in the `signal-dataset` library's format, byte for byte.
 //!
 //! An annotation set is a dense, per-record overlay on one published snapshot: row `k` annotates
 //! source ordinal `k`. It lives entirely under `annotations/`, so publishing one never touches a
 //! signal shard, and the only mutable object in a dataset, `annotations/catalog.json`, decides
 //! which sets exist.
 //!
-//! - [`carrier`]: [`AnnotationRecord`] and its carrier record (a record in the section 2 sense,
-//!   with the row in its metadata and `__empty__` standing in for "no tensor fields").
-//! - [`read`]: catalog pointer → revision → set roots → annotation objects, every document
-//!   exact-key, every carrier checked against the source record at its ordinal (alignment).
-//! - [`publish`]: workers write objects and create-only worker pointers (first pointer wins);
-//!   the coordinator checks dense coverage, writes the set root, a new revision, and swings the
-//!   catalog by compare-and-swap with fresh-read retries.
+//! - [`carrier`]: [`AnnotationRecord`] and its carrier record (a record with the row in its
+//!   metadata and `__empty__` standing in for "no tensor fields").
+//! - [`read`]: catalog pointer → revision (hash-checked) → set roots → annotation objects, every
+//!   document exact-key, every carrier checked against the source record at its ordinal.
+//! - [`publish`]: single-process publication (objects, set root, catalog swing) and the
+//!   distributed form (workers write objects and create-only worker pointers, first pointer
+//!   wins; a coordinator checks dense coverage and commits).
 //! - [`rows`]: the JSON Lines row format `sds annotate` reads (`.npy` tensor fields included).
 //! - [`verify`]: every problem of every set, for `sds verify`.
 //!
 //! Design decisions:
-//! - **Row counts in the set root.** The coordinator writes `sds.row_counts`
-//!   (`{"failed": n, "skipped": n, "success": n}`, every status present) into the set root's
-//!   metadata, from the statuses the winning worker pointers report. "Did this run work?" is then
-//!   one read of the set root (the same idea as RFGen's `rfgen.row_counts`). A set without the key
-//!   was not tallied; readers never infer counts from its absence.
+//! - **The library's bytes, not ours.** Every document, id and object is what the library
+//!   writes for the same rows, name, metadata and options, so the two implementations can
+//!   publish into one dataset, resume each other's publications, and read each other's sets.
+//!   In particular the set root's metadata is exactly the caller's: nothing is added to it.
+//! - **A set name is published once.** A publication whose name the catalog already holds with
+//!   another root is a collision error ([`AnnotationError::Collision`]), never a replacement.
 //! - **One broken set never hides another.** [`read::read_catalog`] returns each set's own
-//!   result, so the mount and `sds info` can show the sound sets and log the rest.
+//!   result, so the mount and `sds info` can show the sound sets and report the rest (the
+//!   library refuses the whole dataset instead; a mount must stay useful).
 //! - **Strict on read.** A set root whose path is not where the layout puts it, whose name differs
 //!   from its catalog key, or whose source snapshot is not the dataset's is refused: a reader that
 //!   guessed would silently pair annotations with the wrong records.
@@ -66,6 +69,9 @@ pub enum AnnotationError {
     /// Publication refused its inputs (rows, coverage, collisions).
     #[error("annotation publication refused: {0}")]
     Refused(String),
+    /// The set name is already published (another root under that name).
+    #[error("annotation publication refused: {0}")]
+    Collision(String),
     /// The catalog kept changing under us.
     #[error("{object}: compare-and-swap failed {attempts} times in a row (other writers kept changing it); retry later")]
     Contention { object: String, attempts: u32 },

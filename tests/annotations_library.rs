@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::datasets::{local_store, obj, publish_dataset, write_shards, Published};
 use sdsfs::annotations::{
     publish_annotations, publish_set, read_catalog, verify_sets, write_annotation_shard,
-    AnnotationOptions, AnnotationRecord, AnnotationStatus, ROW_COUNTS_KEY,
+    AnnotationError, AnnotationOptions, AnnotationRecord, AnnotationStatus,
 };
 use sdsfs::dataset::{publish, Dataset, OpenOptions, PublishOptions};
 use sdsfs::format::dtype::DType;
@@ -76,9 +76,9 @@ fn a_set_reads_back_exactly_with_tensor_fields_and_every_status() {
     let catalog = read_catalog(&dataset).unwrap();
     assert_eq!(catalog.sets.len(), 1);
     let set = catalog.sets["labels"].as_ref().unwrap();
-    assert_eq!(set.row_counts(), Some(expected_counts));
-    assert_eq!(set.root().metadata["run"], Value::from("r-1"));
-    assert!(set.root().metadata.contains_key(ROW_COUNTS_KEY));
+    // The set root's metadata is exactly the caller's, as the library writes it.
+    assert_eq!(set.root().metadata, meta);
+    assert_eq!(set.row_counts(), None);
     let back: Vec<AnnotationRecord> = set.iter(&dataset).map(Result::unwrap).collect();
     assert_eq!(back, rows);
     assert!(verify_sets(&dataset).is_empty());
@@ -89,10 +89,15 @@ fn a_set_reads_back_exactly_with_tensor_fields_and_every_status() {
     assert_eq!(again.revision_path, result.revision_path);
     assert_eq!(again.catalog_attempts, 0);
 
-    // Different rows under the same publication id are refused, not adopted.
+    // Different rows under the same name are a collision, never a replacement.
     let other = rows_for(&dataset, 2);
     let e = publish_annotations(&dataset, "labels", &other, &meta, &small_options()).unwrap_err();
-    assert!(e.to_string().contains("another publication id"), "{e}");
+    assert!(matches!(e, AnnotationError::Collision(_)), "{e}");
+    assert!(e.to_string().contains("\"labels\" already exists"), "{e}");
+    let catalog = read_catalog(&dataset).unwrap();
+    let kept = catalog.sets["labels"].as_ref().unwrap();
+    let back: Vec<AnnotationRecord> = kept.iter(&dataset).map(Result::unwrap).collect();
+    assert_eq!(back, rows);
 }
 
 #[test]
@@ -224,11 +229,22 @@ fn a_set_republished_after_its_source_changed() {
     let catalog = read_catalog(&dataset).unwrap();
     let stale = catalog.sets["labels"].as_ref().unwrap_err().to_string();
     assert!(stale.contains("snap-1"), "{stale}");
-    // Republishing derives a new publication id and replaces the entry.
+    // The name is taken: republishing it is a collision error even though the old set is
+    // stale, and the old entry stays (a publication never drops a set).
     let rows = rows_for(&dataset, 2);
-    let second = publish_annotations(
+    let e = publish_annotations(
         &dataset,
         "labels",
+        &rows,
+        &Default::default(),
+        &small_options(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, AnnotationError::Collision(_)), "{e}");
+    // Under a new name it publishes, with a publication id derived from the new snapshot.
+    let second = publish_annotations(
+        &dataset,
+        "labels-v2",
         &rows,
         &Default::default(),
         &small_options(),
@@ -236,8 +252,408 @@ fn a_set_republished_after_its_source_changed() {
     .unwrap();
     assert_ne!(second.publication_id, first.publication_id);
     let catalog = read_catalog(&dataset).unwrap();
-    let set = catalog.sets["labels"].as_ref().unwrap();
+    assert!(catalog.sets["labels"].is_err());
+    let set = catalog.sets["labels-v2"].as_ref().unwrap();
     let back: Vec<AnnotationRecord> = set.iter(&dataset).map(Result::unwrap).collect();
     assert_eq!(back, rows);
     assert_eq!(back.len(), 6);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interop with the format owner, the `signal-dataset` library (tests/python/annotation_tool.py
+// drives it). The base datasets are written by the library itself.
+
+mod library {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use sdsfs::annotations::{commit_to_catalog, AnnotationRecord};
+    use sdsfs::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
+    use sdsfs::format::documents::annotation::layout;
+    use sdsfs::format::documents::annotation::AnnotationRef;
+    use sdsfs::format::documents::{CatalogPointer, Revision, SetRoot, WorkerPointer};
+    use sdsfs::format::json::JsonLimits;
+    use sdsfs::format::limits::RecordLimits;
+    use sdsfs::format::path::RelPath;
+    use sdsfs::format::record;
+    use sdsfs::storage::ObjectStore;
+
+    use super::common::cli::{ok as sds, sds as sds_output};
+    use super::common::datasets::{copy_tree, files_below, local_store};
+    use super::common::{python, repo_root, run_python};
+
+    const RECORDS: u64 = 7;
+    const PER_SHARD: &str = "3";
+    const METADATA: &str = r#"{"n":2.5,"tool":"x","ü":[1,null]}"#;
+
+    pub fn tool(args: &[&str]) -> String {
+        String::from_utf8(run_python("annotation_tool.py", args, b"")).unwrap()
+    }
+
+    pub fn path(p: &Path) -> &str {
+        p.to_str().unwrap()
+    }
+
+    /// A library dataset of `RECORDS` records at `dir/name`, and the row file for it; with
+    /// `big_int`, the rows' values hold 2**70 (which needs the JSON layer's big integers).
+    pub fn dataset_and_rows(dir: &Path, name: &str, big_int: bool) -> (PathBuf, PathBuf) {
+        let root = dir.join(name);
+        tool(&["make-dataset", path(&root), &RECORDS.to_string(), "2"]);
+        let count = RECORDS.to_string();
+        let mut args = vec!["make-rows", path(dir), &count];
+        if !big_int {
+            args.push("--no-big-int");
+        }
+        tool(&args);
+        (root, dir.join("rows.jsonl"))
+    }
+
+    /// The library publishes set `labels` in one process and set `qa` (publication `pub-1`)
+    /// distributed, three workers then the coordinator.
+    pub fn library_publishes(root: &Path, rows: &Path, scratch: &Path) {
+        let (root, rows) = (path(root), path(rows));
+        tool(&[
+            "publish",
+            root,
+            "labels",
+            rows,
+            "--metadata",
+            METADATA,
+            "--records-per-shard",
+            PER_SHARD,
+        ]);
+        let mut pointers = Vec::new();
+        for k in 0..3 {
+            let out = tool(&[
+                "write-shard",
+                root,
+                "qa",
+                "pub-1",
+                rows,
+                "--shard",
+                &k.to_string(),
+                "--records-per-shard",
+                PER_SHARD,
+            ]);
+            let file = scratch.join(format!("pointer-{k}.json"));
+            std::fs::write(&file, out).unwrap();
+            pointers.push(file);
+        }
+        let mut args = vec!["publish-shards", root, "qa", "pub-1"];
+        args.extend(pointers.iter().map(|p| path(p)));
+        args.extend(["--metadata", METADATA]);
+        tool(&args);
+    }
+
+    fn read(store: &dyn ObjectStore, rel: &str) -> Vec<u8> {
+        store
+            .read(&RelPath::new(rel).unwrap(), None)
+            .unwrap()
+            .to_vec()
+    }
+
+    /// Every carrier of `object` decodes and re-encodes to the same payload; the payloads
+    /// re-written with the default options give the same object bytes. Returns the payloads.
+    fn reproduce_object(bytes: &[u8], first_ordinal: u64) -> Vec<Vec<u8>> {
+        let reader = ArrayRecordReader::open(bytes.to_vec(), "library object").unwrap();
+        let limits = RecordLimits::default();
+        let payloads: Vec<Vec<u8>> = (0..reader.len())
+            .map(|k| reader.read(k).unwrap().to_vec())
+            .collect();
+        for (k, payload) in payloads.iter().enumerate() {
+            let carrier = record::decode(bytes::Bytes::from(payload.clone()), &limits).unwrap();
+            let row = AnnotationRecord::from_carrier(carrier, first_ordinal + k as u64).unwrap();
+            assert_eq!(
+                &record::encode(&row.to_carrier(), &limits).unwrap(),
+                payload
+            );
+        }
+        let mut writer = ArrayRecordWriter::new(Vec::new(), WriterOptions::default()).unwrap();
+        for payload in &payloads {
+            writer.write(payload).unwrap();
+        }
+        assert_eq!(writer.finish().unwrap(), bytes, "object bytes differ");
+        payloads
+    }
+
+    /// Our documents, ids and objects equal the library's, built from what it wrote.
+    #[test]
+    fn our_writers_reproduce_the_library_s_sets_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, rows) = dataset_and_rows(dir.path(), "ds", false);
+        library_publishes(&root, &rows, dir.path());
+        let store = local_store(&root);
+        let limits = JsonLimits::CONTROL;
+        let pointer_bytes = read(store.as_ref(), "annotations/catalog.json");
+        let pointer = CatalogPointer::parse(&pointer_bytes, &limits).unwrap();
+        assert_eq!(pointer.to_json().as_bytes(), pointer_bytes);
+        let revision_bytes = read(store.as_ref(), pointer.revision.path.as_str());
+        pointer.revision.check_bytes(&revision_bytes).unwrap();
+        let revision = Revision::parse(&revision_bytes, &limits).unwrap();
+        assert_eq!(revision.to_json().as_bytes(), revision_bytes);
+        assert_eq!(revision.sets.len(), 2);
+        for (name, reference) in &revision.sets {
+            let root_bytes = read(store.as_ref(), reference.path.as_str());
+            let set = SetRoot::parse(&root_bytes, &limits).unwrap();
+            assert_eq!(set.to_json().as_bytes(), root_bytes);
+            assert_eq!(
+                set.metadata,
+                sdsfs::format::json::parse_object(METADATA.as_bytes(), &limits).unwrap()
+            );
+            let expected_pid = match name.as_str() {
+                "labels" => layout::default_publication_id("snap-0001", "labels"),
+                _ => "pub-1".to_string(),
+            };
+            assert_eq!(set.publication_id, expected_pid);
+            assert_eq!(
+                reference.path,
+                layout::set_root_path(name, &expected_pid).unwrap()
+            );
+            for (index, shard) in set.shards.iter().enumerate() {
+                let bytes = read(store.as_ref(), shard.object.path.as_str());
+                let payloads = reproduce_object(&bytes, shard.first_ordinal);
+                let hash = layout::content_hash(payloads.iter().map(Vec::as_slice));
+                let shard_id = layout::logical_shard_id(index as u64);
+                let id = if name == "labels" {
+                    layout::single_process_object_id(
+                        &set.publication_id,
+                        shard.first_ordinal,
+                        &hash,
+                    )
+                } else {
+                    layout::distributed_object_id(name, &set.publication_id, &shard_id, &hash)
+                };
+                assert_eq!(
+                    shard.object.path,
+                    layout::object_path(name, &set.publication_id, &id).unwrap()
+                );
+                let pointer_path =
+                    layout::worker_pointer_path(name, &set.publication_id, &shard_id).unwrap();
+                if name == "labels" {
+                    assert!(
+                        store.info(&pointer_path, None).is_err(),
+                        "a one-process set has no worker pointers"
+                    );
+                    continue;
+                }
+                let pointer_bytes = read(store.as_ref(), pointer_path.as_str());
+                let pointer = WorkerPointer::parse(&pointer_bytes, &limits).unwrap();
+                pointer.validate().unwrap();
+                assert_eq!(pointer.to_json().as_bytes(), pointer_bytes);
+                assert_eq!(
+                    pointer.uri,
+                    format!("{}/{}", path(&root), shard.object.path)
+                );
+            }
+        }
+    }
+
+    /// Every file under `dir/annotations`, relative to `dir`, with its bytes, by path.
+    pub fn annotation_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = files_below(dir)
+            .into_iter()
+            .filter(|(rel, _)| rel.starts_with("annotations/"))
+            .map(|(rel, file)| (rel, std::fs::read(file).unwrap()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// NEEDS THE DATASET READER OF THE REAL FORMAT (the core rewrite): `sds annotate` on a copy
+    /// of a library dataset writes every annotation file the library wrote on the original,
+    /// byte for byte (worker pointers up to the root they record), the library reads our sets
+    /// back equal to its own, and our reader reads the library's sets, distributed included.
+    #[test]
+    fn sds_annotate_writes_the_library_s_files_and_each_reads_the_other_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ours_src, rows) = dataset_and_rows(dir.path(), "ds", true);
+        let theirs = copy_tree(&ours_src, |_| false);
+        library_publishes(theirs.path(), &rows, dir.path());
+        let ours = ours_src.to_str().unwrap();
+        let rows = path(&rows);
+        sds(&[
+            "annotate",
+            ours,
+            "--name",
+            "labels",
+            "--rows",
+            rows,
+            "--metadata",
+            METADATA,
+            "--records-per-shard",
+            PER_SHARD,
+        ]);
+        for k in 0..3 {
+            sds(&[
+                "annotate",
+                "write-shard",
+                ours,
+                "--name",
+                "qa",
+                "--publication-id",
+                "pub-1",
+                "--rows",
+                rows,
+                "--shard",
+                &k.to_string(),
+                "--records-per-shard",
+                PER_SHARD,
+            ]);
+        }
+        sds(&[
+            "annotate",
+            "publish",
+            ours,
+            "--name",
+            "qa",
+            "--publication-id",
+            "pub-1",
+            "--metadata",
+            METADATA,
+            "--records-per-shard",
+            PER_SHARD,
+        ]);
+        // The catalog revisions depend on publication order only, which both sides share.
+        let mine = annotation_files(&ours_src);
+        let theirs_files: Vec<(String, Vec<u8>)> = annotation_files(theirs.path())
+            .into_iter()
+            .map(|(p, b)| {
+                let text = String::from_utf8_lossy(&b).replace(path(theirs.path()), ours);
+                let bytes = if p.contains("/shards/") {
+                    text.into_bytes()
+                } else {
+                    b
+                };
+                (p, bytes)
+            })
+            .collect();
+        let names =
+            |files: &[(String, Vec<u8>)]| files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&mine), names(&theirs_files));
+        for ((p, a), (_, b)) in mine.iter().zip(&theirs_files) {
+            assert!(
+                a == b,
+                "{p} differs:\n ours   {}\n theirs {}",
+                String::from_utf8_lossy(a),
+                String::from_utf8_lossy(b)
+            );
+        }
+        // The library reads our sets exactly as it reads its own.
+        assert_eq!(tool(&["read", ours]), tool(&["read", path(theirs.path())]));
+        // And our reader reads the library's.
+        let dataset = super::open_local(theirs.path());
+        let catalog = sdsfs::annotations::read_catalog(&dataset).unwrap();
+        assert_eq!(catalog.sets.len(), 2);
+        let mine = super::open_local(&ours_src);
+        let my_catalog = sdsfs::annotations::read_catalog(&mine).unwrap();
+        for name in ["labels", "qa"] {
+            let a: Vec<AnnotationRecord> = catalog.sets[name]
+                .as_ref()
+                .unwrap()
+                .iter(&dataset)
+                .map(Result::unwrap)
+                .collect();
+            let b: Vec<AnnotationRecord> = my_catalog.sets[name]
+                .as_ref()
+                .unwrap()
+                .iter(&mine)
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(a.len() as u64, RECORDS);
+            assert_eq!(a, b);
+        }
+        assert!(sdsfs::annotations::verify_sets(&dataset).is_empty());
+        // A name the library published is a collision for us, with a clear message.
+        let out = sds_output(&[
+            "annotate",
+            path(theirs.path()),
+            "--name",
+            "labels",
+            "--rows",
+            rows,
+            "--fill",
+            "skipped",
+        ]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("\"labels\" already exists"), "{err}");
+    }
+
+    fn hold_lock_in_python(root: &Path, seconds: &str) -> std::process::Child {
+        let mut child = Command::new(python())
+            .arg(repo_root().join("tests/python/annotation_tool.py"))
+            .args(["hold-lock", path(root), seconds])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let stdout = child.stdout.as_mut().unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+        assert_eq!(line.trim(), "locked");
+        child
+    }
+
+    /// Our compare-and-swap of the catalog waits while the library's lock is held, and the
+    /// library's waits while ours is: both take `annotations/.catalog.json.lock` the same way.
+    #[test]
+    fn the_catalog_lock_excludes_the_library_and_us_both_ways() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, rows) = dataset_and_rows(dir.path(), "ds", false);
+        let store = local_store(&root);
+        let limits = JsonLimits::CONTROL;
+        let fake = |name: &str| {
+            let pid = layout::default_publication_id("snap-0001", name);
+            AnnotationRef::new(layout::set_root_path(name, &pid).unwrap(), 10)
+        };
+        // The library creates the first catalog (create-only, no lock).
+        tool(&["publish", path(&root), "a", path(&rows)]);
+
+        // We hold the lock (as our store does: flock on the same file); the library waits.
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(root.join("annotations/.catalog.json.lock"))
+            .unwrap();
+        // SAFETY: `lock` is an open file for the duration of the call.
+        assert_eq!(
+            unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+            0
+        );
+        assert_eq!(tool(&["lock-held", path(&root)]).trim(), "\"held\"");
+        let mut library = Command::new(python())
+            .arg(repo_root().join("tests/python/annotation_tool.py"))
+            .args(["publish", path(&root), "c", path(&rows)])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            library.try_wait().unwrap().is_none(),
+            "the library published through our lock"
+        );
+        drop(lock);
+        assert!(library.wait().unwrap().success());
+
+        // The library holds it (its own way, from Python) and our swap waits.
+        let mut holder = hold_lock_in_python(&root, "1.5");
+        let started = Instant::now();
+        commit_to_catalog(store.as_ref(), &limits, "b", &fake("b"), 8).unwrap();
+        let waited = started.elapsed();
+        assert!(holder.wait().unwrap().success());
+        assert!(
+            waited >= Duration::from_millis(1200),
+            "our swap did not wait for the library's lock: {waited:?}"
+        );
+        let state = sdsfs::annotations::read::read_catalog_state(store.as_ref(), &limits).unwrap();
+        let names: Vec<String> = state.revision.unwrap().sets.into_keys().collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
+}
+
+/// Opens a local dataset with default options.
+fn open_local(root: &std::path::Path) -> Dataset {
+    Dataset::open(local_store(root) as Arc<_>, OpenOptions::default()).unwrap()
 }

@@ -85,9 +85,54 @@ fn one_process_publication_with_npy_fields_and_refusals() {
 
     let info = sds(&["info", &root]);
     assert!(
-        text(&info.stdout).contains("success 1, skipped 3, failed 1"),
+        text(&info.stdout).contains(&format!(
+            "  s  publication {}  5 records",
+            set.publication_id()
+        )),
         "{}",
         text(&info.stdout)
+    );
+
+    // The same publication again converges (nothing new written); other rows under the same
+    // name are a collision: a publication never replaces a set.
+    let again = sds(&[
+        "annotate", &root, "--name", "s", "--rows", rows, "--fill", "skipped",
+    ]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains("catalog_attempts 0"),
+        "{}",
+        text(&again.stdout)
+    );
+    std::fs::write(
+        dir.path().join("other.jsonl"),
+        "{\"source_index\": 1, \"status\": \"success\"}\n",
+    )
+    .unwrap();
+    let other = sds(&[
+        "annotate",
+        &root,
+        "--name",
+        "s",
+        "--rows",
+        dir.path().join("other.jsonl").to_str().unwrap(),
+        "--fill",
+        "skipped",
+    ]);
+    assert!(!other.status.success());
+    assert!(
+        text(&other.stderr).contains("annotation set \"s\" already exists"),
+        "{}",
+        text(&other.stderr)
+    );
+    let catalog = read_catalog(&published.open()).unwrap();
+    assert_eq!(
+        catalog.sets["s"]
+            .as_ref()
+            .unwrap()
+            .get(&dataset, 3)
+            .unwrap(),
+        row3
     );
 
     std::fs::write(
@@ -188,10 +233,13 @@ fn distributed_workers_then_coordinator() {
             text(&late.stdout)
         );
     }
+    // The coordinator may spell the root differently from the workers (their pointers record
+    // `ROOT/annotations/...`): the publication prefix in each uri identifies the object.
+    let file_url = format!("file://{root}");
     let publish = sds(&[
         "annotate",
         "publish",
-        &root,
+        &file_url,
         "--name",
         "d",
         "--records-per-shard",

@@ -68,73 +68,8 @@ fn hand_written_documents_parse_and_validate() {
     assert_eq!(page.shards[0].physical_index(1), None);
 }
 
-#[test]
-fn hand_written_annotation_documents_are_reproduced() {
-    let object_path = ids::annotation_object_path("labels", PUB, OBJ_SHA).unwrap();
-    let pointer = WorkerPointer {
-        first_ordinal: 0,
-        generation: None,
-        logical_shard_id: ids::logical_shard_id(0),
-        name: "labels".into(),
-        publication_id: ids::default_publication_id("labels", "snap-1"),
-        record_ids: vec!["r0".into(), "r1".into()],
-        source_snapshot_id: "snap-1".into(),
-        statuses: vec![AnnotationStatus::Success, AnnotationStatus::Failed],
-        stored_bytes: 99,
-        terminal_statuses: vec![AnnotationStatus::Success, AnnotationStatus::Skipped],
-        uri: object_path.clone(),
-    };
-    assert_eq!(pointer.to_json(), WORKER_POINTER);
-    pointer.validate().unwrap();
-
-    let set_root = SetRoot {
-        metadata: Object::new(),
-        name: "labels".into(),
-        publication_id: PUB.into(),
-        record_count: 1,
-        shards: vec![SetShard {
-            first_ordinal: 0,
-            object: Reference::new(object_path, 99),
-            record_count: 1,
-        }],
-        source_snapshot_id: "snap-1".into(),
-    };
-    assert_eq!(set_root.to_json(), SET_ROOT);
-
-    let mut revision = Revision::default();
-    revision.sets.insert(
-        "labels".into(),
-        Reference::new(
-            ids::set_root_path("labels", PUB).unwrap(),
-            SET_ROOT.len() as u64,
-        ),
-    );
-    assert_eq!(revision.to_json(), REVISION);
-    assert_eq!(ids::sha256_hex(REVISION.as_bytes()), REVISION_SHA);
-
-    let catalog = CatalogPointer::new(ids::revision_path(REVISION_SHA).unwrap());
-    assert_eq!(catalog.to_json(), CATALOG);
-}
-
-#[test]
-fn hand_written_annotation_documents_parse_to_the_built_values() {
-    let pointer = WorkerPointer::parse(WORKER_POINTER.as_bytes(), &LIMITS).unwrap();
-    assert_eq!(pointer.to_json(), WORKER_POINTER);
-    assert_eq!(pointer.generation, None);
-    assert_eq!(pointer.terminal_statuses[1], AnnotationStatus::Skipped);
-    let set_root = SetRoot::parse(SET_ROOT.as_bytes(), &LIMITS).unwrap();
-    set_root.validate().unwrap();
-    let snapshot = Snapshot::parse(SNAPSHOT.as_bytes(), &LIMITS).unwrap();
-    set_root.validate_against_snapshot(&snapshot).unwrap();
-    let revision = Revision::parse(REVISION.as_bytes(), &LIMITS).unwrap();
-    revision.validate().unwrap();
-    assert_eq!(revision.sets["labels"].stored_bytes, 451);
-    let catalog = CatalogPointer::parse(CATALOG.as_bytes(), &LIMITS).unwrap();
-    assert_eq!(
-        catalog.revision.path,
-        ids::revision_path(REVISION_SHA).unwrap()
-    );
-}
+// The annotation documents (catalog pointer, revisions, set roots, worker pointers) are
+// tested against the library's own bytes in tests/documents_annotations.rs.
 
 #[test]
 fn optional_keys_round_trip_and_are_omitted_when_absent() {
@@ -179,36 +114,6 @@ fn every_document_round_trips() {
             .validate_against(&snapshot.manifests[i], "S", i as u64)
             .unwrap();
     }
-
-    let set = three_shard_set();
-    assert_eq!(
-        SetRoot::parse(set.to_json().as_bytes(), &LIMITS).unwrap(),
-        set
-    );
-
-    let mut pointer = WorkerPointer::parse(WORKER_POINTER.as_bytes(), &LIMITS).unwrap();
-    pointer.generation = Some(42);
-    let text = pointer.to_json();
-    assert!(text.contains("\"generation\": 42,"));
-    assert_eq!(
-        WorkerPointer::parse(text.as_bytes(), &LIMITS).unwrap(),
-        pointer
-    );
-
-    let mut catalog = CatalogPointer::parse(CATALOG.as_bytes(), &LIMITS).unwrap();
-    catalog.revision.generation = Some(7);
-    let text = catalog.to_json();
-    assert_eq!(
-        CatalogPointer::parse(text.as_bytes(), &LIMITS).unwrap(),
-        catalog
-    );
-
-    let empty = Revision::default();
-    assert_eq!(empty.to_json(), "{\n  \"sets\": {}\n}\n");
-    assert_eq!(
-        Revision::parse(empty.to_json().as_bytes(), &LIMITS).unwrap(),
-        empty
-    );
 }
 
 #[test]

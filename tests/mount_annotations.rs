@@ -180,7 +180,7 @@ fn annotation_overlay_of_a_real_mount() {
 }
 
 #[test]
-fn a_set_published_for_an_earlier_source_is_hidden_until_republished() {
+fn a_set_published_for_an_earlier_source_stays_hidden_beside_a_new_one() {
     let published = publish_dataset(&[3], 10);
     let dataset = published.open();
     publish_annotations(
@@ -204,20 +204,77 @@ fn a_set_published_for_an_earlier_source_is_hidden_until_republished() {
     assert!(listing(&mount.path("records/0/annotations")).is_empty());
     assert!(mount.log_text().contains("snap-1"), "{}", mount.log_text());
 
+    // The name is taken (a publication never replaces a set), so the new source's set gets a
+    // new name; the stale one stays hidden.
     let fresh = rows(&dataset, "new");
-    publish_annotations(&dataset, "labels", &fresh, &Default::default(), &options(2)).unwrap();
+    let taken = publish_annotations(&dataset, "labels", &fresh, &Default::default(), &options(2));
+    assert!(taken.unwrap_err().to_string().contains("already exists"));
+    publish_annotations(
+        &dataset,
+        "labels-v2",
+        &fresh,
+        &Default::default(),
+        &options(2),
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(2100));
-    assert_eq!(listing(&mount.path("annotations")), ["labels"]);
+    assert_eq!(listing(&mount.path("annotations")), ["labels-v2"]);
     for (o, row) in fresh.iter().enumerate() {
-        let json = read(&mount.path(&format!("records/{o}/annotations/labels/annotation.json")));
+        let json = read(&mount.path(&format!(
+            "records/{o}/annotations/labels-v2/annotation.json"
+        )));
         assert_eq!(
             String::from_utf8(json.unwrap()).unwrap(),
-            row.to_annotation_json("labels")
+            row.to_annotation_json("labels-v2")
         );
         if let Some(field) = row.fields.get("det/iq") {
-            let raw =
-                read(&mount.path(&format!("records/{o}/annotations/labels/fields/det/iq.raw")));
+            let raw = read(&mount.path(&format!(
+                "records/{o}/annotations/labels-v2/fields/det/iq.raw"
+            )));
             assert_eq!(raw.unwrap(), field.data.to_vec());
         }
+    }
+}
+
+/// A catalog revision whose bytes no longer hash to its name leaves every `annotations/`
+/// directory empty while the records still mount, and `sds verify` and `sds info` name the
+/// revision and the rule.
+#[test]
+fn a_revision_that_does_not_hash_to_its_name_empties_annotations_only() {
+    let published = publish_dataset(&[3], 10);
+    let dataset = published.open();
+    let set = publish_annotations(
+        &dataset,
+        "labels",
+        &rows(&dataset, "t"),
+        &Default::default(),
+        &options(10),
+    )
+    .unwrap();
+    let revision = published.file(set.revision_path.as_str());
+    let mut bytes = std::fs::read(&revision).unwrap();
+    bytes.push(b' ');
+    std::fs::remove_file(&revision).unwrap();
+    std::fs::write(&revision, &bytes).unwrap();
+
+    let mount = MountGuard::mount(published.root(), &[]);
+    assert_eq!(listing(&mount.path("records")), ["0", "1", "2"]);
+    assert!(listing(&mount.path("annotations")).is_empty());
+    assert!(listing(&mount.path("records/1/annotations")).is_empty());
+    assert!(mount.log_text().contains("SHA-256"), "{}", mount.log_text());
+    drop(mount);
+
+    let root = published.root().to_str().unwrap();
+    for command in ["verify", "info"] {
+        let out = common::cli::sds(&[command, root]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains(set.revision_path.as_str()) && text.contains("SHA-256"),
+            "sds {command}: {text}"
+        );
     }
 }

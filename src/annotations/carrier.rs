@@ -1,4 +1,5 @@
-//! One annotation row and its carrier record (profile section 6).
+//! One annotation row and its carrier record (`docs/FORMAT.md`, annotations), encoded as the
+//! `signal-dataset` library encodes it.
 //!
 //! A carrier is an ordinary record: its `id` is the source record's id, `scene_id` is null, and
 //! its metadata is exactly `{"annotation": {"detail_status", "empty_fields", "provenance",

@@ -1,66 +1,74 @@
-//! Publishing annotation sets (profile section 6).
+//! Publishing annotation sets (`docs/FORMAT.md`, annotations), byte for byte as the
+//! `signal-dataset` library publishes them.
 //!
-//! The protocol has three steps, each safe to repeat:
-//! 1. **Workers** ([`write_annotation_shard`]) encode one logical shard's rows as carrier
-//!    records into an ArrayRecord object (`group_size:1`) at its content address, then create
-//!    the shard's worker pointer create-only. The first pointer created for a logical shard id
-//!    wins; a later worker finds it and adopts it instead of failing, so retried or duplicated
-//!    workers converge on one object per shard.
-//! 2. **The coordinator** ([`publish_set`]) follows pointers `shard-00000000`, `shard-00000001`,
-//!    ... and requires them to tile every source ordinal densely, each record id equal to the
-//!    source record's id at its ordinal, and each object's size equal to what its pointer says.
-//!    Only then is the set root written (create-only), with the row counts by status in its
-//!    metadata under [`ROW_COUNTS_KEY`](super::ROW_COUNTS_KEY).
-//! 3. **The catalog swing** ([`commit_to_catalog`]): a new revision = the current one plus this
-//!    set's entry (added or replaced), written create-only at its content address, then
-//!    `annotations/catalog.json` is compare-and-swapped from the version just read. On a
-//!    conflict everything is re-read and rebuilt (never a stale revision re-used), up to
-//!    `catalog_retry_limit` retries, with a short randomised pause so racing writers spread out.
-//!    Because each revision is derived from the one it replaces, no concurrently published set
-//!    is ever lost. A transient failure of the swap itself (its response lost: it may have
-//!    happened) is handled the same way, never by repeating the request: the catalog is
-//!    re-read, and if it already holds this entry the publication is done.
+//! Two forms, as in the library:
+//! - **Single process** ([`publish_annotations`]): every `records_per_shard` rows become one
+//!   object named by SHA-256 of `"<publication_id>:<first_ordinal>:<content hash>"`; no worker
+//!   pointers are written. Then the set root and the catalog swing.
+//! - **Distributed**: workers ([`write_annotation_shard`]) write one logical shard each, its
+//!   object named by the first 32 hex of SHA-256 of
+//!   `"<name>:<publication_id>:<logical_shard_id>:<content hash>"`, then create its worker
+//!   pointer create-only: the first pointer for a logical shard id wins and a later worker
+//!   adopts it. The coordinator ([`publish_set`]) follows this project's logical shard ids
+//!   (`shard-00000000`, `shard-00000001`, ...), requires them to tile every source ordinal with
+//!   the source's record ids, checks each object's size, then writes the set root and swings
+//!   the catalog. (The library's coordinator is handed its workers' pointers in memory; ours
+//!   finds them by id, so a library worker that used the same ids is coordinated the same way.)
 //!
-//! The publication id defaults to the profile's derivation from the set name and the source
-//! snapshot id, so re-running the same publication writes the same bytes to the same paths and
-//! succeeds. Rows that differ under the same publication id are refused (the pointers or set
-//! root already hold other bytes) rather than silently adopted: pass another publication id.
+//! Objects are addressed by content, not identity, so an identical retry resumes in place
+//! while two workers racing one logical shard with different rows both succeed and the pointer
+//! picks the winner.
+//!
+//! **The catalog swing** ([`commit_to_catalog`]): read the catalog pointer and its revision
+//! (hash-checked), refuse if the set name is already catalogued with another root (a
+//! publication never replaces or drops another set), write the new revision create-only at the
+//! SHA-256 of its bytes, then replace `annotations/catalog.json` by compare-and-swap from the
+//! version just read, or create it when there was none. On a conflict everything is re-read
+//! and rebuilt, 8 attempts in all with a short randomised backoff. On local storage the swap
+//! holds `annotations/.catalog.json.lock` (an exclusive `flock`), the same lock the library's
+//! local store takes, so our writers and the library's exclude each other. A first catalog is
+//! created with a create-only link, as the library creates it, so neither can overwrite the
+//! other's first pointer either.
+//!
+//! The publication id defaults to the library's derivation from the snapshot id and set name,
+//! so re-running the same publication writes the same bytes to the same paths and succeeds.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 use super::carrier::AnnotationRecord;
-use super::read::{read_pointer, read_revision, ROW_COUNTS_KEY};
+use super::read::{read_catalog_state, read_worker_pointer};
 use super::{AnnotationError, AnnotationStatus};
 use crate::arrayrecord::{ArrayRecordWriter, WriterOptions};
 use crate::dataset::Dataset;
-use crate::format::documents::ids::{
-    annotation_object_path, default_publication_id, is_portable_id, logical_shard_id,
-    revision_path, set_root_path, worker_pointer_path,
+use crate::format::documents::annotation::layout::{
+    self, content_hash, default_publication_id, distributed_object_id, logical_shard_id,
+    object_path, set_root_path, single_process_object_id, worker_pointer_path,
 };
-use crate::format::documents::{
-    CatalogPointer, Reference, Revision, SetRoot, SetShard, WorkerPointer,
-};
-use crate::format::json::{Object, Value};
+use crate::format::documents::annotation::{is_set_name, AnnotationRef};
+use crate::format::documents::{CatalogPointer, SetRoot, SetShard, WorkerPointer};
+use crate::format::json::{JsonLimits, Object};
 use crate::format::limits::RecordLimits;
 use crate::format::path::RelPath;
 use crate::format::record;
-use crate::storage::{ErrorKind, StorageError};
+use crate::storage::{ErrorKind, ObjectStore, StorageError};
 
 /// How a set is published.
 #[derive(Debug, Clone)]
 pub struct AnnotationOptions {
-    /// Rows per logical shard (default 10000).
+    /// Rows per object (default 10000, the library's).
     pub records_per_shard: u64,
-    /// Compare-and-swap retries after the first attempt (default 8).
+    /// Compare-and-swap attempts in all (default 8, the library's `catalog_retry_limit`).
     pub catalog_retry_limit: u32,
-    /// `None`: the profile's default, derived from the set name and source snapshot id.
+    /// `None`: the library's default, derived from the source snapshot id and the set name.
     pub publication_id: Option<String>,
     /// ArrayRecord options of annotation objects; the layout requires `group_size:1`.
     pub writer_options: WriterOptions,
     pub record_limits: RecordLimits,
+    /// The dataset root as the caller addressed it (`/data/ds`, `gs://bucket/ds`): worker
+    /// pointers record each object's location as this, `/`, and the object's path, as the
+    /// library does. `None`: the store's own description of its root.
+    pub root_location: Option<String>,
 }
 
 impl Default for AnnotationOptions {
@@ -71,6 +79,7 @@ impl Default for AnnotationOptions {
             publication_id: None,
             writer_options: WriterOptions::default(),
             record_limits: RecordLimits::default(),
+            root_location: None,
         }
     }
 }
@@ -86,17 +95,39 @@ impl AnnotationOptions {
         let id = self
             .publication_id
             .clone()
-            .unwrap_or_else(|| default_publication_id(name, &dataset.snapshot().snapshot_id));
+            .unwrap_or_else(|| default_publication_id(&dataset.snapshot().snapshot_id, name));
         check_id("publication id", &id)?;
         Ok(id)
     }
 
-    /// Ordinals of logical shard `index`: `[first, end)`; empty past the end.
+    /// The ordinals of logical shard `index`: `[index * N, (index + 1) * N)` clipped to the
+    /// dataset.
     pub fn shard_range(&self, dataset: &Dataset, index: u64) -> std::ops::Range<u64> {
         let per = self.records_per_shard.max(1);
         let first = index.saturating_mul(per).min(dataset.len());
         first..first.saturating_add(per).min(dataset.len())
     }
+
+    /// The dataset root's location as worker pointers record it (no trailing `/`).
+    fn root_location(&self, store: &dyn ObjectStore) -> String {
+        match &self.root_location {
+            Some(location) => location.trim_end_matches('/').to_string(),
+            None => store_root(store),
+        }
+    }
+}
+
+/// The store's description of its root, derived from its description of the catalog path.
+fn store_root(store: &dyn ObjectStore) -> String {
+    let Ok(catalog) = layout::catalog_path() else {
+        return String::new();
+    };
+    let described = store.describe(&catalog);
+    described
+        .strip_suffix(catalog.as_str())
+        .unwrap_or(&described)
+        .trim_end_matches('/')
+        .to_string()
 }
 
 /// What a worker's shard write ended with.
@@ -121,6 +152,7 @@ pub struct PublishedSet {
     pub revision_path: RelPath,
     pub record_count: u64,
     pub shard_count: u64,
+    /// Rows by status, every status present (computed by the publisher; not stored).
     pub row_counts: BTreeMap<AnnotationStatus, u64>,
     /// Compare-and-swap attempts made (1 when there was no conflict; 0 when the catalog
     /// already held exactly this set).
@@ -128,7 +160,7 @@ pub struct PublishedSet {
 }
 
 fn check_id(what: &str, id: &str) -> Result<(), AnnotationError> {
-    if is_portable_id(id) {
+    if is_set_name(id) {
         Ok(())
     } else {
         Err(AnnotationError::refused(format!(
@@ -137,12 +169,28 @@ fn check_id(what: &str, id: &str) -> Result<(), AnnotationError> {
     }
 }
 
-fn id_error(e: impl std::fmt::Display) -> AnnotationError {
+fn layout_error(e: layout::LayoutError) -> AnnotationError {
     AnnotationError::refused(e.to_string())
 }
 
+fn tally<'a>(
+    statuses: impl IntoIterator<Item = &'a AnnotationStatus>,
+) -> BTreeMap<AnnotationStatus, u64> {
+    let mut counts: BTreeMap<AnnotationStatus, u64> = [
+        (AnnotationStatus::Success, 0),
+        (AnnotationStatus::Skipped, 0),
+        (AnnotationStatus::Failed, 0),
+    ]
+    .into();
+    for status in statuses {
+        *counts.entry(*status).or_default() += 1;
+    }
+    counts
+}
+
 /// Publishes a dense set in one process: `rows` must hold exactly one row per source ordinal,
-/// in ordinal order. Writes every shard, then coordinates. Safe to re-run.
+/// in ordinal order. Writes every object, the set root, and swings the catalog. Safe to
+/// re-run; a set name the catalog already holds with another root is a collision error.
 pub fn publish_annotations(
     dataset: &Dataset,
     name: &str,
@@ -158,67 +206,57 @@ pub fn publish_annotations(
             dataset.len()
         )));
     }
-    let per = options.records_per_shard.max(1);
-    let shard_count = dataset.len().div_ceil(per);
-    for index in 0..shard_count {
-        let range = options.shard_range(dataset, index);
-        let slice = rows
-            .get(range.start as usize..range.end as usize)
-            .unwrap_or_default();
-        let outcome =
-            write_annotation_shard(dataset, name, &publication_id, index, slice, options)?;
-        if outcome.adopted && outcome.pointer.uri != outcome.own_object {
-            return Err(AnnotationError::refused(format!(
-                "set {name:?}, publication {publication_id:?}: {} was already published with \
-                 different rows ({}); publish under another publication id",
-                outcome.pointer.logical_shard_id,
-                dataset.store().describe(&outcome.pointer_path)
-            )));
-        }
+    check_group_size(options)?;
+    let per = usize::try_from(options.records_per_shard.max(1)).unwrap_or(usize::MAX);
+    let mut shards = Vec::new();
+    for (index, chunk) in rows.chunks(per).enumerate() {
+        let first = (index * per) as u64;
+        let payloads = encode_rows(dataset, name, first, chunk, options)?;
+        let hash = content_hash(payloads.iter().map(Vec::as_slice));
+        let id = single_process_object_id(&publication_id, first, &hash);
+        let path = object_path(name, &publication_id, &id).map_err(layout_error)?;
+        let stored_bytes = write_object(dataset.store().as_ref(), &path, &payloads, options)?;
+        shards.push(SetShard {
+            first_ordinal: first,
+            object: AnnotationRef::new(path, stored_bytes),
+            record_count: chunk.len() as u64,
+        });
     }
-    publish_set(dataset, name, &publication_id, metadata, options)
+    let counts = tally(rows.iter().map(|r| &r.status));
+    commit_set(
+        dataset,
+        name,
+        &publication_id,
+        shards,
+        metadata,
+        options,
+        counts,
+    )
 }
 
-/// Worker step: writes logical shard `shard_index` of a publication (its rows, in ordinal
-/// order) and creates its worker pointer, adopting an earlier winner if there is one.
-pub fn write_annotation_shard(
+fn check_group_size(options: &AnnotationOptions) -> Result<(), AnnotationError> {
+    if options.writer_options.group_size == 1 {
+        Ok(())
+    } else {
+        Err(AnnotationError::refused(
+            "annotation objects must be written with group_size:1 (docs/FORMAT.md, annotations)",
+        ))
+    }
+}
+
+/// Checks `rows` against the source ordinals from `first` and encodes each as a carrier.
+fn encode_rows(
     dataset: &Dataset,
     name: &str,
-    publication_id: &str,
-    shard_index: u64,
+    first: u64,
     rows: &[AnnotationRecord],
     options: &AnnotationOptions,
-) -> Result<ShardOutcome, AnnotationError> {
-    check_id("set name", name)?;
-    check_id("publication id", publication_id)?;
-    if options.writer_options.group_size != 1 {
-        return Err(AnnotationError::refused(
-            "annotation objects must be written with group_size:1 (profile section 6)",
-        ));
-    }
-    let range = options.shard_range(dataset, shard_index);
-    let shard_id = logical_shard_id(shard_index);
-    if range.is_empty() {
-        return Err(AnnotationError::refused(format!(
-            "set {name:?}: {shard_id} starts past the dataset's {} records ({} rows per shard)",
-            dataset.len(),
-            options.records_per_shard
-        )));
-    }
-    if rows.len() as u64 != range.end - range.start {
-        return Err(AnnotationError::refused(format!(
-            "set {name:?}: {shard_id} covers ordinals [{}, {}) but {} rows were given",
-            range.start,
-            range.end,
-            rows.len()
-        )));
-    }
+) -> Result<Vec<Vec<u8>>, AnnotationError> {
     let mut payloads = Vec::with_capacity(rows.len());
-    for (row, ordinal) in rows.iter().zip(range.clone()) {
+    for (row, ordinal) in rows.iter().zip(first..) {
         if row.source_index != ordinal {
             return Err(AnnotationError::refused(format!(
-                "set {name:?}: {shard_id} row {} has source_index {} but must annotate ordinal {ordinal}",
-                ordinal - range.start,
+                "set {name:?}: the row for ordinal {ordinal} has source_index {}",
                 row.source_index
             )));
         }
@@ -236,59 +274,28 @@ pub fn write_annotation_shard(
         })?;
         payloads.push(payload);
     }
-    let bytes = encode_object(&payloads, &options.writer_options)
-        .map_err(|e| AnnotationError::refused(format!("set {name:?}: {shard_id}: {e}")))?;
-    let store = dataset.store();
-    let hash = hex::encode(Sha256::digest(&bytes));
-    let object = annotation_object_path(name, publication_id, &hash).map_err(id_error)?;
-    store.create(&object, &bytes)?;
-    let generation = if store.supports_generations() {
-        store.info(&object, None)?.version.generation
-    } else {
-        None
-    };
-    let statuses: Vec<AnnotationStatus> = rows.iter().map(|r| r.status).collect();
-    let pointer = WorkerPointer {
-        first_ordinal: range.start,
-        generation,
-        logical_shard_id: shard_id.clone(),
-        name: name.to_string(),
-        publication_id: publication_id.to_string(),
-        record_ids: rows.iter().map(|r| r.source_record_id.clone()).collect(),
-        source_snapshot_id: dataset.snapshot().snapshot_id.clone(),
-        terminal_statuses: statuses.clone(),
-        statuses,
-        stored_bytes: bytes.len() as u64,
-        uri: object.clone(),
-    };
-    let pointer_path = worker_pointer_path(name, publication_id, &shard_id).map_err(id_error)?;
-    match store.create(&pointer_path, pointer.to_json().as_bytes()) {
-        Ok(_) => Ok(ShardOutcome {
-            pointer,
-            pointer_path,
-            own_object: object,
-            adopted: false,
-        }),
-        Err(StorageError::Collision { .. }) => {
-            let winner = read_worker_pointer(dataset, &pointer_path)?;
-            check_pointer(
-                dataset,
-                &winner,
-                name,
-                publication_id,
-                &shard_id,
-                range.start,
-            )
-            .map_err(|detail| AnnotationError::corrupt(store.describe(&pointer_path), detail))?;
-            Ok(ShardOutcome {
-                pointer: winner,
-                pointer_path,
-                own_object: object,
-                adopted: true,
-            })
-        }
-        Err(e) => Err(e.into()),
-    }
+    Ok(payloads)
+}
+
+/// Writes one annotation object create-only (an identical object already there is a resume);
+/// returns its size.
+fn write_object(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    payloads: &[Vec<u8>],
+    options: &AnnotationOptions,
+) -> Result<u64, AnnotationError> {
+    let bytes = encode_object(payloads, &options.writer_options)
+        .map_err(|e| AnnotationError::refused(format!("{}: {e}", store.describe(path))))?;
+    store.create(path, &bytes).map_err(|e| match e {
+        StorageError::Collision { object } => AnnotationError::corrupt(
+            object,
+            "an annotation object already exists here with different bytes, though its name \
+             is derived from its content",
+        ),
+        e => e.into(),
+    })?;
+    Ok(bytes.len() as u64)
 }
 
 fn encode_object(payloads: &[Vec<u8>], options: &WriterOptions) -> Result<Vec<u8>, String> {
@@ -299,77 +306,75 @@ fn encode_object(payloads: &[Vec<u8>], options: &WriterOptions) -> Result<Vec<u8
     writer.finish().map_err(|e| e.to_string())
 }
 
-fn read_worker_pointer(
+/// Worker step: writes logical shard `shard_index` of a distributed publication (its rows, in
+/// ordinal order) and creates its worker pointer, adopting an earlier winner if there is one.
+pub fn write_annotation_shard(
     dataset: &Dataset,
-    path: &RelPath,
-) -> Result<WorkerPointer, AnnotationError> {
-    let store = dataset.store();
-    let limits = dataset.options().control_limits;
-    let bytes = store.read_limited(path, None, limits.max_bytes as u64)?;
-    let pointer =
-        WorkerPointer::parse(&bytes, &limits).map_err(|e| e.with_document(store.describe(path)))?;
-    pointer
-        .validate()
-        .map_err(|e| e.with_document(store.describe(path)))?;
-    Ok(pointer)
-}
-
-/// Checks that a pointer belongs where it was found.
-fn check_pointer(
-    dataset: &Dataset,
-    pointer: &WorkerPointer,
     name: &str,
     publication_id: &str,
-    shard_id: &str,
-    first_ordinal: u64,
-) -> Result<(), String> {
-    let snapshot = &dataset.snapshot().snapshot_id;
-    let checks = [
-        (
-            pointer.name == name,
-            format!("name {:?} is not {name:?}", pointer.name),
-        ),
-        (
-            pointer.publication_id == publication_id,
-            format!(
-                "publication_id {:?} is not {publication_id:?}",
-                pointer.publication_id
-            ),
-        ),
-        (
-            pointer.logical_shard_id == shard_id,
-            format!(
-                "logical_shard_id {:?} is not {shard_id:?}",
-                pointer.logical_shard_id
-            ),
-        ),
-        (
-            &pointer.source_snapshot_id == snapshot,
-            format!(
-                "source_snapshot_id {:?} is not the dataset's snapshot {snapshot:?}",
-                pointer.source_snapshot_id
-            ),
-        ),
-        (
-            pointer.first_ordinal == first_ordinal,
-            format!(
-                "first_ordinal {} is not {first_ordinal}: the pointers do not tile the ordinals",
-                pointer.first_ordinal
-            ),
-        ),
-        (
-            !pointer.record_ids.is_empty(),
-            "record_ids is empty; a shard holds at least one record".to_string(),
-        ),
-    ];
-    match checks.into_iter().find(|(ok, _)| !ok) {
-        Some((_, problem)) => Err(problem),
-        None => Ok(()),
+    shard_index: u64,
+    rows: &[AnnotationRecord],
+    options: &AnnotationOptions,
+) -> Result<ShardOutcome, AnnotationError> {
+    check_id("set name", name)?;
+    check_id("publication id", publication_id)?;
+    check_group_size(options)?;
+    let range = options.shard_range(dataset, shard_index);
+    let shard_id = logical_shard_id(shard_index);
+    if range.is_empty() || rows.len() as u64 != range.end - range.start {
+        return Err(AnnotationError::refused(format!(
+            "set {name:?}: {shard_id} covers ordinals [{}, {}) of the dataset's {} records \
+             ({} rows per shard) but {} rows were given",
+            range.start,
+            range.end,
+            dataset.len(),
+            options.records_per_shard,
+            rows.len()
+        )));
     }
+    let store = dataset.store();
+    let payloads = encode_rows(dataset, name, range.start, rows, options)?;
+    let hash = content_hash(payloads.iter().map(Vec::as_slice));
+    let id = distributed_object_id(name, publication_id, &shard_id, &hash);
+    let object = object_path(name, publication_id, &id).map_err(layout_error)?;
+    let stored_bytes = write_object(store.as_ref(), &object, &payloads, options)?;
+    let pointer = WorkerPointer {
+        first_ordinal: range.start,
+        generation: None,
+        logical_shard_id: shard_id.clone(),
+        name: name.to_string(),
+        publication_id: publication_id.to_string(),
+        record_ids: rows.iter().map(|r| r.source_record_id.clone()).collect(),
+        source_snapshot_id: dataset.snapshot().snapshot_id.clone(),
+        statuses: rows.iter().map(|r| r.status).collect(),
+        stored_bytes,
+        terminal_statuses: rows.iter().map(terminal_status).collect(),
+        uri: format!("{}/{}", options.root_location(store.as_ref()), object),
+    };
+    let pointer_path =
+        worker_pointer_path(name, publication_id, &shard_id).map_err(layout_error)?;
+    let adopted = match store.create(&pointer_path, pointer.to_json().as_bytes()) {
+        Ok(_) => None,
+        Err(StorageError::Collision { .. }) => Some(read_worker_pointer(dataset, &pointer_path)?),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(ShardOutcome {
+        adopted: adopted.is_some(),
+        pointer: adopted.unwrap_or(pointer),
+        pointer_path,
+        own_object: object,
+    })
+}
+
+/// The library's terminal status of a row: its `detail_status` when it has one.
+fn terminal_status(row: &AnnotationRecord) -> String {
+    row.detail_status
+        .clone()
+        .unwrap_or_else(|| row.status.as_wire().to_string())
 }
 
 /// Coordinator step: requires worker pointers covering every source ordinal densely, writes the
-/// set root (row counts in its metadata), a new revision, and swings the catalog.
+/// set root, a new revision, and swings the catalog.
 pub fn publish_set(
     dataset: &Dataset,
     name: &str,
@@ -379,179 +384,290 @@ pub fn publish_set(
 ) -> Result<PublishedSet, AnnotationError> {
     check_id("set name", name)?;
     check_id("publication id", publication_id)?;
-    let store = dataset.store();
-    let total = dataset.len();
+    let root = options.root_location(dataset.store().as_ref());
     let mut shards = Vec::new();
-    let mut counts: BTreeMap<AnnotationStatus, u64> = [
-        (AnnotationStatus::Success, 0),
-        (AnnotationStatus::Skipped, 0),
-        (AnnotationStatus::Failed, 0),
-    ]
-    .into();
+    let mut statuses = Vec::new();
     let mut next = 0u64;
-    while next < total {
+    while next < dataset.len() {
         let shard_id = logical_shard_id(shards.len() as u64);
-        let path = worker_pointer_path(name, publication_id, &shard_id).map_err(id_error)?;
+        let path = worker_pointer_path(name, publication_id, &shard_id).map_err(layout_error)?;
         let pointer = match read_worker_pointer(dataset, &path) {
-            Ok(pointer) => pointer,
             Err(AnnotationError::Storage(e)) if e.is_not_found() => {
                 return Err(AnnotationError::refused(format!(
-                    "set {name:?}, publication {publication_id:?}: ordinals [{next}, {total}) are \
+                    "set {name:?}, publication {publication_id:?}: ordinals [{next}, {}) are \
                      not covered: no worker pointer for {shard_id} ({})",
-                    store.describe(&path)
+                    dataset.len(),
+                    dataset.store().describe(&path)
                 )))
             }
-            Err(e) => return Err(e),
+            found => found?,
         };
-        let object = store.describe(&path);
-        check_pointer(dataset, &pointer, name, publication_id, &shard_id, next)
-            .map_err(|detail| AnnotationError::corrupt(object.clone(), detail))?;
+        let described = dataset.store().describe(&path);
+        let object = check_pointer(dataset, &pointer, name, publication_id, next, &root)
+            .map_err(|detail| AnnotationError::corrupt(described, detail))?;
+        statuses.extend(pointer.statuses.iter().copied());
         let count = pointer.record_ids.len() as u64;
-        if next + count > total {
-            return Err(AnnotationError::corrupt(
-                object,
-                format!(
-                    "covers ordinals [{next}, {}) past the dataset's {total} records",
-                    next + count
-                ),
-            ));
-        }
-        for (k, id) in pointer.record_ids.iter().enumerate() {
-            let ordinal = next + k as u64;
-            let source = dataset.record_meta(ordinal)?;
-            if &source.id != id {
-                return Err(AnnotationError::corrupt(
-                    object,
-                    format!("record_ids[{k}] is {id:?} but the source record at ordinal {ordinal} is {:?}", source.id),
-                ));
-            }
-        }
-        let info = store.info(&pointer.uri, None)?;
-        if info.size != pointer.stored_bytes {
-            return Err(AnnotationError::corrupt(
-                store.describe(&pointer.uri),
-                format!(
-                    "size {} differs from the {} bytes its worker pointer records",
-                    info.size, pointer.stored_bytes
-                ),
-            ));
-        }
-        for status in &pointer.statuses {
-            *counts.entry(*status).or_default() += 1;
-        }
         shards.push(SetShard {
             first_ordinal: next,
-            object: Reference::new(pointer.uri.clone(), pointer.stored_bytes),
+            object: AnnotationRef::new(object, pointer.stored_bytes),
             record_count: count,
         });
         next += count;
     }
-    let mut metadata = metadata.clone();
-    let tally: Object = counts
-        .iter()
-        .map(|(status, n)| (status.as_wire().to_string(), Value::from(*n)))
-        .collect();
-    metadata.insert(ROW_COUNTS_KEY.to_string(), Value::Object(tally));
+    let counts = tally(&statuses);
+    commit_set(
+        dataset,
+        name,
+        publication_id,
+        shards,
+        metadata,
+        options,
+        counts,
+    )
+}
+
+/// Checks that a winning pointer belongs to this publication at `first_ordinal` and names the
+/// source's records, and that its object is where and as large as it says; returns the
+/// object's path.
+fn check_pointer(
+    dataset: &Dataset,
+    pointer: &WorkerPointer,
+    name: &str,
+    publication_id: &str,
+    first_ordinal: u64,
+    root: &str,
+) -> Result<RelPath, String> {
+    let snapshot = &dataset.snapshot().snapshot_id;
+    if pointer.name != name
+        || pointer.publication_id != publication_id
+        || &pointer.source_snapshot_id != snapshot
+    {
+        return Err(format!(
+            "the pointer is for set {:?}, publication {:?}, snapshot {:?}, not set {name:?}, \
+             publication {publication_id:?}, snapshot {snapshot:?}",
+            pointer.name, pointer.publication_id, pointer.source_snapshot_id
+        ));
+    }
+    if pointer.first_ordinal != first_ordinal {
+        return Err(format!(
+            "first_ordinal {} is not {first_ordinal}: the pointers do not tile the ordinals",
+            pointer.first_ordinal
+        ));
+    }
+    for (k, id) in pointer.record_ids.iter().enumerate() {
+        let ordinal = first_ordinal.saturating_add(k as u64);
+        if ordinal >= dataset.len() {
+            return Err(format!(
+                "record_ids runs past the dataset's {} records",
+                dataset.len()
+            ));
+        }
+        let source = dataset.record_meta(ordinal).map_err(|e| e.to_string())?;
+        if &source.id != id {
+            return Err(format!(
+                "record_ids[{k}] is {id:?} but the source record at ordinal {ordinal} is {:?}",
+                source.id
+            ));
+        }
+    }
+    let object = pointer_object_path(&pointer.uri, root, name, publication_id)?;
+    let info = dataset
+        .store()
+        .info(&object, None)
+        .map_err(|e| e.to_string())?;
+    if info.size != pointer.stored_bytes {
+        return Err(format!(
+            "its object {} is {} bytes, not the {} the pointer records",
+            dataset.store().describe(&object),
+            info.size,
+            pointer.stored_bytes
+        ));
+    }
+    Ok(object)
+}
+
+/// The dataset-relative path of a pointer's `uri`, which must lie in the publication's
+/// `objects/` prefix with the shape the distributed ids give
+/// (`objects/<2 hex>/<32 hex>.arrayrecord`). The uri is the writer's root location plus the
+/// path; when that root was spelled differently from ours (a relative path, a `file://` URL),
+/// the publication prefix is found in it instead: it names this same publication.
+fn pointer_object_path(
+    uri: &str,
+    root: &str,
+    name: &str,
+    publication_id: &str,
+) -> Result<RelPath, String> {
+    let prefix = format!("annotations/sets/{name}/{publication_id}/objects/");
+    let relative = uri
+        .strip_prefix(root)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| rest.starts_with(&prefix))
+        .or_else(|| {
+            uri.rfind(&format!("/{prefix}"))
+                .and_then(|at| uri.get(at + 1..))
+        })
+        .ok_or_else(|| format!("uri {uri:?} is outside the publication's prefix {prefix}"))?;
+    let parts: Vec<&str> = relative.split('/').collect();
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    let shaped = matches!(parts.as_slice(), [_, _, _, _, "objects", dir, leaf]
+        if hex(dir, 2) && leaf.strip_suffix(".arrayrecord").is_some_and(|id| hex(id, 32)));
+    if !shaped {
+        return Err(format!(
+            "uri {uri:?} is not {prefix}<xx>/<32 hex digits>.arrayrecord"
+        ));
+    }
+    RelPath::new(relative).map_err(|e| format!("uri {uri:?}: {e}"))
+}
+
+/// Writes the set root (create-only; identical bytes already there is a resume) and swings the
+/// catalog to a revision holding it.
+fn commit_set(
+    dataset: &Dataset,
+    name: &str,
+    publication_id: &str,
+    shards: Vec<SetShard>,
+    metadata: &Object,
+    options: &AnnotationOptions,
+    row_counts: BTreeMap<AnnotationStatus, u64>,
+) -> Result<PublishedSet, AnnotationError> {
+    let store = dataset.store();
     let shard_count = shards.len() as u64;
     let root = SetRoot {
-        metadata,
+        metadata: metadata.clone(),
         name: name.to_string(),
         publication_id: publication_id.to_string(),
-        record_count: total,
+        record_count: dataset.len(),
         shards,
         source_snapshot_id: dataset.snapshot().snapshot_id.clone(),
     };
     root.validate()?;
-    let root_path = set_root_path(name, publication_id).map_err(id_error)?;
+    let root_path = set_root_path(name, publication_id).map_err(layout_error)?;
     let root_json = root.to_json();
     store
         .create(&root_path, root_json.as_bytes())
         .map_err(|e| match e {
-            StorageError::Collision { object } => AnnotationError::refused(format!(
-            "{object} already holds a different set root (other rows or metadata under the same \
-             publication id); publish under another publication id"
-        )),
+            StorageError::Collision { object } => AnnotationError::Collision(format!(
+                "annotation set {name:?} already exists: {object} holds a different set root \
+                 (other rows or metadata under publication id {publication_id:?}); publish under \
+                 another name"
+            )),
             e => e.into(),
         })?;
-    let reference = Reference::new(root_path.clone(), root_json.len() as u64);
-    let (revision_path, catalog_attempts) =
-        commit_to_catalog(dataset, name, &reference, options.catalog_retry_limit)?;
+    let reference = AnnotationRef::new(root_path.clone(), root_json.len() as u64);
+    let limits = dataset.options().control_limits;
+    let (revision_path, catalog_attempts) = commit_to_catalog(
+        store.as_ref(),
+        &limits,
+        name,
+        &reference,
+        options.catalog_retry_limit,
+    )?;
     Ok(PublishedSet {
         name: name.to_string(),
         publication_id: publication_id.to_string(),
         root_path,
         revision_path,
-        record_count: total,
+        record_count: dataset.len(),
         shard_count,
-        row_counts: counts,
+        row_counts,
         catalog_attempts,
     })
 }
 
-/// Adds or replaces set `name` → `reference` in the catalog: a new revision derived from the
-/// current one, then a compare-and-swap of `annotations/catalog.json`, re-reading everything on
-/// a conflict, at most `retry_limit` retries. Returns the revision committed and the attempts
-/// made (0 when the catalog already held exactly this entry).
+/// Adds set `name` → `reference` to the catalog of `store`: a new revision derived from the
+/// current one, then a compare-and-swap of `annotations/catalog.json` (a create when there is
+/// none), re-reading everything on a conflict, `attempt_limit` attempts in all. Returns the
+/// revision committed and the attempts made (0 when the catalog already held exactly this
+/// entry). A name the catalog holds with another reference is [`AnnotationError::Collision`].
 pub fn commit_to_catalog(
-    dataset: &Dataset,
+    store: &dyn ObjectStore,
+    limits: &JsonLimits,
     name: &str,
-    reference: &Reference,
-    retry_limit: u32,
+    reference: &AnnotationRef,
+    attempt_limit: u32,
 ) -> Result<(RelPath, u32), AnnotationError> {
-    let store = dataset.store();
-    let catalog = crate::format::documents::ids::catalog_path().map_err(id_error)?;
-    let mut attempts = 0u32;
-    loop {
-        let current = read_pointer(dataset)?;
-        let mut revision = match &current {
-            Some((pointer, _, _)) => read_revision(dataset, pointer)?,
-            None => Revision::default(),
-        };
-        if let Some((pointer, _, _)) = &current {
-            if revision.sets.get(name) == Some(reference) {
-                return Ok((pointer.revision.path.clone(), attempts));
+    let catalog = layout::catalog_path().map_err(layout_error)?;
+    let attempt_limit = attempt_limit.max(1);
+    for attempt in 1..=attempt_limit {
+        let state = read_catalog_state(store, limits)?;
+        let mut revision = state.revision.clone().unwrap_or_default();
+        match revision.sets.get(name) {
+            Some(existing) if existing == reference => {
+                if let Some(pointer) = &state.pointer {
+                    return Ok((pointer.revision.path.clone(), 0));
+                }
             }
+            Some(existing) => {
+                return Err(AnnotationError::Collision(format!(
+                    "annotation set {name:?} already exists in {} (its root is {}); a \
+                     publication never replaces another set: publish under another name",
+                    store.describe(&catalog),
+                    existing.path
+                )))
+            }
+            None => {}
         }
         revision.sets.insert(name.to_string(), reference.clone());
         let revision_json = revision.to_json();
-        let path = revision_path(&hex::encode(Sha256::digest(revision_json.as_bytes())))
-            .map_err(id_error)?;
+        let path = layout::revision_path(revision_json.as_bytes()).map_err(layout_error)?;
         store.create(&path, revision_json.as_bytes())?;
         let pointer_json = CatalogPointer::new(path.clone()).to_json();
-        attempts += 1;
-        let expected = current.as_ref().map(|(_, version, _)| version);
-        match store.compare_and_swap(&catalog, pointer_json.as_bytes(), expected) {
-            Ok(_) => return Ok((path, attempts)),
-            Err(StorageError::PreconditionFailed { .. }) if attempts <= retry_limit => {
-                std::thread::sleep(backoff(attempts));
-            }
+        let swung = match &state.version {
+            Some(version) => store
+                .compare_and_swap(&catalog, pointer_json.as_bytes(), Some(version))
+                .map(|_| ()),
+            // Created the way the library creates a first catalog: create-only, so neither
+            // implementation can overwrite the other's first pointer.
+            None => match store.create(&catalog, pointer_json.as_bytes()) {
+                Ok(_) => Ok(()),
+                Err(StorageError::Collision { object }) => {
+                    Err(StorageError::PreconditionFailed { object })
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match swung {
+            Ok(()) => return Ok((path, attempt)),
+            Err(StorageError::PreconditionFailed { .. }) if attempt < attempt_limit => {}
             Err(StorageError::PreconditionFailed { object }) => {
-                return Err(AnnotationError::Contention { object, attempts })
+                return Err(AnnotationError::Contention {
+                    object,
+                    attempts: attempt,
+                })
             }
             // The swap may or may not have happened (a lost response): never repeat it
-            // blindly. The loop re-reads the catalog, finds the entry if the swap went
+            // blindly. The next attempt re-reads the catalog, finds the entry if the swap went
             // through, and otherwise derives a new revision from what it reads.
-            Err(e) if e.kind() == ErrorKind::Transient && attempts <= retry_limit => {
+            Err(e) if e.kind() == ErrorKind::Transient && attempt < attempt_limit => {
                 tracing::warn!("{e}; re-reading the catalog before trying again");
-                std::thread::sleep(backoff(attempts));
             }
             Err(e) => return Err(e.into()),
         }
+        std::thread::sleep(backoff(attempt));
     }
+    Err(AnnotationError::Contention {
+        object: store.describe(&catalog),
+        attempts: attempt_limit,
+    })
 }
 
-/// A short pause before retry `attempt`, randomised so racing writers do not collide again in
-/// lockstep (no RNG dependency: the clock's nanoseconds and the process id are enough).
+/// The pause before retry `attempt`: exponential from 10 ms, capped at 500 ms (the library's
+/// contention schedule), randomised so racing writers do not collide again in lockstep (no RNG
+/// dependency: the clock's nanoseconds and the process id are enough).
 fn backoff(attempt: u32) -> Duration {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let seed = u64::from(nanos) ^ (u64::from(std::process::id()) << 17);
-    let spread = 5 + 5 * u64::from(attempt.min(8));
-    Duration::from_millis(1 + seed % spread)
+    let ceiling = (10u64 << attempt.min(6)).min(500);
+    Duration::from_millis(1 + seed % ceiling)
 }
 
-/// The shards needed to publish every ordinal of `dataset`.
+/// The logical shards needed to publish every ordinal of `dataset`.
 pub fn shard_count(dataset: &Dataset, options: &AnnotationOptions) -> u64 {
     dataset.len().div_ceil(options.records_per_shard.max(1))
 }

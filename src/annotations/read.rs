@@ -1,6 +1,6 @@
 //! Reading annotation sets: catalog pointer → revision → set roots → annotation objects.
 //!
-//! Every document is exact-key (section 6). What a reader learns is reported per set: a broken
+//! Every document is exact-key, and a revision's bytes must hash to its name. What a reader learns is reported per set: a broken
 //! set root is that set's error, not the catalog's, so one bad publication never hides the
 //! others. A broken catalog pointer or revision is the catalog's error.
 //!
@@ -25,15 +25,19 @@ use super::{AnnotationError, AnnotationStatus};
 use crate::dataset::reader::read_control;
 use crate::dataset::shards::ShardCache;
 use crate::dataset::Dataset;
-use crate::format::documents::ids::{catalog_path, set_root_path};
-use crate::format::documents::{CatalogPointer, Reference, Revision, SetRoot, SetShard};
-use crate::format::json::{Object, Value};
+use crate::format::documents::annotation::layout::{catalog_path, set_root_path};
+use crate::format::documents::annotation::AnnotationRef;
+use crate::format::documents::{
+    CatalogPointer, Reference, Revision, SetRoot, SetShard, WorkerPointer,
+};
+use crate::format::json::{JsonLimits, Object, Value};
 use crate::format::path::RelPath;
 use crate::format::record;
-use crate::storage::Version;
+use crate::storage::{ObjectStore, Version};
 
-/// The set-root metadata key holding the row counts by status (see the module docs of
-/// [`crate::annotations`]).
+/// A set-root metadata key that earlier versions of this project wrote with the row counts by
+/// status. Publishers no longer add it (the library's set roots hold exactly the caller's
+/// metadata); a set root that carries it, or a caller who passes it, still has it read.
 pub const ROW_COUNTS_KEY: &str = "sds.row_counts";
 
 /// What the catalog holds, as read once.
@@ -61,18 +65,16 @@ impl Catalog {
 /// Reads the catalog pointer and its revision; `Ok` with no sets when the dataset has no
 /// catalog. Set roots are read and checked, each into its own result.
 pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
-    let (pointer, version, pointer_bytes) = match read_pointer(dataset)? {
-        Some(found) => found,
-        None => {
-            return Ok(Catalog {
-                revision_path: None,
-                version: None,
-                pointer_bytes: Bytes::new(),
-                sets: BTreeMap::new(),
-            })
-        }
+    let limits = dataset.options().control_limits;
+    let state = read_catalog_state(dataset.store().as_ref(), &limits)?;
+    let (Some(pointer), Some(revision)) = (state.pointer, state.revision) else {
+        return Ok(Catalog {
+            revision_path: None,
+            version: None,
+            pointer_bytes: Bytes::new(),
+            sets: BTreeMap::new(),
+        });
     };
-    let revision = read_revision(dataset, &pointer)?;
     let sets = revision
         .sets
         .iter()
@@ -83,9 +85,37 @@ pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
         .collect();
     Ok(Catalog {
         revision_path: Some(pointer.revision.path),
+        version: state.version,
+        pointer_bytes: state.pointer_bytes,
+        sets,
+    })
+}
+
+/// The catalog as one publisher attempt reads it: all `None` when there is no catalog yet.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogState {
+    pub pointer: Option<CatalogPointer>,
+    /// The pointer's version as read, the compare-and-swap precondition.
+    pub version: Option<Version>,
+    pub pointer_bytes: Bytes,
+    /// The revision the pointer names, hash-checked, parsed and validated.
+    pub revision: Option<Revision>,
+}
+
+/// Reads the catalog pointer of `store` and the revision it names.
+pub fn read_catalog_state(
+    store: &dyn ObjectStore,
+    limits: &JsonLimits,
+) -> Result<CatalogState, AnnotationError> {
+    let Some((pointer, version, pointer_bytes)) = read_pointer_in(store, limits)? else {
+        return Ok(CatalogState::default());
+    };
+    let revision = read_revision_in(store, limits, &pointer)?;
+    Ok(CatalogState {
+        pointer: Some(pointer),
         version: Some(version),
         pointer_bytes,
-        sets,
+        revision: Some(revision),
     })
 }
 
@@ -93,13 +123,18 @@ pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
 pub(crate) fn read_pointer(
     dataset: &Dataset,
 ) -> Result<Option<(CatalogPointer, Version, Bytes)>, AnnotationError> {
-    let store = dataset.store();
+    read_pointer_in(dataset.store().as_ref(), &dataset.options().control_limits)
+}
+
+fn read_pointer_in(
+    store: &dyn ObjectStore,
+    limits: &JsonLimits,
+) -> Result<Option<(CatalogPointer, Version, Bytes)>, AnnotationError> {
     let path = catalog_path()
-        .map_err(|e| AnnotationError::corrupt("annotations/catalog.json", e.to_string()))?;
+        .map_err(|e| AnnotationError::corrupt(CatalogPointer::DOCUMENT, e.to_string()))?;
     let Some((bytes, version)) = store.read_versioned(&path)? else {
         return Ok(None);
     };
-    let limits = dataset.options().control_limits;
     if bytes.len() > limits.max_bytes {
         return Err(AnnotationError::corrupt(
             store.describe(&path),
@@ -110,31 +145,59 @@ pub(crate) fn read_pointer(
             ),
         ));
     }
-    let pointer = CatalogPointer::parse(&bytes, &limits)
+    let pointer = CatalogPointer::parse(&bytes, limits)
         .map_err(|e| e.with_document(store.describe(&path)))?;
     Ok(Some((pointer, version, bytes)))
 }
 
-/// The revision a catalog pointer names, parsed and validated.
-pub(crate) fn read_revision(
-    dataset: &Dataset,
+/// The revision a catalog pointer names: its bytes must hash to its name, then it is parsed
+/// and validated.
+fn read_revision_in(
+    store: &dyn ObjectStore,
+    limits: &JsonLimits,
     pointer: &CatalogPointer,
 ) -> Result<Revision, AnnotationError> {
-    let store = dataset.store();
-    let limits = dataset.options().control_limits;
     let path = &pointer.revision.path;
     let name = store.describe(path);
     let bytes = store.read_limited(path, pointer.revision.generation, limits.max_bytes as u64)?;
-    let revision = Revision::parse(&bytes, &limits).map_err(|e| e.with_document(name.clone()))?;
+    pointer
+        .revision
+        .check_bytes(&bytes)
+        .map_err(|e| e.with_document(name.clone()))?;
+    let revision = Revision::parse(&bytes, limits).map_err(|e| e.with_document(name.clone()))?;
     revision.validate().map_err(|e| e.with_document(name))?;
     Ok(revision)
+}
+
+/// A worker pointer, parsed and validated.
+pub(crate) fn read_worker_pointer(
+    dataset: &Dataset,
+    path: &RelPath,
+) -> Result<WorkerPointer, AnnotationError> {
+    let store = dataset.store();
+    let limits = dataset.options().control_limits;
+    let bytes = store.read_limited(path, None, limits.max_bytes as u64)?;
+    let pointer =
+        WorkerPointer::parse(&bytes, &limits).map_err(|e| e.with_document(store.describe(path)))?;
+    pointer
+        .validate()
+        .map_err(|e| e.with_document(store.describe(path)))?;
+    Ok(pointer)
+}
+
+/// The dataset layer's reference for an annotation reference, to read it through the shared
+/// size-checked reader, shard cache and verifier (the one place the two reference types meet).
+pub(crate) fn shard_reference(object: &AnnotationRef) -> Reference {
+    let mut reference = Reference::new(object.path.clone(), object.stored_bytes);
+    reference.generation = object.generation;
+    reference
 }
 
 /// One published annotation set of the open dataset.
 #[derive(Debug)]
 pub struct AnnotationSet {
     name: String,
-    reference: Reference,
+    reference: AnnotationRef,
     root: SetRoot,
     root_bytes: Bytes,
     objects: ShardCache,
@@ -145,12 +208,12 @@ impl AnnotationSet {
     pub fn open(
         dataset: &Dataset,
         name: &str,
-        reference: &Reference,
+        reference: &AnnotationRef,
     ) -> Result<AnnotationSet, AnnotationError> {
         let store = dataset.store();
         let limits = dataset.options().control_limits;
         let object = store.describe(&reference.path);
-        let root_bytes = read_control(store.as_ref(), reference, &limits)?;
+        let root_bytes = read_control(store.as_ref(), &shard_reference(reference), &limits)?;
         let root =
             SetRoot::parse(&root_bytes, &limits).map_err(|e| e.with_document(object.clone()))?;
         root.validate()
@@ -175,7 +238,7 @@ impl AnnotationSet {
                 ),
             ));
         }
-        root.validate_against_snapshot(dataset.snapshot())
+        root.validate_against(&dataset.snapshot().snapshot_id, dataset.len())
             .map_err(|e| e.with_document(object))?;
         Ok(AnnotationSet {
             name: name.to_string(),
@@ -191,7 +254,7 @@ impl AnnotationSet {
     }
 
     /// The catalog's reference to the set root.
-    pub fn reference(&self) -> &Reference {
+    pub fn reference(&self) -> &AnnotationRef {
         &self.reference
     }
 
@@ -270,7 +333,9 @@ impl AnnotationSet {
             )
         })?;
         let object = dataset.store().describe(&shard.object.path);
-        let reader = self.objects.reader(dataset.store(), &shard.object)?;
+        let reader = self
+            .objects
+            .reader(dataset.store(), &shard_reference(&shard.object))?;
         if reader.len() != shard.record_count {
             return Err(AnnotationError::corrupt(
                 object,

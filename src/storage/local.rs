@@ -28,8 +28,10 @@
 //! create-only copy. Shared inodes are safe because nothing published is ever modified in place
 //! (the one mutable object, the catalog, is replaced by rename, never rewritten).
 //!
-//! **Compare-and-swap.** Writers serialise on an exclusive `flock` of a sibling `<name>.lock`
+//! **Compare-and-swap.** Writers serialise on an exclusive `flock` of a sibling `.<name>.lock`
 //! file (kept, never deleted: unlinking a lock file lets two writers lock different inodes).
+//! The name and the lock are the `signal-dataset` library's (`annotations/.catalog.json.lock`
+//! for the catalog), so this store's writers and the library's exclude each other.
 //! Under the lock the current version is re-checked, the new content is written to a temporary
 //! file whose mtime is forced strictly above the replaced file's (so generations increase even
 //! with a coarse or backward-stepping clock), fsynced, and `renameat`-ed over the target.
@@ -802,7 +804,8 @@ fn compare_existing(
 /// Takes the exclusive lock serialising compare-and-swap writers of `leaf`; held until the
 /// returned file is dropped.
 fn lock_sibling(dir: BorrowedFd<'_>, leaf: &CStr, object: &str) -> Result<File, StorageError> {
-    let mut name = leaf.to_bytes().to_vec();
+    let mut name = b".".to_vec();
+    name.extend_from_slice(leaf.to_bytes());
     name.extend_from_slice(b".lock");
     let name =
         CString::new(name).map_err(|_| StorageError::invalid(object, "path contains NUL"))?;

@@ -269,8 +269,10 @@ pub const CATALOG: &str = r#"{
 pub fn three_shard_set() -> SetRoot {
     let shard = |first, count| SetShard {
         first_ordinal: first,
-        object: reference(
-            &format!("annotations/sets/s/p/objects/aa/{first}.arrayrecord"),
+        object: sdsfs::format::documents::annotation::AnnotationRef::new(
+            rel(&format!(
+                "annotations/sets/s/p/objects/aa/{first}.arrayrecord"
+            )),
             10,
         ),
         record_count: count,

@@ -8,6 +8,9 @@
 //! - `sds annotate publish DATASET --name NAME` is the coordinator: it requires pointers covering
 //!   every ordinal, writes the set root, a new revision, and swings the catalog.
 //!
+//! A name the catalog already holds with another set root is refused (a publication never
+//! replaces a set); re-running the same publication succeeds and changes nothing.
+//!
 //! The row format is documented in [`crate::annotations::rows`]. Every form prints one line per
 //! fact (`key value`), the last being `revision <path>` for the publishing forms, so a script can
 //! tell which catalog revision its set went into.
@@ -62,7 +65,7 @@ pub struct AnnotateArgs {
     /// Records without a row: refused unless `--fill skipped`.
     #[arg(long, value_enum)]
     pub fill: Option<FillArg>,
-    /// Set metadata, a JSON object (`sds.row_counts` is always set by the publisher).
+    /// Set metadata, a JSON object, stored in the set root as given.
     #[arg(long)]
     pub metadata: Option<String>,
 }
@@ -97,6 +100,9 @@ fn options(set: &SetArgs) -> AnnotationOptions {
     AnnotationOptions {
         records_per_shard: set.records_per_shard.max(1),
         publication_id: set.publication_id.clone(),
+        // Worker pointers record object locations under the root as the user spelled it, as
+        // the library does.
+        root_location: Some(set.dataset.trim_end_matches('/').to_string()),
         ..AnnotationOptions::default()
     }
 }
