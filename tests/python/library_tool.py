@@ -207,7 +207,12 @@ def annotation_rows(gen: Gen, count: int) -> list[dict[str, Any]]:
             row["detail_status"] = gen.pick(["timeout", "low-snr", "記録"])
         if gen.chance(0.3):
             names = gen.field_names(gen.pick([1, 2]))
-            row["fields"] = {name: gen.field(name, i, [], coordinates=False) for i, name in enumerate(names)}
+            row["fields"] = {}
+            for i, name in enumerate(names):
+                value = gen.field(name, i, [], coordinates=False)
+                # The row format of `sds annotate` names axes and nothing more.
+                value["axes"] = [{"name": axis["name"]} for axis in value["axes"]]
+                row["fields"][name] = value
         rows.append(row)
     return rows
 
@@ -236,6 +241,7 @@ def random_spec(seed: int, writer_options: str | None = None, full: bool = False
         spec["metadata"]["big"] = 2**70
         spec["shards_per_manifest"] = 2
         spec["shards"][0]["attempts"] = [2, 10]
+        spec["shards"] = [shard for shard in spec["shards"] if shard["work_id"] != "zz-empty"]
         spec["shards"].append({"work_id": "zz-empty", "start": count, "stop": count, "attempts": [0, 1]})
     if count and (full or gen.chance(0.6)):
         spec["annotations"] = [
@@ -418,11 +424,7 @@ def annotation_rows_jsonl(spec: dict[str, Any], directory: Path) -> Path:
             for position, (name, value) in enumerate(row["fields"].items()):
                 npy = f"{spec['name']}-{ordinal}-{position}.npy"
                 np.save(directory / npy, tensor(value), allow_pickle=False)
-                axes = [
-                    {key: axis.get(key) for key in ("name", "role", "id")}
-                    | {"length": length, "metadata": axis.get("metadata", {}), "coordinate": None}
-                    for axis, length in zip(value["axes"], value["shape"])
-                ]
+                axes = [axis["name"] for axis in value["axes"]]
                 out["fields"][name] = {"npy": npy, "axes": axes, "metadata": value.get("metadata", {})}
         lines.append(canonical(out))
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -716,6 +718,8 @@ def main() -> None:
     p.add_argument("--dataset-id", required=True); p.add_argument("--snapshot-id", required=True)
     p.add_argument("--expected-work-ids"); p.add_argument("--metadata")
     p.add_argument("--shards-per-manifest", type=int); p.add_argument("--writer-options")
+    p = sub.add_parser("part"); p.add_argument("spec"); p.add_argument("path")
+    p = sub.add_parser("npy-digest"); p.add_argument("files", nargs="+")
     p = sub.add_parser("dump"); p.add_argument("root"); p.add_argument("--part", default="all")
     p = sub.add_parser("check-mount"); p.add_argument("root"); p.add_argument("mount")
     p.add_argument("--limit", type=int)
@@ -741,6 +745,20 @@ def main() -> None:
             annotation_rows_jsonl(set_spec, Path(args.out))
     elif args.command == "publish":
         command_publish(Path(args.root).resolve(), [Path(p) for p in args.receipts], args)
+    elif args.command == "part":
+        # Pieces of a spec for the command lines of our tools, digits of big integers intact.
+        value: Any = json.loads(Path(args.spec).read_text(encoding="utf-8"))
+        for key in args.path.split("."):
+            value = value[int(key)] if isinstance(value, list) else value.get(key)
+        print(value if isinstance(value, str) else canonical(value))
+    elif args.command == "npy-digest":
+        # What `sds create --from-npy` was given: per file, each array's dtype, shape, digest.
+        out = []
+        for path in args.files:
+            loaded = np.load(path, allow_pickle=False)
+            arrays = [loaded] if isinstance(loaded, np.ndarray) else [loaded[key] for key in loaded.files]
+            out.append(sorted(canonical([a.dtype.str, list(a.shape), hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()]) for a in arrays))
+        print(canonical(out))
     elif args.command == "dump":
         value = dump(args.root)
         print(canonical(value if args.part == "all" else value[args.part]))
