@@ -431,6 +431,26 @@ def annotation_rows_jsonl(spec: dict[str, Any], directory: Path) -> Path:
     return path
 
 
+def check_published(spec: dict[str, Any], root: Path) -> None:
+    """The library publication holds the spec's records in work-id order, each shard's highest
+    attempt: a harness that compared datasets it had not written as intended would prove nothing."""
+    winners = sorted(spec["shards"], key=lambda shard: shard["work_id"])
+    wanted = [spec["records"][i] for shard in winners for i in range(shard["start"], shard["stop"])]
+    dataset = sds.open(str(root))
+    if len(dataset) != len(wanted):
+        raise SystemExit(f"library publication holds {len(dataset)} records, the spec {len(wanted)}")
+    for ordinal, value in enumerate(wanted):
+        got = dataset[ordinal]
+        expected = {name: [tensor(item).dtype.str, list(item["shape"]), hashlib.sha256(tensor(item).tobytes()).hexdigest()]
+                    for name, item in value["fields"].items()}
+        seen = {name: [item.data.dtype.str, list(item.data.shape), hashlib.sha256(np.ascontiguousarray(item.data).tobytes()).hexdigest()]
+                for name, item in got.fields.items()}
+        if (got.id, got.scene_id, canonical(thaw(got.metadata)), canonical(seen)) != (
+            value["id"], value.get("scene_id"), canonical(value.get("metadata", {})), canonical(expected)
+        ):
+            raise SystemExit(f"library publication record {ordinal} is not the spec's")
+
+
 def command_write(spec: dict[str, Any], out: Path, publish_too: bool = True) -> None:
     # Absolute: a reference view records its source's shards by absolute location.
     out = out.resolve()
@@ -444,6 +464,7 @@ def command_write(spec: dict[str, Any], out: Path, publish_too: bool = True) -> 
     if not publish_too:
         return
     dataset = publish(spec, root, [item["receipt"] for item in done])
+    check_published(spec, root)
     (out / "rows").mkdir(exist_ok=True)
     for set_spec in spec.get("annotations", []):
         annotation_rows_jsonl(set_spec, out / "rows")
@@ -577,21 +598,24 @@ def snapshot_document(root: Path) -> dict[str, Any]:
 # The mount, walked and compared with the library's reading
 
 
-def encode_segment(segment: str, directory: bool) -> str:
-    """The mount's name encoding (README, "Field names as paths")."""
+def encode_segment(segment: str, directory: bool, link: bool = False) -> str:
+    """The mount's name encoding (README, "Field names as paths"); `link`: a `by-id/` or
+    `by-scene/` name (one segment: `/` escaped, no view-suffix step, 255 bytes)."""
     text = segment.replace("%", "%25").replace("\x00", "%00")
+    if link:
+        text = text.replace("/", "%2F")
     if text == "":
         text = "%"
     elif text == ".":
         text = "%2E"
     elif text == "..":
         text = "%2E%2E"
-    if directory:
+    if directory and not link:
         for suffix in VIEW_SUFFIXES:
             if text.endswith(suffix):
                 text = text[: -len(suffix)] + "%2E" + suffix[1:]
                 break
-    limit = 255 if directory else 244
+    limit = 255 if directory or link else 244
     if len(text.encode()) > limit:
         cut = text.encode()[:200]
         while True:
@@ -625,6 +649,16 @@ class Mismatch:
             self.problems.append(f"{what}: mount {canonical(ours)[:400]} != library {canonical(theirs)[:400]}")
 
 
+def set_root_paths(root: Path) -> dict[str, str]:
+    """Each annotation set's root document, from the catalog pointer and its revision."""
+    pointer = root / "annotations" / "catalog.json"
+    if not pointer.exists():
+        return {}
+    revision = json.loads(pointer.read_text(encoding="utf-8"))["revision"]["path"]
+    sets = json.loads((root / revision).read_text(encoding="utf-8"))["sets"]
+    return {name: value["path"] for name, value in sets.items()}
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -649,54 +683,86 @@ def padded(ordinal: int, count: int) -> str:
     return str(ordinal).zfill(len(str(max(count - 1, 0))))
 
 
+def check_record(check: Mismatch, dataset: Any, mount: Path, ordinal: int) -> tuple[int, int]:
+    """One record's directory: record.json, every field's views, every annotation row."""
+    count = len(dataset)
+    value = dataset[ordinal]
+    row = dataset.record_metadata[ordinal]
+    directory = mount / "records" / padded(ordinal, count)
+    check.equal(f"{directory}/record.json", read_json(directory / "record.json"), {
+        "fields": {
+            name: {"axes": thaw([axis_dict(axis) for axis in item.axes]), "dtype": np.dtype(item.dtype).str,
+                   "metadata": thaw(item.metadata), "shape": list(item.shape)}
+            for name, item in row.items()
+        },
+        "id": row.id, "metadata": thaw(row.metadata), "ordinal": ordinal, "scene_id": row.scene_id,
+    })
+    for name, item in value.fields.items():
+        check_field_files(check, directory / "fields", name, item)
+    check.equal(f"{directory}/annotations listing", sorted(os.listdir(directory / "annotations")),
+                sorted(dataset.annotations))
+    for set_name, annotation_set in dataset.annotations.items():
+        annotation = annotation_set[ordinal]
+        base = directory / "annotations" / set_name
+        check.equal(f"{base}/annotation.json", read_json(base / "annotation.json"), {
+            "detail_status": annotation.detail_status, "provenance": thaw(annotation.provenance),
+            "set": set_name, "source_index": annotation.source_index,
+            "source_record_id": annotation.source_record_id, "status": str(annotation.status.value),
+            "values": thaw(annotation.values),
+        })
+        for name, item in annotation.fields.items():
+            check_field_files(check, base / "fields", name, item)
+    return len(value.fields), len(dataset.annotations)
+
+
+def check_links(check: Mismatch, dataset: Any, mount: Path, ordinals: range) -> None:
+    """`by-id/` points at the lowest ordinal of each id, `by-scene/` holds every record."""
+    count = len(dataset)
+    first: dict[str, int] = {}
+    for ordinal in ordinals:
+        row = dataset.record_metadata[ordinal]
+        first.setdefault(row.id, ordinal)
+        if row.scene_id is not None:
+            link = mount / "by-scene" / encode_segment(row.scene_id, True, link=True) / padded(ordinal, count)
+            check.equal(f"by-scene {row.scene_id!r} {ordinal}", os.readlink(link), f"../../records/{padded(ordinal, count)}")
+    for record_id, ordinal in first.items():
+        link = mount / "by-id" / encode_segment(record_id, True, link=True)
+        check.equal(f"by-id {record_id!r}", os.readlink(link), f"../records/{padded(ordinal, count)}")
+
+
 def check_mount(root: str, mount: Path, limit: int | None) -> dict[str, Any]:
-    root = str(Path(root).resolve())
-    dataset = sds.open(root)
+    root_path = Path(root).resolve()
+    dataset = sds.open(str(root_path))
     check = Mismatch()
     count = len(dataset)
-    check.equal("dataset.json", (mount / "dataset.json").read_bytes().hex(), (Path(root) / "root.json").read_bytes().hex())
-    names = sorted(os.listdir(mount / "records"))
-    check.equal("records/ listing", names, sorted(padded(i, count) for i in range(count)))
-    fields = 0
-    rows = 0
-    first_ordinal: dict[str, int] = {}
-    for ordinal in range(count if limit is None else min(limit, count)):
-        value = dataset[ordinal]
-        row = dataset.record_metadata[ordinal]
-        first_ordinal.setdefault(row.id, ordinal)
-        directory = mount / "records" / padded(ordinal, count)
-        check.equal(f"{directory}/record.json", read_json(directory / "record.json"), {
-            "fields": {
-                name: {"axes": thaw([axis_dict(axis) for axis in item.axes]), "dtype": np.dtype(item.dtype).str,
-                       "metadata": thaw(item.metadata), "shape": list(item.shape)}
-                for name, item in row.items()
-            },
-            "id": row.id, "metadata": thaw(row.metadata), "ordinal": ordinal, "scene_id": row.scene_id,
-        })
-        for name, item in value.fields.items():
-            check_field_files(check, directory / "fields", name, item)
-            fields += 1
-        check.equal(f"{directory}/annotations listing", sorted(os.listdir(directory / "annotations")),
-                    sorted(dataset.annotations))
-        for set_name, annotation_set in dataset.annotations.items():
-            annotation = annotation_set[ordinal]
-            base = directory / "annotations" / set_name
-            check.equal(f"{base}/annotation.json", read_json(base / "annotation.json"), {
-                "detail_status": annotation.detail_status, "provenance": thaw(annotation.provenance),
-                "set": set_name, "source_index": annotation.source_index,
-                "source_record_id": annotation.source_record_id, "status": str(annotation.status.value),
-                "values": thaw(annotation.values),
-            })
-            for name, item in annotation.fields.items():
-                check_field_files(check, base / "fields", name, item)
-            rows += 1
-    check.equal("annotations/ listing", sorted(os.listdir(mount / "annotations")), sorted(dataset.annotations))
-    for record_id, ordinal in first_ordinal.items():
-        link = mount / "by-id" / encode_segment(record_id, True).replace("/", "%2F")
-        check.equal(f"by-id {record_id!r}", os.readlink(link), f"../records/{padded(ordinal, count)}")
+    ordinals = range(count if limit is None else min(limit, count))
+    snapshot_path = json.loads((root_path / "root.json").read_text(encoding="utf-8"))["snapshot"]["path"]
+    documents = {"dataset.json": "root.json", "snapshot.json": snapshot_path}
+    documents |= {f"annotations/{name}/set.json": path for name, path in set_root_paths(root_path).items()}
+    fields = rows = 0
+    # A file the mount fails to serve is a difference like any other: collect them all, so one
+    # run shows every problem rather than the first traceback.
+    for shown, stored in documents.items():
+        try:
+            check.equal(shown, (mount / shown).read_bytes().hex(), (root_path / stored).read_bytes().hex())
+        except OSError as exc:
+            check.problems.append(f"{shown}: {exc}")
+    try:
+        check.equal("records/ listing", sorted(os.listdir(mount / "records")), sorted(padded(i, count) for i in range(count)))
+        check.equal("annotations/ listing", sorted(os.listdir(mount / "annotations")), sorted(dataset.annotations))
+        check_links(check, dataset, mount, ordinals)
+    except OSError as exc:
+        check.problems.append(f"listings and links: {exc}")
+    for ordinal in ordinals:
+        try:
+            record_fields, record_rows = check_record(check, dataset, mount, ordinal)
+            fields += record_fields
+            rows += record_rows
+        except OSError as exc:
+            check.problems.append(f"record {ordinal}: {exc}")
     if check.problems:
-        raise SystemExit("mount differs from the library:\n" + "\n".join(check.problems[:40]))
-    return {"records": min(count, limit or count), "fields": fields, "annotation_rows": rows, "compared": check.compared}
+        raise SystemExit(f"mount differs from the library ({len(check.problems)} problems):\n" + "\n".join(check.problems[:40]))
+    return {"records": len(ordinals), "fields": fields, "annotation_rows": rows, "compared": check.compared}
 
 
 # ---------------------------------------------------------------------------------------------
