@@ -104,8 +104,26 @@ pub fn spec(dir: &Path, seed: u64, extra: &[&str]) -> PathBuf {
 
 /// A piece of a spec (`dataset_id`, `annotations.0.metadata`, ...): strings as they are,
 /// anything else as canonical JSON (`null` when absent).
+///
+/// Ids, counts and index lists are read here; objects (metadata, with integers beyond 64
+/// bits that `serde_json` would round) are printed by the tool, digits intact.
 pub fn part(spec: &Path, path: &str) -> String {
-    tool_text(CURRENT, &["part", &spec.to_string_lossy(), path])
+    let text = std::fs::read_to_string(spec).expect("read spec");
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("spec is JSON");
+    for key in path.split('.') {
+        value = match key.parse::<usize>() {
+            Ok(index) => value.get(index).cloned(),
+            Err(_) => value.get(key).cloned(),
+        }
+        .unwrap_or(serde_json::Value::Null);
+    }
+    match value {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Object(_) => {
+            tool_text(CURRENT, &["part", &spec.to_string_lossy(), path])
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The library's canonical reading of `root` (`part`: `all`, `records`, `annotations`, ...),
