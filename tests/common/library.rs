@@ -91,11 +91,15 @@ pub fn tool_text(release: &str, args: &[&str]) -> String {
 }
 
 /// A randomized spec for `seed` written to `dir/spec-<seed>.json`; `extra` are `random-spec`
-/// options (`--full`, `--writer-options X`).
+/// options (`--full`, `--writer-options X`), and so are the words of
+/// `SDS_INTEROP_SPEC_OPTIONS` (e.g. `--small-ints`, to tell a failure on integers beyond 64
+/// bits from any other when diagnosing).
 pub fn spec(dir: &Path, seed: u64, extra: &[&str]) -> PathBuf {
     let seed_text = seed.to_string();
+    let from_env = std::env::var("SDS_INTEROP_SPEC_OPTIONS").unwrap_or_default();
     let mut args = vec!["random-spec", seed_text.as_str()];
     args.extend_from_slice(extra);
+    args.extend(from_env.split_whitespace());
     let text = tool(CURRENT, &args);
     let path = dir.join(format!("spec-{seed}.json"));
     std::fs::write(&path, text).expect("write spec");

@@ -66,13 +66,18 @@ def has_parameter(function: Any, name: str) -> bool:
 class Gen:
     """Seed-driven choices; every spec is explicit, so a failing seed reproduces exactly."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, small_ints: bool = False) -> None:
         self.r = random.Random(seed)
+        self.small_ints = small_ints
+
+    def int_ok(self, value: Any) -> bool:
+        return not (self.small_ints and isinstance(value, int) and not -(2**63) <= value < 2**63)
 
     def chance(self, p: float) -> bool:
         return self.r.random() < p
 
     def pick(self, items: list[Any]) -> Any:
+        items = [item for item in items if self.int_ok(item)]
         return items[self.r.randrange(len(items))]
 
     def scalar(self) -> Any:
@@ -217,10 +222,12 @@ def annotation_rows(gen: Gen, count: int) -> list[dict[str, Any]]:
     return rows
 
 
-def random_spec(seed: int, writer_options: str | None = None, full: bool = False) -> dict[str, Any]:
+def random_spec(seed: int, writer_options: str | None = None, full: bool = False,
+                small_ints: bool = False) -> dict[str, Any]:
     """A randomized spec; `full` forces every feature (several pages, attempts, an empty shard,
-    both annotation modes, both views) so a bounded run still covers them all."""
-    gen = Gen(seed)
+    both annotation modes, both views) so a bounded run still covers them all; `small_ints`
+    keeps every integer within 64 bits (to tell a big-integer failure from any other)."""
+    gen = Gen(seed, small_ints)
     count = gen.pick([1, 2, 3, 5, 8, 12]) if gen.chance(0.92) else 0
     if full:
         count = gen.pick([5, 8, 12])
@@ -238,8 +245,8 @@ def random_spec(seed: int, writer_options: str | None = None, full: bool = False
     if writer_options is not None:
         spec["writer_options"] = None if writer_options == "default" else writer_options
     if full:
-        spec["metadata"]["big"] = 2**70
-        spec["shards_per_manifest"] = 2
+        spec["metadata"]["big"] = 2**63 - 1 if small_ints else 2**70
+        spec["shards_per_manifest"] = 1
         spec["shards"][0]["attempts"] = [2, 10]
         spec["shards"] = [shard for shard in spec["shards"] if shard["work_id"] != "zz-empty"]
         spec["shards"].append({"work_id": "zz-empty", "start": count, "stop": count, "attempts": [0, 1]})
@@ -776,6 +783,7 @@ def main() -> None:
     p = sub.add_parser("random-spec"); p.add_argument("seed", type=int)
     p.add_argument("--writer-options", help='override ("default": the library default)')
     p.add_argument("--full", action="store_true")
+    p.add_argument("--small-ints", action="store_true")
     p = sub.add_parser("write"); p.add_argument("spec"); p.add_argument("out")
     p = sub.add_parser("write-shards"); p.add_argument("spec"); p.add_argument("out")
     p = sub.add_parser("annotate"); p.add_argument("spec"); p.add_argument("root")
@@ -795,7 +803,7 @@ def main() -> None:
     if args.command == "version":
         print(release())
     elif args.command == "random-spec":
-        print(canonical(random_spec(args.seed, args.writer_options, args.full)))
+        print(canonical(random_spec(args.seed, args.writer_options, args.full, args.small_ints)))
     elif args.command in ("write", "write-shards"):
         spec = json.loads(Path(args.spec).read_text(encoding="utf-8"))
         command_write(spec, Path(args.out), publish_too=args.command == "write")
