@@ -423,105 +423,127 @@ fn our_annotation_sets(case: &str, spec: &Path, library_out: &Path, root: &Path)
     sets
 }
 
+/// A full library publication (dataset, annotation sets, views) for `seed`, in `dir/library`.
+struct LibraryCase {
+    case: String,
+    spec: std::path::PathBuf,
+    theirs: std::path::PathBuf,
+    ours: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LibraryCase {
+    fn write(seed: u64, what: &str) -> LibraryCase {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spec = library::spec(dir.path(), seed, &["--full"]);
+        let theirs = dir.path().join("library");
+        library::tool(CURRENT, &["write", &text(&spec), &text(&theirs)]);
+        let ours = dir.path().join("ours");
+        std::fs::create_dir_all(&ours).expect("mkdir");
+        LibraryCase {
+            case: format!("{what} vs signal-dataset {CURRENT} seed {seed}"),
+            spec,
+            theirs,
+            ours,
+            _dir: dir,
+        }
+    }
+
+    fn source(&self) -> std::path::PathBuf {
+        self.theirs.join("dataset")
+    }
+
+    /// `sds select` of the library's dataset into `ours/<dir>` with the ids of the spec's
+    /// `<key>`, compared with the library's `<dir>`; `extra` adds options (`--materialize`).
+    fn select(&self, key: &str, dir: &str, indices: &str, extra: &[String]) {
+        let mut args = strings(&[
+            "select",
+            &text(&self.source()),
+            &text(&self.ours.join(dir)),
+            "--indices",
+            indices,
+            "--dataset-id",
+            &library::part(&self.spec, &format!("{key}.dataset_id")),
+            "--snapshot-id",
+            &library::part(&self.spec, &format!("{key}.snapshot_id")),
+        ]);
+        args.extend_from_slice(extra);
+        sds_ok(&self.case, &args);
+        library::assert_same_tree(
+            &self.case,
+            &self.ours.join(dir),
+            &self.theirs.join(dir),
+            the_lock_file,
+        );
+        assert_library_reads_the_same(
+            &self.case,
+            &self.ours.join(dir),
+            &self.theirs.join(dir),
+            &["records", "annotations"],
+        );
+    }
+
+    /// The spec's `<part>.indices`, as `sds select --indices` takes them.
+    fn indices(&self, part: &str) -> String {
+        let listed = library::part(&self.spec, &format!("{part}.indices"));
+        let values: Vec<i64> = serde_json::from_str(&listed).expect("indices");
+        values
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
 #[test]
 fn our_workers_coordinator_and_annotators_write_what_the_library_writes_byte_for_byte() {
-    let seed = library::run_seed() * 10 + 7;
-    let case = format!("ours vs signal-dataset {CURRENT} seed {seed}");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spec = library::spec(dir.path(), seed, &["--full"]);
-    let theirs = dir.path().join("library");
-    library::tool(CURRENT, &["write", &text(&spec), &text(&theirs)]);
-    let source = theirs.join("dataset");
-    let ours = dir.path().join("ours");
-    std::fs::create_dir_all(&ours).expect("mkdir");
-    let root = ours.join("dataset");
-
-    let receipts = our_workers(&case, &spec, &source, &theirs, &root);
+    let run = LibraryCase::write(
+        library::run_seed() * 10 + 7,
+        "sds write-shard/publish/annotate",
+    );
+    let (case, source) = (&run.case, run.source());
+    let root = run.ours.join("dataset");
+    let receipts = our_workers(case, &run.spec, &source, &run.theirs, &root);
     let mut args = strings(&["publish", &text(&root), "--receipts"]);
     args.extend(receipts);
-    args.extend(publication_args(&spec, &theirs));
-    sds_ok(&case, &args);
-    library::assert_same_tree(&case, &root, &source, not_annotations);
-    assert_library_reads_the_same(&case, &root, &source, &["records"]);
+    args.extend(publication_args(&run.spec, &run.theirs));
+    sds_ok(case, &args);
+    library::assert_same_tree(case, &root, &source, not_annotations);
+    assert_library_reads_the_same(case, &root, &source, &["records"]);
     println!("{case}: sds write-shard + sds publish: every shard, page, snapshot and root byte-identical; read back equal by 0.4.0 and 0.3.0");
 
-    let sets = our_annotation_sets(&case, &spec, &theirs, &root);
-    library::assert_same_tree(&case, &root, &source, the_lock_file);
-    assert_library_reads_the_same(&case, &root, &source, &["annotations"]);
+    let sets = our_annotation_sets(case, &run.spec, &run.theirs, &root);
+    library::assert_same_tree(case, &root, &source, the_lock_file);
+    assert_library_reads_the_same(case, &root, &source, &["annotations"]);
     println!("{case}: sds annotate ({sets} sets, single and distributed): every file byte-identical; rows read back equal");
+}
 
-    let view = library::part(&spec, "view.indices");
-    let view_ids: Vec<i64> = serde_json::from_str(&view).expect("indices");
-    let indices = view_ids
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    sds_ok(
-        &case,
-        &strings(&[
-            "select",
-            &text(&source),
-            &text(&ours.join("view")),
-            "--indices",
-            &indices,
-            "--dataset-id",
-            &library::part(&spec, "view.dataset_id"),
-            "--snapshot-id",
-            &library::part(&spec, "view.snapshot_id"),
-        ]),
+#[test]
+fn our_reference_views_are_the_library_s_byte_for_byte() {
+    let run = LibraryCase::write(library::run_seed() * 10 + 5, "sds select");
+    let indices = run.indices("view");
+    run.select("view", "view", &indices, &[]);
+    println!(
+        "{}: sds select {indices}: reference view (annotation sets re-published) byte-identical, read back equal",
+        run.case
     );
-    library::assert_same_tree(
-        &case,
-        &ours.join("view"),
-        &theirs.join("view"),
-        the_lock_file,
-    );
-    assert_library_reads_the_same(
-        &case,
-        &ours.join("view"),
-        &theirs.join("view"),
-        &["records", "annotations"],
-    );
-    println!("{case}: sds select {indices}: reference view byte-identical, read back equal");
+}
 
-    let kept: Vec<i64> =
-        serde_json::from_str(&library::part(&spec, "materialize.indices")).expect("indices");
-    let kept = kept
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    sds_ok(
-        &case,
-        &strings(&[
-            "select",
-            &text(&source),
-            &text(&ours.join("materialized")),
-            "--indices",
-            &kept,
-            "--materialize",
-            "--records-per-shard",
-            &library::part(&spec, "materialize.records_per_shard"),
-            "--dataset-id",
-            &library::part(&spec, "materialize.dataset_id"),
-            "--snapshot-id",
-            &library::part(&spec, "materialize.snapshot_id"),
-        ]),
+#[test]
+fn our_materialized_views_are_the_library_s_byte_for_byte() {
+    let run = LibraryCase::write(library::run_seed() * 10 + 6, "sds select --materialize");
+    let kept = run.indices("materialize");
+    let per_shard = library::part(&run.spec, "materialize.records_per_shard");
+    run.select(
+        "materialize",
+        "materialized",
+        &kept,
+        &strings(&["--materialize", "--records-per-shard", &per_shard]),
     );
-    library::assert_same_tree(
-        &case,
-        &ours.join("materialized"),
-        &theirs.join("materialized"),
-        the_lock_file,
+    println!(
+        "{}: sds select --materialize {kept} ({per_shard} records per shard): byte-identical, read back equal",
+        run.case
     );
-    assert_library_reads_the_same(
-        &case,
-        &ours.join("materialized"),
-        &theirs.join("materialized"),
-        &["records", "annotations"],
-    );
-    println!("{case}: sds select --materialize {kept}: byte-identical, read back equal");
 }
 
 #[test]
@@ -622,7 +644,7 @@ fn datasets_sds_create_makes_from_npy_read_back_in_the_library() {
         "create",
         &text(&root),
         "--dataset-id",
-        "npy ✓",
+        "npy-1",
         "--snapshot-id",
         "s-1",
         "--from-npy",
@@ -665,7 +687,7 @@ fn datasets_sds_create_makes_from_npy_read_back_in_the_library() {
             seen, want,
             "signal-dataset {release} reads sds create --from-npy's arrays back"
         );
-        assert_eq!(read["dataset_id"], "npy ✓");
+        assert_eq!(read["dataset_id"], "npy-1");
         println!("sds create --from-npy seed {seed}: {} records read back equal by signal-dataset {release}", seen.len());
     }
 }
