@@ -16,7 +16,7 @@ use clap::Args;
 use crate::dataset::{Dataset, DatasetError, OpenOptions};
 use crate::format::documents::DocumentError;
 use crate::format::path::RelPath;
-use crate::storage::{CloudOptions, CloudStore, LocalStore, ObjectStore};
+use crate::storage::{CloudOptions, ObjectStore};
 
 /// Why a dataset could not be opened: one line, ready to print after `sds: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,39 +90,23 @@ fn cloud_options() -> CloudOptions {
 
 /// The local directory a `DATASET` argument names.
 pub fn local_root(argument: &str) -> Result<PathBuf, OpenFailure> {
-    let Some((scheme, rest)) = argument.split_once("://") else {
-        return Ok(PathBuf::from(argument));
-    };
-    match scheme.to_ascii_lowercase().as_str() {
-        "file" => file_url_path(argument, rest),
-        "s3" | "gs" => Err(OpenFailure(format!(
-            "cannot open {argument}: {scheme}:// is an object-store location, not a local directory"
-        ))),
-        _ => Err(OpenFailure(format!(
-            "cannot open {argument}: unknown URL scheme {scheme:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)"
-        ))),
-    }
+    crate::storage::local_path(argument)
+        .map_err(|reason| OpenFailure(format!("cannot open {argument}: {reason}")))
 }
 
 /// Whether `argument` names an object store (`s3://`, `gs://`).
 pub fn is_object_store(argument: &str) -> bool {
-    argument
-        .split_once("://")
-        .is_some_and(|(scheme, _)| matches!(scheme.to_ascii_lowercase().as_str(), "s3" | "gs"))
+    crate::storage::is_object_store(argument)
 }
 
 /// The store a `DATASET` argument names. Local directories must exist; object-store
 /// locations are not contacted until the first read.
 pub fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
-    if is_object_store(argument) {
-        let store = CloudStore::open(argument, &cloud_options())
-            .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
-        return Ok(Arc::new(store));
+    if !is_object_store(argument) {
+        local_root(argument)?;
     }
-    let root = local_root(argument)?;
-    let store =
-        LocalStore::open(&root).map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
-    Ok(Arc::new(store))
+    crate::storage::open_location(argument, &cloud_options())
+        .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))
 }
 
 /// The store a dataset is written into; a local directory is created when missing.
@@ -134,36 +118,6 @@ pub fn open_writable_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenF
         })?;
     }
     open_store(argument)
-}
-
-/// `file:///abs/path` or `file://localhost/abs/path`, with `%XX` escapes decoded.
-fn file_url_path(argument: &str, rest: &str) -> Result<PathBuf, OpenFailure> {
-    let path = rest.strip_prefix("localhost").unwrap_or(rest);
-    if !path.starts_with('/') {
-        return Err(OpenFailure(format!(
-            "cannot open {argument}: a file:// URL needs an absolute path (file:///data/ds)"
-        )));
-    }
-    percent_decode(path)
-        .map(PathBuf::from)
-        .ok_or_else(|| OpenFailure(format!("cannot open {argument}: invalid %-escape in URL")))
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
