@@ -32,7 +32,7 @@ pub use publish::{
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
 pub use verify::{
-    verify, verify_objects, verify_store, verify_store_with, Problem, VerifyOptions, VerifyReport,
+    verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem, VerifyOptions, VerifyReport,
 };
 pub use view::{dedup_in_order, materialize, parse_indices, select_view, ViewSummary};
 

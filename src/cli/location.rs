@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Args;
 
-use crate::dataset::{Dataset, DatasetError, OpenOptions};
+use crate::dataset::{AbsoluteReferences, Dataset, DatasetError, OpenOptions, StorageOpener};
 use crate::format::documents::DocumentError;
 use crate::format::path::RelPath;
 use crate::storage::{CloudOptions, ObjectStore};
@@ -43,6 +43,10 @@ pub struct StoreArgs {
     /// Permit a plain-http endpoint (as AWS_ALLOW_HTTP=true).
     #[arg(long, global = true)]
     pub allow_http: bool,
+    /// Refuse absolute references (reference views point at another dataset's shards by
+    /// absolute location; following them reaches outside the dataset root).
+    #[arg(long, global = true)]
+    pub no_absolute_references: bool,
 }
 
 impl StoreArgs {
@@ -57,6 +61,9 @@ impl StoreArgs {
         }
         if self.allow_http {
             out.push("--allow-http".into());
+        }
+        if self.no_absolute_references {
+            out.push("--no-absolute-references".into());
         }
         out
     }
@@ -86,6 +93,23 @@ fn cloud_options() -> CloudOptions {
         .cloned()
         .unwrap_or_default()
         .cloud_options()
+}
+
+/// How this process opens datasets: the command line's absolute-reference policy, and its
+/// store settings for the stores absolute references open.
+pub fn open_options() -> OpenOptions {
+    let refuse = STORE_ARGS.get().is_some_and(|a| a.no_absolute_references);
+    let absolute_references = if refuse {
+        AbsoluteReferences::Refuse
+    } else {
+        AbsoluteReferences::Follow(Arc::new(StorageOpener {
+            cloud: cloud_options(),
+        }))
+    };
+    OpenOptions {
+        absolute_references,
+        ..OpenOptions::default()
+    }
 }
 
 /// The local directory a `DATASET` argument names.
@@ -137,7 +161,7 @@ pub fn open_dataset_with(
         _ => "local",
     };
     let store = wrap(open_store(argument)?, backend);
-    Dataset::open(store.clone(), OpenOptions::default()).map_err(|e| {
+    Dataset::open(store.clone(), open_options()).map_err(|e| {
         OpenFailure(one_line(&format!(
             "cannot open {}",
             describe(&e, store.as_ref())

@@ -25,6 +25,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use sha2::{Digest, Sha256};
+
 use super::error::DatasetError;
 use crate::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
 use crate::format::documents::ids::{
@@ -117,16 +119,19 @@ pub struct PublishSummary {
     pub stored_bytes: u64,
 }
 
-/// A file being written, counting its bytes.
+/// A file being written, counting and hashing its bytes (the hash identifies the content for
+/// callers that derive ids from it, such as `sds create`; shard names do not use it).
 struct CountingFile {
     file: BufWriter<File>,
     len: u64,
+    hasher: Sha256,
 }
 
 impl Write for CountingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
         self.len += n as u64;
+        self.hasher.update(&buf[..n]);
         Ok(n)
     }
 
@@ -149,6 +154,7 @@ impl ShardFile {
         let sink = CountingFile {
             file: BufWriter::with_capacity(1 << 20, file),
             len: 0,
+            hasher: Sha256::new(),
         };
         let writer =
             ArrayRecordWriter::new(sink, *options).map_err(|source| DatasetError::Shard {
@@ -177,6 +183,7 @@ impl ShardFile {
             .map_err(|e| DatasetError::io(self.path.display().to_string(), e))?;
         Ok(EncodedFile {
             bytes: sink.len,
+            sha256: hex::encode(sink.hasher.finalize()),
             path: self.path,
         })
     }
@@ -214,6 +221,7 @@ pub struct EncodedShard {
 #[derive(Debug)]
 struct EncodedFile {
     bytes: u64,
+    sha256: String,
     path: std::path::PathBuf,
 }
 
@@ -274,6 +282,12 @@ fn staging_temp_dir(store: &dyn ObjectStore) -> Result<tempfile::TempDir, Datase
 }
 
 impl EncodedShard {
+    /// SHA-256 hex of the data shard and of the metadata shard, `data:metadata`: what the
+    /// shard pair holds, independent of where it is stored and of its name.
+    pub fn content_sha256(&self) -> String {
+        format!("{}:{}", self.data.sha256, self.metadata.sha256)
+    }
+
     /// Writes both shards create-only at the paths of the work id and attempt; the receipt.
     pub fn store(self, store: &dyn ObjectStore) -> Result<ShardReceipt, DatasetError> {
         let id = shard_id(&self.work_id, self.attempt);

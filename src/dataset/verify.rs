@@ -102,7 +102,17 @@ pub fn verify_store_with(
     options: VerifyOptions,
     verify_opened: impl FnOnce(&Dataset, VerifyOptions) -> VerifyReport,
 ) -> VerifyReport {
-    match Dataset::open(store.clone(), super::OpenOptions::default()) {
+    verify_store_opened_with(store, super::OpenOptions::default(), options, verify_opened)
+}
+
+/// [`verify_store_with`] opening the dataset with `open` (e.g. refusing absolute references).
+pub fn verify_store_opened_with(
+    store: Arc<dyn ObjectStore>,
+    open: super::OpenOptions,
+    options: VerifyOptions,
+    verify_opened: impl FnOnce(&Dataset, VerifyOptions) -> VerifyReport,
+) -> VerifyReport {
+    match Dataset::open(store.clone(), open) {
         Ok(dataset) => verify_opened(&dataset, options),
         Err(e) => {
             let fallback = RelPath::new(super::reader::ROOT_JSON)

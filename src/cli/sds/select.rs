@@ -21,6 +21,8 @@ pub struct Selection {
     pub scenes: Vec<String>,
     pub materialize: bool,
     pub records_per_shard: usize,
+    /// How materialized shards are written.
+    pub shard: ShardOptions,
 }
 
 /// The ordinals a selection names in `dataset`.
@@ -67,7 +69,7 @@ pub fn run(
             store.as_ref(),
             options,
             selection.records_per_shard,
-            &ShardOptions::default(),
+            &selection.shard,
         )
         .map_err(describe)?;
         Ok(format!(
