@@ -4,6 +4,8 @@ Commands (JSON on stdout):
   publish ROOT SPEC      write the shards SPEC lists with write_shard, then publish them;
                          prints the receipts as dataclasses.asdict(PublishedShard), one a line
   view SRC DEST SPEC     publish a reference view (DatasetView.publish) of SRC
+  payloads ROOT SPEC     as publish, but each shard's "payloads" lists files holding encoded
+                         records (sds.decode), instead of "records"
   dump ROOT              read every record with the library: id, scene id, metadata, and per
                          field dtype.str, shape and sha256 of the bytes
 
@@ -39,12 +41,18 @@ def record(n):
                       {"n": n, "name": "é ✓", "gain_db": -3.5})
 
 
+def records_of(shard):
+    if "payloads" in shard:
+        return [sds.decode(open(path, "rb").read()) for path in shard["payloads"]]
+    return [record(n) for n in shard["records"]]
+
+
 def publish(root, spec):
     options = sds.StorageOptions(writer_options=spec.get("writer_options", "group_size:1"))
     receipts = []
     for shard in spec["shards"]:
         receipts.append(sds.write_shard(
-            [record(n) for n in shard["records"]], root,
+            records_of(shard), root,
             work_id=shard["work_id"], attempt=shard.get("attempt", 0), options=options))
     sds.publish(
         root, receipts,
@@ -81,7 +89,7 @@ def dump(root):
 
 def main():
     command = sys.argv[1]
-    if command == "publish":
+    if command in ("publish", "payloads"):
         publish(sys.argv[2], json.loads(sys.argv[3]))
     elif command == "view":
         view(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
