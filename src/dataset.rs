@@ -26,13 +26,14 @@ pub use error::DatasetError;
 pub use objects::{AbsoluteReferences, LocationOpener, Resolved, StorageOpener};
 pub use pages::RecordLocation;
 pub use publish::{
-    encode_shard, publish, publish_entries, relative_location, write_shard, EncodedShard, PageLayout, PublishOptions,
-    PublishSummary, ShardOptions, ShardReceipt,
+    encode_shard, publish, publish_entries, relative_location, write_shard, EncodedShard,
+    PageLayout, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
 };
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
 pub use verify::{
-    verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem, VerifyOptions, VerifyReport,
+    verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem,
+    VerifyOptions, VerifyReport,
 };
 pub use view::{dedup_in_order, materialize, parse_indices, select_view, ViewSummary};
 

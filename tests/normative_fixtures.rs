@@ -253,6 +253,9 @@ fn the_library_writes_the_graph_fixture() {
         expected.keys().collect::<Vec<_>>()
     );
     for (path, bytes) in &expected {
-        assert!(&written[path] == bytes, "graph/{path}: the library wrote other bytes");
+        assert!(
+            &written[path] == bytes,
+            "graph/{path}: the library wrote other bytes"
+        );
     }
 }

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use lru::LruCache;
 
 use super::error::DatasetError;
-use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
 use super::objects::Objects;
+use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
 use crate::format::limits::JsonLimits;
 
 /// Where one logical record lives.

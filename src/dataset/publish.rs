@@ -28,6 +28,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::error::DatasetError;
+use crate::arrayrecord::ByteSource;
 use crate::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
 use crate::format::documents::ids::{
     data_shard_path, manifest_path, metadata_shard_path, reference_manifest_path, shard_id,
@@ -40,7 +41,6 @@ use crate::format::json::{self, Object, ObjectExt, Value};
 use crate::format::limits::{JsonLimits, RecordLimits};
 use crate::format::path::{is_absolute, RelPath};
 use crate::format::record::{self, Record};
-use crate::arrayrecord::ByteSource;
 use crate::storage::{ObjectStore, StorageError};
 
 /// What a worker's `write_shard` reports to the coordinator: the library's `PublishedShard`.
@@ -291,10 +291,14 @@ impl EncodedShard {
     /// Writes both shards create-only at the paths of the work id and attempt; the receipt.
     pub fn store(self, store: &dyn ObjectStore) -> Result<ShardReceipt, DatasetError> {
         let id = shard_id(&self.work_id, self.attempt);
-        let bad_id = |e: crate::format::documents::IdError| DatasetError::Publication(e.to_string());
+        let bad_id =
+            |e: crate::format::documents::IdError| DatasetError::Publication(e.to_string());
         let data_path = data_shard_path(&id).map_err(bad_id)?;
         let metadata_path = metadata_shard_path(&id).map_err(bad_id)?;
-        for (path, file) in [(&data_path, &self.data.path), (&metadata_path, &self.metadata.path)] {
+        for (path, file) in [
+            (&data_path, &self.data.path),
+            (&metadata_path, &self.metadata.path),
+        ] {
             adopt(store, path, file, &self.work_id, self.attempt)?;
         }
         let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
@@ -378,9 +382,9 @@ pub fn publish_entries(
         }
         .map_err(bad_id)?;
         let reference = create_document(store, &path, page.to_json())?;
-        first_ordinal = page.end_ordinal().ok_or_else(|| {
-            DatasetError::Publication("record count overflows 64 bits".into())
-        })?;
+        first_ordinal = page
+            .end_ordinal()
+            .ok_or_else(|| DatasetError::Publication("record count overflows 64 bits".into()))?;
         manifests.push(ManifestRef::for_page(
             &page,
             ObjectRef::new(reference.path, reference.stored_bytes),
@@ -496,7 +500,11 @@ fn shard_entries(
         let check = |uri: &str, bytes, generation| {
             checked_reference(store, receipt, uri, bytes, generation, count_records)
         };
-        let data = check(&receipt.data_uri, receipt.data_bytes, receipt.data_generation)?;
+        let data = check(
+            &receipt.data_uri,
+            receipt.data_bytes,
+            receipt.data_generation,
+        )?;
         let metadata = check(
             &receipt.metadata_uri,
             receipt.metadata_bytes,
@@ -560,9 +568,17 @@ fn checked_reference(
     if count_records {
         let object = store.describe(&path);
         let size = info.size;
-        let source = BorrowedObject { store, path: &path, size };
-        let reader = ArrayRecordReader::open(source, object.clone())
-            .map_err(|source| DatasetError::Shard { object: object.clone(), source })?;
+        let source = BorrowedObject {
+            store,
+            path: &path,
+            size,
+        };
+        let reader = ArrayRecordReader::open(source, object.clone()).map_err(|source| {
+            DatasetError::Shard {
+                object: object.clone(),
+                source,
+            }
+        })?;
         if reader.len() != receipt.record_count {
             return Err(DatasetError::Publication(format!(
                 "work {work_id}: {object} holds {} records but its receipt says {}",

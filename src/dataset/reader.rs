@@ -76,10 +76,11 @@ pub(crate) fn read_object_control(
     limits: &JsonLimits,
 ) -> Result<Bytes, DatasetError> {
     let resolved = objects.resolve(&reference.path, reference.generation)?;
-    let bytes =
-        resolved
-            .store
-            .read_limited(&resolved.path, reference.generation, limits.max_bytes as u64)?;
+    let bytes = resolved.store.read_limited(
+        &resolved.path,
+        reference.generation,
+        limits.max_bytes as u64,
+    )?;
     if bytes.len() as u64 != reference.stored_bytes {
         return Err(DatasetError::SizeMismatch {
             object: resolved.describe(),
@@ -418,10 +419,10 @@ impl Dataset {
 
     /// The path of manifest page `index`, for messages.
     pub fn page_name(&self, index: usize) -> String {
-        self.snapshot
-            .manifests
-            .get(index)
-            .map_or_else(|| format!("manifest page {index}"), |m| m.object.path.to_string())
+        self.snapshot.manifests.get(index).map_or_else(
+            || format!("manifest page {index}"),
+            |m| m.object.path.to_string(),
+        )
     }
 }
 

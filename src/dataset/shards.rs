@@ -19,9 +19,9 @@ use bytes::Bytes;
 use lru::LruCache;
 
 use super::error::DatasetError;
+use super::objects::{AbsoluteReferences, Objects};
 use super::pages::RecordLocation;
 use crate::arrayrecord::{ArrayRecordReader, ByteSource};
-use super::objects::{AbsoluteReferences, Objects};
 use crate::format::documents::{ObjectRef, Reference};
 use crate::format::path::ObjectPath;
 use crate::storage::{ObjectReader, ObjectStore};

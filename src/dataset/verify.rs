@@ -414,7 +414,6 @@ impl Verifier<'_> {
         }
         Some(Arc::new(reader))
     }
-
 }
 
 /// The object a dataset error concerns (when it names one) and its rule, without repeating the

@@ -24,8 +24,7 @@ use std::collections::BTreeSet;
 
 use super::error::DatasetError;
 use super::publish::{
-    publish, publish_entries, write_shard, PageLayout, PublishOptions, PublishSummary,
-    ShardOptions,
+    publish, publish_entries, write_shard, PageLayout, PublishOptions, PublishSummary, ShardOptions,
 };
 use super::reader::Dataset;
 use crate::format::documents::{ObjectRef, ShardEntry};
@@ -110,7 +109,10 @@ fn absolute(source: &Dataset, reference: &ObjectRef) -> Result<ObjectRef, Datase
         }
     };
     // A new document records no generation, as every write path (the library's rule).
-    Ok(ObjectRef::new(ObjectPath::Absolute(path), reference.stored_bytes))
+    Ok(ObjectRef::new(
+        ObjectPath::Absolute(path),
+        reference.stored_bytes,
+    ))
 }
 
 /// Publishes `ordinals` of `source` as a reference view in `dest` (see the module docs).
@@ -142,9 +144,10 @@ pub fn select_view(
     }
     let mut options = options.clone();
     options.metadata = crate::format::json::Object::new();
-    options
-        .metadata
-        .insert("reference_dataset".into(), crate::format::json::Value::Bool(true));
+    options.metadata.insert(
+        "reference_dataset".into(),
+        crate::format::json::Value::Bool(true),
+    );
     options.page_layout = PageLayout::SnapshotPrefix;
     let publication = publish_entries(dest, entries, &options)?;
     Ok(ViewSummary { publication })

@@ -215,14 +215,23 @@ mod tests {
     #[test]
     fn classifies_object_paths_like_the_library() {
         for absolute in ["/data/x.arrayrecord", "gs://b/k", "s3://b/k", "file:///d/x"] {
-            assert!(matches!(ObjectPath::new(absolute), Ok(ObjectPath::Absolute(_))), "{absolute}");
+            assert!(
+                matches!(ObjectPath::new(absolute), Ok(ObjectPath::Absolute(_))),
+                "{absolute}"
+            );
         }
         for relative in ["gs:x", "a:b/c", "objects/data/ab/c.arrayrecord"] {
-            assert!(matches!(ObjectPath::new(relative), Ok(ObjectPath::Relative(_))), "{relative}");
+            assert!(
+                matches!(ObjectPath::new(relative), Ok(ObjectPath::Relative(_))),
+                "{relative}"
+            );
         }
         assert!(ObjectPath::new("http://x/y").is_err());
         let location = Location::new("gs://b/p/objects/x.arrayrecord").unwrap();
-        assert_eq!(location.split_name(), Some(("gs://b/p/objects", "x.arrayrecord")));
+        assert_eq!(
+            location.split_name(),
+            Some(("gs://b/p/objects", "x.arrayrecord"))
+        );
         assert_eq!(Location::new("gs://b").unwrap().split_name(), None);
         assert_eq!(Location::new("/x").unwrap().split_name(), Some(("", "x")));
     }

@@ -215,14 +215,7 @@ fn write_all(
             return;
         }
         let range = plan[index].clone();
-        match encode_one(
-            store,
-            sources,
-            range,
-            &shard_options,
-            progress,
-            &stop,
-        ) {
+        match encode_one(store, sources, range, &shard_options, progress, &stop) {
             Ok(shard) => {
                 if to_store.send((index, shard)).is_err() {
                     return;
@@ -371,11 +364,7 @@ fn load_and_encode(
 }
 
 /// 16 hex digits of SHA-256 over the publication's content (see the module docs).
-fn content_digest(
-    dataset_id: Option<&str>,
-    metadata: &Object,
-    written: &[Written],
-) -> String {
+fn content_digest(dataset_id: Option<&str>, metadata: &Object, written: &[Written]) -> String {
     let shards = written
         .iter()
         .map(|(r, content)| {

@@ -82,7 +82,10 @@ mod tests {
     fn local_paths() {
         assert_eq!(local_path("/a/b").unwrap(), PathBuf::from("/a/b"));
         assert_eq!(local_path("file:///a%20b").unwrap(), PathBuf::from("/a b"));
-        assert_eq!(local_path("file://localhost/x").unwrap(), PathBuf::from("/x"));
+        assert_eq!(
+            local_path("file://localhost/x").unwrap(),
+            PathBuf::from("/x")
+        );
         assert!(local_path("file://rel").is_err());
         assert!(local_path("file:///%zz").is_err());
         assert!(local_path("s3://b/p").unwrap_err().contains("object-store"));

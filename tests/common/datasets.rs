@@ -249,8 +249,7 @@ pub fn write_documents_pinned(
     for (index, shards) in pages.into_iter().enumerate() {
         let page = ManifestPage::from_shards(first, shards).unwrap();
         first += page.record_count;
-        let path =
-            sdsfs::format::documents::ids::manifest_path(snapshot_id, index as u64).unwrap();
+        let path = sdsfs::format::documents::ids::manifest_path(snapshot_id, index as u64).unwrap();
         let reference = put(path.as_str(), &page.to_json());
         paths.push(path.to_string());
         let object = sdsfs::format::documents::ObjectRef {

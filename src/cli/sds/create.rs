@@ -46,7 +46,11 @@ pub struct CreateArgs {
     pub jobs: Option<usize>,
     /// ArrayRecord writer options, e.g. group_size:1 (the default), zstd:9, brotli:6, snappy,
     /// uncompressed (--compression is the older name).
-    #[arg(long = "writer-options", visible_alias = "compression", default_value = "group_size:1")]
+    #[arg(
+        long = "writer-options",
+        visible_alias = "compression",
+        default_value = "group_size:1"
+    )]
     pub compression: String,
     /// Most shards per manifest page.
     #[arg(long, default_value_t = 10_000)]

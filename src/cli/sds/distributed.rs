@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::inputs::{RecordInputs, NO_INPUTS};
-use crate::cli::location::{self, open_dataset};
 use crate::arrayrecord::WriterOptions;
+use crate::cli::location::{self, open_dataset};
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
 use crate::format::json::{self, JsonLimits, Object};
 use crate::format::record::Record;
@@ -110,8 +110,8 @@ fn dataset_records(source: &str, start: u64, stop: u64) -> Result<Vec<Record>, S
 
 /// Shard options with the ArrayRecord writer options `text` (`--writer-options`).
 pub fn shard_options(text: &str) -> Result<ShardOptions, String> {
-    let writer_options = WriterOptions::parse(text)
-        .map_err(|e| format!("--writer-options {text:?}: {e}"))?;
+    let writer_options =
+        WriterOptions::parse(text).map_err(|e| format!("--writer-options {text:?}: {e}"))?;
     Ok(ShardOptions {
         writer_options,
         ..ShardOptions::default()

@@ -101,7 +101,10 @@ fn snapshot_id_path(snapshot_id: &str, path: String) -> Result<RelPath, IdError>
 
 /// `snapshots/<snapshot-id>/snapshot.json`.
 pub fn snapshot_path(snapshot_id: &str) -> Result<RelPath, IdError> {
-    snapshot_id_path(snapshot_id, format!("snapshots/{snapshot_id}/snapshot.json"))
+    snapshot_id_path(
+        snapshot_id,
+        format!("snapshots/{snapshot_id}/snapshot.json"),
+    )
 }
 
 /// `manifests/<first two hex of sha256(page id)>/<page-id>.json`, page `index` of a

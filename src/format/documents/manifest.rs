@@ -46,7 +46,9 @@ impl ShardEntry {
 
     /// `data.stored_bytes + metadata.stored_bytes`, `None` on overflow.
     pub fn stored_bytes(&self) -> Option<u64> {
-        self.data.stored_bytes.checked_add(self.metadata.stored_bytes)
+        self.data
+            .stored_bytes
+            .checked_add(self.metadata.stored_bytes)
     }
 
     /// The physical index (in both shards) of the entry's logical record `k`, `None` when `k`
@@ -175,7 +177,10 @@ impl ManifestPage {
         let sizes = self
             .shards
             .iter()
-            .map(|s| s.stored_bytes().ok_or_else(|| Rule::new("shard sizes overflow 64 bits")))
+            .map(|s| {
+                s.stored_bytes()
+                    .ok_or_else(|| Rule::new("shard sizes overflow 64 bits"))
+            })
             .collect::<RuleResult<Vec<u64>>>()?;
         checked_sum(sizes, "shard stored_bytes")
     }

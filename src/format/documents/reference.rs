@@ -103,8 +103,7 @@ impl ObjectRef {
     pub(crate) fn from_value(value: &Value) -> RuleResult<ObjectRef> {
         let object = as_object(value, "a reference")?;
         let text = object.req_str("path")?;
-        let path =
-            ObjectPath::new(text).map_err(|e| super::Rule::new(format!("path: {e}")))?;
+        let path = ObjectPath::new(text).map_err(|e| super::Rule::new(format!("path: {e}")))?;
         Ok(ObjectRef {
             path,
             stored_bytes: object.req_u64("stored_bytes")?,

@@ -37,7 +37,11 @@ impl DatasetRoot {
     pub const DOCUMENT: &'static str = "root.json";
 
     /// A root as a writer creates it: `min_reader_version` [`WRITTEN_MIN_READER_VERSION`].
-    pub fn new(dataset_id: impl Into<String>, snapshot: Reference, metadata: Object) -> DatasetRoot {
+    pub fn new(
+        dataset_id: impl Into<String>,
+        snapshot: Reference,
+        metadata: Object,
+    ) -> DatasetRoot {
         DatasetRoot {
             dataset_id: dataset_id.into(),
             metadata,
@@ -122,10 +126,17 @@ fn check_codecs(doc: &Object) -> RuleResult<()> {
              publish the dataset again with this release",
         ));
     }
-    for (key, name) in [("record_codec", RECORD_CODEC), ("shard_format", SHARD_CONTAINER)] {
+    for (key, name) in [
+        ("record_codec", RECORD_CODEC),
+        ("shard_format", SHARD_CONTAINER),
+    ] {
         let expected = Value::Object(object([("name", name.into())]));
         if doc.get(key) != Some(&expected) {
-            let what = if key == "record_codec" { "record codec" } else { "shard format" };
+            let what = if key == "record_codec" {
+                "record codec"
+            } else {
+                "shard format"
+            };
             return Err(Rule::new(format!(
                 "unsupported {what}: {key} must be {{\"name\": \"{name}\"}}"
             )));

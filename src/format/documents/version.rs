@@ -143,7 +143,10 @@ mod tests {
     fn checks_against_the_reader() {
         assert_eq!(check_min_reader("0.4.0", "0.4.0"), Ok(()));
         assert_eq!(check_min_reader("0.3.0", "0.4.0"), Ok(()));
-        assert_eq!(check_min_reader("0.4.1", "0.4.0"), Err(VersionRefusal::Newer));
+        assert_eq!(
+            check_min_reader("0.4.1", "0.4.0"),
+            Err(VersionRefusal::Newer)
+        );
         assert_eq!(check_min_reader("0.2", "0.2"), Ok(()));
         assert_eq!(check_min_reader("0.1", "0.2"), Ok(()));
         assert_eq!(check_min_reader("0.2.0", "0.2"), Ok(()));
