@@ -356,7 +356,6 @@ fn published_documents_are_canonical() {
         dataset.snapshot().to_json().as_bytes(),
         &dataset.snapshot_bytes()[..]
     );
-    assert_eq!(dataset.snapshot().metadata, ds.options.metadata);
     assert_eq!(dataset.root().metadata, ds.options.metadata);
     let text = String::from_utf8(dataset.root_bytes().to_vec()).unwrap();
     assert!(

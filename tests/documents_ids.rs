@@ -61,10 +61,26 @@ fn signal_paths() {
 #[test]
 fn shard_names_derive_from_work_id_and_attempt() {
     for (work_id, attempt, expected) in [
-        ("w-b", 0, "794099568d49718e1405dbf003fb80bc33ef538859a8f46f4c04ec4547caa3c3"),
-        ("w-a", 0, "f7989f3f65609147ca3de144f81e81f1cee8a65c634f3e3a9ace889559ab504a"),
-        ("w-a", 1, "3778c5cdfa1bf497d83a749a47f8568aa9862fc933f69f28663d780f03edda9a"),
-        ("w-empty", 0, "b11e52bf1f0eb73c2f333ac3d1bab2e5da9e74746ad4e26491aa08200d2ad20d"),
+        (
+            "w-b",
+            0,
+            "794099568d49718e1405dbf003fb80bc33ef538859a8f46f4c04ec4547caa3c3",
+        ),
+        (
+            "w-a",
+            0,
+            "f7989f3f65609147ca3de144f81e81f1cee8a65c634f3e3a9ace889559ab504a",
+        ),
+        (
+            "w-a",
+            1,
+            "3778c5cdfa1bf497d83a749a47f8568aa9862fc933f69f28663d780f03edda9a",
+        ),
+        (
+            "w-empty",
+            0,
+            "b11e52bf1f0eb73c2f333ac3d1bab2e5da9e74746ad4e26491aa08200d2ad20d",
+        ),
     ] {
         assert_eq!(shard_id(work_id, attempt), expected);
     }
