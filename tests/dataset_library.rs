@@ -131,16 +131,24 @@ fn publish_args<'a>(dest: &'a str, receipts: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// The library's dataset in `temp/lib` and our re-publication of it in `temp/ours`.
+fn library_and_ours(temp: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let library = temp.join("lib");
+    library_dataset(&library);
+    let ours = temp.join("ours");
+    let receipts_file = temp.join("receipts.jsonl");
+    std::fs::write(&receipts_file, our_copy(&library, &ours)).unwrap();
+    ok(&publish_args(
+        ours.to_str().unwrap(),
+        receipts_file.to_str().unwrap(),
+    ));
+    (library, ours)
+}
+
 #[test]
 fn our_writers_reproduce_the_library_byte_for_byte() {
     let temp = tempfile::tempdir().unwrap();
-    let library = temp.path().join("lib");
-    library_dataset(&library);
-    let ours = temp.path().join("ours");
-    let receipts_file = temp.path().join("receipts.jsonl");
-    std::fs::write(&receipts_file, our_copy(&library, &ours)).unwrap();
-    let dest = ours.to_str().unwrap();
-    ok(&publish_args(dest, receipts_file.to_str().unwrap()));
+    let (library, ours) = library_and_ours(temp.path());
     let expected = snapshot_tree(&library);
     let written = snapshot_tree(&ours);
     for (path, bytes) in &written {
@@ -220,15 +228,7 @@ fn our_reference_view_is_the_librarys() {
 #[test]
 fn a_library_dataset_reads_back_in_the_library_after_our_publication() {
     let temp = tempfile::tempdir().unwrap();
-    let library = temp.path().join("lib");
-    library_dataset(&library);
-    let ours = temp.path().join("ours");
-    let receipts_file = temp.path().join("receipts.jsonl");
-    std::fs::write(&receipts_file, our_copy(&library, &ours)).unwrap();
-    ok(&publish_args(
-        ours.to_str().unwrap(),
-        receipts_file.to_str().unwrap(),
-    ));
+    let (library, ours) = library_and_ours(temp.path());
     let dump =
         |root: &Path| common::run_python("graph_tool.py", &["dump", root.to_str().unwrap()], b"");
     assert_eq!(dump(&ours), dump(&library));

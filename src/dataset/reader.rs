@@ -54,15 +54,28 @@ pub(crate) fn read_control(
     reference: &crate::format::documents::Reference,
     limits: &JsonLimits,
 ) -> Result<Bytes, DatasetError> {
-    let bytes = store.read_limited(
+    read_checked(
+        store,
         &reference.path,
         reference.generation,
-        limits.max_bytes as u64,
-    )?;
-    if bytes.len() as u64 != reference.stored_bytes {
+        reference.stored_bytes,
+        limits,
+    )
+}
+
+/// One control document, size capped and compared with `stored_bytes`.
+fn read_checked(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    generation: Option<u64>,
+    stored_bytes: u64,
+    limits: &JsonLimits,
+) -> Result<Bytes, DatasetError> {
+    let bytes = store.read_limited(path, generation, limits.max_bytes as u64)?;
+    if bytes.len() as u64 != stored_bytes {
         return Err(DatasetError::SizeMismatch {
-            object: store.describe(&reference.path),
-            expected: reference.stored_bytes,
+            object: store.describe(path),
+            expected: stored_bytes,
             actual: bytes.len() as u64,
         });
     }
@@ -76,19 +89,13 @@ pub(crate) fn read_object_control(
     limits: &JsonLimits,
 ) -> Result<Bytes, DatasetError> {
     let resolved = objects.resolve(&reference.path, reference.generation)?;
-    let bytes = resolved.store.read_limited(
+    read_checked(
+        resolved.store.as_ref(),
         &resolved.path,
         reference.generation,
-        limits.max_bytes as u64,
-    )?;
-    if bytes.len() as u64 != reference.stored_bytes {
-        return Err(DatasetError::SizeMismatch {
-            object: resolved.describe(),
-            expected: reference.stored_bytes,
-            actual: bytes.len() as u64,
-        });
-    }
-    Ok(bytes)
+        reference.stored_bytes,
+        limits,
+    )
 }
 
 /// Reads `root.json`; when it is missing but `sds.json` exists, the refusal of the prototype.

@@ -68,13 +68,7 @@ impl Reference {
     }
 
     pub(crate) fn to_value(&self) -> Value {
-        let mut object = Object::new();
-        object.insert("path".into(), self.path.as_str().into());
-        object.insert("stored_bytes".into(), self.stored_bytes.into());
-        if let Some(generation) = self.generation {
-            object.insert("generation".into(), generation.into());
-        }
-        Value::Object(object)
+        reference_value(self.path.as_str(), self.stored_bytes, self.generation)
     }
 }
 
@@ -112,19 +106,24 @@ impl ObjectRef {
     }
 
     pub(crate) fn to_value(&self) -> Value {
-        let mut object = Object::new();
-        object.insert("path".into(), self.path.as_str().into());
-        object.insert("stored_bytes".into(), self.stored_bytes.into());
-        if let Some(generation) = self.generation {
-            object.insert("generation".into(), generation.into());
-        }
-        Value::Object(object)
+        reference_value(self.path.as_str(), self.stored_bytes, self.generation)
     }
 }
 
 /// Reads the [`ObjectRef`] at `key` of `object`, locating errors as `key: ...`.
 pub(crate) fn read_object_ref(object: &Object, key: &str) -> RuleResult<ObjectRef> {
     ObjectRef::from_value(object.required(key)?).map_err(|r| r.at(key))
+}
+
+/// The JSON of a reference: `generation` only when there is one (writers never set it).
+fn reference_value(path: &str, stored_bytes: u64, generation: Option<u64>) -> Value {
+    let mut object = Object::new();
+    object.insert("path".into(), path.into());
+    object.insert("stored_bytes".into(), stored_bytes.into());
+    if let Some(generation) = generation {
+        object.insert("generation".into(), generation.into());
+    }
+    Value::Object(object)
 }
 
 /// A required key holding a valid dataset-relative path.
