@@ -142,7 +142,9 @@ fn main() {
         let location = dataset.locate(ordinal).expect("locate");
         let entry = location.entry().expect("entry");
         for (reference, is_data) in [(&entry.data, true), (&entry.metadata, false)] {
-            let bytes = store.read(&reference.path, None).expect("whole shard");
+            let bytes = store
+                .read(reference.path.relative().expect("relative path"), None)
+                .expect("whole shard");
             whole_bytes += bytes.len() as u64;
             let reader = ArrayRecordReader::open(bytes, "whole").expect("open shard");
             let record = reader.read(location.physical_index).expect("record");

@@ -3,15 +3,18 @@
 //! - [`reader`]: [`Dataset`] — `root.json` → snapshot eagerly, manifest pages lazily through an
 //!   LRU, ordinal → shard entry → physical index in O(log n), records and metadata rows, read
 //!   instructions for callers that fetch themselves.
-//! - [`publish`]: `write_shard` and `publish` (profile section 5): create-only, content
-//!   addressed, resumable after an interruption at any point; `publish_entries` is its commit
-//!   step alone, shared with views.
+//! - [`publish`]: `write_shard` and `publish` (docs/FORMAT.md, publication): create-only,
+//!   shard pairs named by work id and attempt, resumable after an interruption at any point;
+//!   `publish_entries` is its commit step alone, shared with reference views.
 //! - [`verify`](mod@verify): every rule checked eagerly over a whole dataset, every problem
 //!   reported (`sds verify`).
-//! - [`view`]: selections of records published as lightweight views (shared shards,
-//!   `record_indices`) or materialized into new shards (`sds select`).
+//! - [`view`]: selections of records published as reference views (absolute references to
+//!   the source's shards, `record_indices`) or materialized into new shards (`sds select`).
+//! - `objects`: what a reference's path names — the dataset's own store for relative paths, a
+//!   store opened for an absolute location otherwise ([`AbsoluteReferences`]).
 
 mod error;
+mod objects;
 mod pages;
 pub mod publish;
 pub mod reader;
@@ -20,15 +23,17 @@ pub mod verify;
 pub mod view;
 
 pub use error::DatasetError;
+pub use objects::{AbsoluteReferences, LocationOpener, Resolved, StorageOpener};
 pub use pages::RecordLocation;
 pub use publish::{
-    encode_shard, publish, publish_entries, write_shard, EncodedShard, PublishOptions,
-    PublishSummary, ShardOptions, ShardReceipt,
+    encode_shard, publish, publish_entries, relative_location, write_shard, EncodedShard,
+    PageLayout, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
 };
 pub use reader::{Dataset, ReadInstruction};
 pub use shards::ShardReader;
 pub use verify::{
-    verify, verify_objects, verify_store, verify_store_with, Problem, VerifyOptions, VerifyReport,
+    verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem,
+    VerifyOptions, VerifyReport,
 };
 pub use view::{dedup_in_order, materialize, parse_indices, select_view, ViewSummary};
 
@@ -49,6 +54,9 @@ pub struct OpenOptions {
     /// `i + 1` after record `i`) on an object store; 0 disables read-ahead. Local stores never
     /// read ahead (the kernel does).
     pub read_ahead_chunks: usize,
+    /// Whether absolute references (reference views) are followed, and how their stores are
+    /// opened.
+    pub absolute_references: AbsoluteReferences,
 }
 
 impl Default for OpenOptions {
@@ -59,6 +67,7 @@ impl Default for OpenOptions {
             control_limits: JsonLimits::CONTROL,
             record_limits: RecordLimits::default(),
             read_ahead_chunks: 2,
+            absolute_references: AbsoluteReferences::default(),
         }
     }
 }

@@ -28,5 +28,6 @@ pub mod import;
 mod memory;
 pub mod storage;
 
-/// The reader release whose reading rules this crate implements (profile section 8).
-pub const READER_VERSION: &str = "0.2";
+/// The `signal-dataset` release whose reading rules this crate implements: a dataset whose
+/// `min_reader_version` is newer is refused (docs/FORMAT.md, versions).
+pub const READER_VERSION: &str = "0.4.0";

@@ -28,6 +28,7 @@
 mod error;
 mod local;
 pub mod object;
+mod open;
 mod readahead;
 
 use std::io;
@@ -43,6 +44,7 @@ use crate::format::path::RelPath;
 pub use error::{ErrorKind, StorageError};
 pub use local::LocalStore;
 pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
+pub use open::{is_object_store, local_path, open_location};
 pub use readahead::ReadAhead;
 
 /// Identity of one stored version of an object, for generation-pinned reads and

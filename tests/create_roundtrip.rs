@@ -81,7 +81,7 @@ fn demo_publication_args(out: &str, from: &str) -> Vec<String> {
         "--metadata",
         description,
         "--metadata",
-        r#"rfgen_expected_work_ids=["demo-shard-0000","demo-shard-0001","demo-shard-0002"]"#,
+        r#"rfgen_expected_work_ids=["000000000000","000000000003","000000000006"]"#,
         "--quiet",
     ]
     .iter()

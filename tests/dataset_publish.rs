@@ -1,5 +1,5 @@
-//! Publication (profile section 5): `write_shard` receipts and content addresses, `publish`
-//! receipt selection and checks, convergence of repeated and interrupted publications,
+//! Publication: `write_shard` receipts and work-id shard names, `publish` receipt selection
+//! (highest attempt, work-id order, empty shards kept) and checks, convergence of repeated and interrupted publications,
 //! collisions, empty datasets, and shards readable by the reference Python packages.
 
 mod common;
@@ -11,9 +11,7 @@ use sdsfs::dataset::{
     ShardReceipt,
 };
 use sdsfs::format::documents::ids::sha256_hex;
-use sdsfs::format::path::RelPath;
 use sdsfs::format::record::Record;
-use sdsfs::storage::{CreateOutcome, ObjectStore};
 
 fn records(range: std::ops::Range<usize>) -> Vec<Record> {
     range.map(record).collect()
@@ -33,7 +31,7 @@ fn publication_error(result: Result<impl std::fmt::Debug, DatasetError>) -> Stri
 }
 
 #[test]
-fn receipt_describes_content_addressed_shards() {
+fn receipt_names_shards_by_work_id_and_attempt() {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
     let receipt = write_shard(
@@ -52,129 +50,106 @@ fn receipt_describes_content_addressed_shards() {
         ),
         ("w-7", 3, 5)
     );
-    for (uri, bytes, kind, generation) in [
-        (
-            &receipt.data_uri,
-            receipt.data_bytes,
-            "data",
-            receipt.data_generation,
-        ),
-        (
-            &receipt.metadata_uri,
-            receipt.metadata_bytes,
-            "metadata",
-            receipt.metadata_generation,
-        ),
+    // sha256("w-7:3"), computed with Python's hashlib.
+    let h = sdsfs::format::documents::ids::shard_id("w-7", 3);
+    assert_eq!(h, sha256_hex(b"w-7:3"));
+    let root = std::path::absolute(dir.path()).unwrap();
+    for (uri, bytes, kind) in [
+        (&receipt.data_uri, receipt.data_bytes, "data"),
+        (&receipt.metadata_uri, receipt.metadata_bytes, "metadata"),
     ] {
-        let content = std::fs::read(dir.path().join(uri)).unwrap();
-        let hash = sha256_hex(&content);
-        assert_eq!(
-            uri,
-            &format!("objects/{kind}/{}/{hash}.arrayrecord", &hash[..2])
-        );
-        assert_eq!(bytes, content.len() as u64);
-        // Local storage has generations, and the receipt carries the shard's.
-        let info = store
-            .info(&RelPath::new(uri.as_str()).unwrap(), None)
-            .unwrap();
-        assert_eq!(generation, info.version.generation);
-        assert!(generation.is_some());
+        let expected = root.join(format!("objects/{kind}/{}/{h}.arrayrecord", &h[..2]));
+        assert_eq!(uri, &expected.display().to_string(), "a full location");
+        assert_eq!(bytes, std::fs::metadata(uri).unwrap().len());
     }
-    let parsed = ShardReceipt::parse(receipt.to_json().as_bytes()).unwrap();
-    assert_eq!(parsed, receipt);
+    // Local stores have no persisted generations: the receipt carries null.
+    assert_eq!(
+        (receipt.data_generation, receipt.metadata_generation),
+        (None, None)
+    );
+    let json = receipt.to_json();
+    assert!(json.contains("\"data_generation\":null"), "{json}");
+    assert_eq!(ShardReceipt::parse(json.as_bytes()).unwrap(), receipt);
+    // The library's form: json.dumps(dataclasses.asdict(shard)), key order free.
+    let python = format!(
+        "{{\"data_uri\": \"{}\", \"metadata_uri\": \"{}\", \"work_id\": \"w-7\", \"attempt\": 3, \"record_count\": 5, \"data_bytes\": {}, \"metadata_bytes\": {}, \"data_generation\": null, \"metadata_generation\": null}}",
+        receipt.data_uri, receipt.metadata_uri, receipt.data_bytes, receipt.metadata_bytes
+    );
+    assert_eq!(ShardReceipt::parse(python.as_bytes()).unwrap(), receipt);
 }
 
 #[test]
-fn writing_the_same_shard_twice_converges() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = local_store(dir.path());
-    let first = write_shard(
-        store.as_ref(),
-        records(0..4),
-        "w",
-        0,
-        &ShardOptions::default(),
-    )
-    .unwrap();
-    let path = dir.path().join(&first.data_uri);
-    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let second = write_shard(
-        store.as_ref(),
-        records(0..4),
-        "w",
-        1,
-        &ShardOptions::default(),
-    )
-    .unwrap();
-    assert_eq!(
-        (
-            &first.data_uri,
-            &first.metadata_uri,
-            first.data_bytes,
-            first.metadata_bytes
-        ),
-        (
-            &second.data_uri,
-            &second.metadata_uri,
-            second.data_bytes,
-            second.metadata_bytes
-        )
-    );
-    assert_eq!(first.data_generation, second.data_generation);
-    assert_eq!(
-        std::fs::metadata(&path).unwrap().modified().unwrap(),
-        modified
-    );
-    let bytes = std::fs::read(&path).unwrap();
-    let rel = RelPath::new(first.data_uri.as_str()).unwrap();
-    assert_eq!(
-        store.create(&rel, &bytes).unwrap(),
-        CreateOutcome::AlreadyIdentical
-    );
-    // Different records land elsewhere.
-    let other = write_shard(
-        store.as_ref(),
-        records(1..5),
-        "w",
-        0,
-        &ShardOptions::default(),
-    )
-    .unwrap();
-    assert_ne!(other.data_uri, first.data_uri);
-}
-
-#[test]
-fn shards_must_be_written_with_group_size_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = local_store(dir.path());
-    let options = ShardOptions {
-        writer_options: WriterOptions::parse("group_size:4").unwrap(),
-        ..ShardOptions::default()
-    };
-    let e = write_shard(store.as_ref(), records(0..2), "w", 0, &options).unwrap_err();
-    assert!(e.to_string().contains("group_size"), "{e}");
-    assert!(!dir.path().join("objects").exists());
-}
-
-#[test]
-fn lowest_attempt_wins_per_work_id() {
+fn writing_the_same_attempt_twice_converges_and_other_bytes_collide() {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
     let opts = ShardOptions::default();
-    let w0 = write_shard(store.as_ref(), records(0..2), "a", 0, &opts).unwrap();
-    let late = write_shard(store.as_ref(), records(10..13), "b", 2, &opts).unwrap();
-    let early = write_shard(store.as_ref(), records(20..21), "b", 1, &opts).unwrap();
-    let later = write_shard(store.as_ref(), records(30..34), "b", 5, &opts).unwrap();
-    let summary = publish(store.as_ref(), &[late, w0, early, later], &options()).unwrap();
-    assert_eq!((summary.record_count, summary.shard_count), (3, 2));
-    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
-    let ids: Vec<String> = dataset.iter_records().map(|r| r.unwrap().id).collect();
-    // No expected ids: shards in the order work ids were first given ("b" first).
-    assert_eq!(ids, ["capture-00020", "capture-00000", "capture-00001"]);
+    let first = write_shard(store.as_ref(), records(0..4), "w", 0, &opts).unwrap();
+    let modified = std::fs::metadata(&first.data_uri)
+        .unwrap()
+        .modified()
+        .unwrap();
+    let again = write_shard(store.as_ref(), records(0..4), "w", 0, &opts).unwrap();
+    assert_eq!(again, first);
+    assert_eq!(
+        std::fs::metadata(&first.data_uri)
+            .unwrap()
+            .modified()
+            .unwrap(),
+        modified
+    );
+    let e = publication_error(write_shard(store.as_ref(), records(1..5), "w", 0, &opts));
+    assert!(
+        e.contains("already exists") && e.contains("attempt 0"),
+        "{e}"
+    );
+    // A new attempt is a new name.
+    let retry = write_shard(store.as_ref(), records(1..5), "w", 1, &opts).unwrap();
+    assert_ne!(retry.data_uri, first.data_uri);
 }
 
 #[test]
-fn expected_work_ids_are_enforced_and_order_the_shards() {
+fn any_writer_options_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let shard_options = ShardOptions {
+        writer_options: WriterOptions::parse("group_size:3").unwrap(),
+        ..ShardOptions::default()
+    };
+    let receipt = write_shard(store.as_ref(), records(0..5), "w", 0, &shard_options).unwrap();
+    let summary = publish(store.as_ref(), &[receipt], &options()).unwrap();
+    assert_eq!(summary.record_count, 5);
+    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
+    let read: Vec<Record> = dataset.iter_records().map(Result::unwrap).collect();
+    assert_eq!(read, records(0..5));
+}
+
+#[test]
+fn highest_attempt_wins_and_shards_go_in_work_id_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let opts = ShardOptions::default();
+    let w0 = write_shard(store.as_ref(), records(0..2), "b", 0, &opts).unwrap();
+    let late = write_shard(store.as_ref(), records(10..13), "a", 2, &opts).unwrap();
+    let early = write_shard(store.as_ref(), records(20..21), "a", 1, &opts).unwrap();
+    let latest = write_shard(store.as_ref(), records(30..32), "a", 5, &opts).unwrap();
+    let summary = publish(store.as_ref(), &[w0, late, latest, early], &options()).unwrap();
+    assert_eq!((summary.record_count, summary.shard_count), (4, 2));
+    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
+    let ids: Vec<String> = dataset.iter_records().map(|r| r.unwrap().id).collect();
+    // "a" (attempt 5) sorts before "b", whatever order the receipts came in.
+    assert_eq!(
+        ids,
+        [
+            "capture-00030",
+            "capture-00031",
+            "capture-00000",
+            "capture-00001"
+        ]
+    );
+}
+
+#[test]
+fn expected_work_ids_are_enforced() {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
     let (receipts, all) = write_shards(store.as_ref(), &[2, 3, 1]);
@@ -195,14 +170,14 @@ fn expected_work_ids_are_enforced_and_order_the_shards() {
     assert!(!dir.path().join("root.json").exists());
     assert!(!dir.path().join("manifests").exists());
 
+    // The expected ids' order does not order the shards: work-id order does.
     opts.expected_work_ids = Some(vec![work_id(2), work_id(0), work_id(1)]);
     let mut shuffled = receipts.clone();
     shuffled.reverse();
     publish(store.as_ref(), &shuffled, &opts).unwrap();
     let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
     let read: Vec<Record> = dataset.iter_records().map(Result::unwrap).collect();
-    let expected: Vec<Record> = [&all[5..6], &all[0..2], &all[2..5]].concat();
-    assert_eq!(read, expected);
+    assert_eq!(read, all);
 }
 
 #[test]
@@ -232,15 +207,21 @@ fn receipt_sizes_are_checked() {
 }
 
 #[test]
-fn portable_ids_are_required() {
+fn ids_are_any_nonempty_strings() {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
     let (receipts, _) = write_shards(store.as_ref(), &[1]);
-    for (dataset_id, snapshot_id) in [("ds", "../x"), ("-ds", "s"), ("ds", "")] {
+    for (dataset_id, snapshot_id) in [("ds", "../x"), ("", "s"), ("ds", ""), ("ds", "a?b")] {
         let opts = PublishOptions::new(dataset_id, snapshot_id);
         let e = publication_error(publish(store.as_ref(), &receipts, &opts));
-        assert!(e.contains("portable"), "{e}");
+        assert!(e.contains("_id"), "{e}");
     }
+    assert!(!dir.path().join("root.json").exists());
+    let opts = PublishOptions::new("my dataset/ü ✓", "snap ü");
+    publish(store.as_ref(), &receipts, &opts).unwrap();
+    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
+    assert_eq!(dataset.root().dataset_id, "my dataset/ü ✓");
+    assert!(dir.path().join("snapshots/snap ü/snapshot.json").exists());
 }
 
 #[test]
@@ -254,6 +235,26 @@ fn rerunning_a_finished_publication_changes_nothing() {
 
 /// Which objects an interruption lost.
 type Lost = fn(&str) -> bool;
+
+/// The receipts with their locations moved from `from` to the copy `to`.
+fn moved(
+    receipts: &[ShardReceipt],
+    from: &std::path::Path,
+    to: &std::path::Path,
+) -> Vec<ShardReceipt> {
+    let (from, to) = (
+        std::path::absolute(from).unwrap().display().to_string(),
+        std::path::absolute(to).unwrap().display().to_string(),
+    );
+    receipts
+        .iter()
+        .map(|r| ShardReceipt {
+            data_uri: r.data_uri.replacen(&from, &to, 1),
+            metadata_uri: r.metadata_uri.replacen(&from, &to, 1),
+            ..r.clone()
+        })
+        .collect()
+}
 
 #[test]
 fn interrupted_publications_converge_to_the_same_bytes() {
@@ -273,7 +274,8 @@ fn interrupted_publications_converge_to_the_same_bytes() {
             Dataset::open(store.clone(), OpenOptions::default()).is_err(),
             "{what}"
         );
-        publish(store.as_ref(), &ds.receipts, &ds.options).unwrap();
+        let receipts = moved(&ds.receipts, ds.root(), dir.path());
+        publish(store.as_ref(), &receipts, &ds.options).unwrap();
         assert_eq!(snapshot_tree(dir.path()), complete, "{what}");
     }
     // A publication interrupted after some pages only (the last page lost) converges too.
@@ -289,7 +291,8 @@ fn interrupted_publications_converge_to_the_same_bytes() {
     let dir = copy_tree(ds.root(), |rel| {
         rel == last || rel == "root.json" || rel.starts_with("snapshots/")
     });
-    publish(local_store(dir.path()).as_ref(), &ds.receipts, &ds.options).unwrap();
+    let receipts = moved(&ds.receipts, ds.root(), dir.path());
+    publish(local_store(dir.path()).as_ref(), &receipts, &ds.options).unwrap();
     assert_eq!(snapshot_tree(dir.path()), complete);
 }
 
@@ -297,16 +300,21 @@ fn interrupted_publications_converge_to_the_same_bytes() {
 fn a_different_publication_into_the_same_root_collides() {
     let ds = publish_dataset(&[2, 2], 1);
     let before = snapshot_tree(ds.root());
-    // Same shards and ids, other metadata: the pages agree, the snapshot collides.
+    // Same shards and ids, other metadata (in the root only): pages and snapshot agree, the
+    // root collides.
     let mut other = ds.options.clone();
     other.metadata = obj(&[("campaign", "other".into())]);
     let e = publication_error(publish(ds.store.as_ref(), &ds.receipts, &other));
     assert!(
-        e.contains("snapshots/snap-1/snapshot.json") && e.contains("already exists"),
+        e.contains("root.json") && e.contains("already exists"),
         "{e}"
     );
     // Other shards under the same snapshot id: the first page collides.
-    let (receipts, _) = write_shards(ds.store.as_ref(), &[1, 3]);
+    let opts = ShardOptions::default();
+    let receipts = vec![
+        write_shard(ds.store.as_ref(), records(0..1), "other-0", 0, &opts).unwrap(),
+        write_shard(ds.store.as_ref(), records(1..4), "other-1", 0, &opts).unwrap(),
+    ];
     let e = publication_error(publish(ds.store.as_ref(), &receipts, &ds.options));
     assert!(
         e.contains("manifests/") && e.contains("snap-1-00000000"),
@@ -327,20 +335,21 @@ fn a_different_publication_into_the_same_root_collides() {
 
 #[test]
 fn a_publication_with_no_records_opens() {
-    for sizes in [&[][..], &[0, 0][..]] {
+    // No shard: no page at all. Empty shards: kept, on pages of no record.
+    for (sizes, pages) in [(&[][..], 0), (&[0, 0][..], 1)] {
         let ds = publish_dataset(sizes, 2);
         assert_eq!(ds.summary.record_count, 0);
-        assert_eq!(ds.summary.manifest_pages, 0);
+        assert_eq!(ds.summary.manifest_pages, pages);
+        assert_eq!(ds.summary.shard_count, sizes.len() as u64);
         let dataset = ds.open();
         assert!(dataset.is_empty());
-        assert!(dataset.snapshot().manifests.is_empty());
-        assert_eq!(dataset.snapshot().shard_count, 0);
+        assert_eq!(dataset.snapshot().manifests.len() as u64, pages);
         assert!(dataset.read_instructions(0, 10, false).unwrap().is_empty());
         assert!(matches!(
             dataset.read_record(0),
             Err(DatasetError::OutOfRange { .. })
         ));
-        assert!(!ds.root().join("manifests").exists());
+        assert!(sdsfs::dataset::verify(&dataset, Default::default()).is_ok());
     }
 }
 
@@ -356,7 +365,6 @@ fn published_documents_are_canonical() {
         dataset.snapshot().to_json().as_bytes(),
         &dataset.snapshot_bytes()[..]
     );
-    assert_eq!(dataset.snapshot().metadata, ds.options.metadata);
     assert_eq!(dataset.root().metadata, ds.options.metadata);
     let text = String::from_utf8(dataset.root_bytes().to_vec()).unwrap();
     assert!(

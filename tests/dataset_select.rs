@@ -1,10 +1,9 @@
 //! Views and materialized selections (`dataset::view`, `sds select`): both read back exactly
-//! the selected records in order; a view shares the source's shard bytes (hard links: same
-//! inode) and carries `record_indices`; both pass `verify --deep`.
+//! the selected records in order; a reference view points at the source's shards by absolute
+//! location, one entry per record with `record_indices`; both pass `verify --deep`.
 
 mod common;
 
-use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 
 use common::datasets::*;
@@ -32,7 +31,7 @@ fn index_specifications() {
 }
 
 #[test]
-fn view_shares_shards_and_reads_back_the_selection() {
+fn reference_view_points_at_the_source_and_reads_back_the_selection() {
     let source = publish_dataset(&[3, 2, 4], 2);
     let dest = tempfile::tempdir().unwrap();
     let store = local_store(dest.path());
@@ -44,9 +43,9 @@ fn view_shares_shards_and_reads_back_the_selection() {
         &PublishOptions::new("view", "v1"),
     )
     .unwrap();
+    // One entry per record, as the library's reference views.
     assert_eq!(summary.publication.record_count, 6);
-    // Runs: [1,2] shard 0, [4] shard 1, [8] shard 2, [0] shard 0, [5] shard 2.
-    assert_eq!(summary.publication.shard_count, 5);
+    assert_eq!(summary.publication.shard_count, 6);
     let expected: Vec<_> = chosen
         .iter()
         .map(|&o| source.records[o as usize].clone())
@@ -54,26 +53,45 @@ fn view_shares_shards_and_reads_back_the_selection() {
     assert_eq!(read_all(dest.path()), expected);
     let view = sdsfs::dataset::Dataset::open(store.clone(), Default::default()).unwrap();
     let first = view.locate(0).unwrap();
-    assert_eq!(first.entry().unwrap().record_indices, Some(vec![1, 2]));
-    for receipt in &source.receipts {
-        for uri in [&receipt.data_uri, &receipt.metadata_uri] {
-            let a = std::fs::metadata(source.file(uri)).unwrap();
-            let b = std::fs::metadata(dest.path().join(uri)).unwrap();
-            assert_eq!(a.ino(), b.ino(), "{uri} is a hard link");
-        }
-    }
+    let entry = first.entry().unwrap();
+    assert_eq!(entry.record_indices, Some(vec![1]));
+    // The source's shard, by absolute location; nothing was copied into the view.
+    assert_eq!(entry.data.path.as_str(), source.receipts[0].data_uri);
+    assert!(!dest.path().join("objects").exists());
+    assert_eq!(
+        view.root().metadata.get("reference_dataset"),
+        Some(&sdsfs::format::json::Value::Bool(true))
+    );
+    assert!(
+        std::fs::read_dir(dest.path().join("manifests/v1")).is_ok(),
+        "pages fan out by the snapshot id's first two characters"
+    );
     let report = verify_store(store.clone(), VerifyOptions { deep: true });
     assert!(report.is_ok(), "{:?}", report.problems);
-    // Re-running converges: nothing new, same bytes.
+    // Refusing absolute references fails the records, naming the reference.
+    let options = sdsfs::dataset::OpenOptions {
+        absolute_references: sdsfs::dataset::AbsoluteReferences::Refuse,
+        ..Default::default()
+    };
+    let refusing = sdsfs::dataset::Dataset::open(store.clone(), options).unwrap();
+    let err = refusing.read_record(0).unwrap_err().to_string();
+    let source_root = std::path::absolute(source.root())
+        .unwrap()
+        .display()
+        .to_string();
+    assert!(
+        err.contains("absolute reference refused") && err.contains(&source_root),
+        "{err}"
+    );
+    // Re-running converges on the same bytes.
     let before = snapshot_tree(dest.path());
-    let again = select_view(
+    select_view(
         &source.open(),
         &chosen,
         store.as_ref(),
         &PublishOptions::new("view", "v1"),
     )
     .unwrap();
-    assert_eq!(again.objects_created, 0);
     assert_eq!(snapshot_tree(dest.path()), before);
 }
 

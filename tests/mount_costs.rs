@@ -316,7 +316,7 @@ fn a_record_that_fails_to_decode_ahead_is_not_retried_in_a_loop() {
     let location = probe.dataset().locate(3).unwrap();
     let path = dir
         .path()
-        .join(location.entry().unwrap().data.path.as_ref() as &str);
+        .join(location.entry().unwrap().data.path.as_str());
     let span = {
         let file = std::fs::File::open(&path).unwrap();
         let reader = ArrayRecordReader::open(file, "shard").unwrap();

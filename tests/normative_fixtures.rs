@@ -225,3 +225,37 @@ fn reference_safetensors_loads_the_record() {
         assert_eq!(tensor[2].as_str(), Some(hex::encode(&field.data).as_str()));
     }
 }
+
+/// The library, given the fixture's record (decoded from `record-v01.safetensors`) and the same
+/// work id, ids and metadata, writes exactly the files of `graph/`: the graph fixture is the
+/// library's output, not only ours.
+#[test]
+fn the_library_writes_the_graph_fixture() {
+    let temp = tempfile::tempdir().unwrap();
+    let out = temp.path().join("graph");
+    let payload = dir().join("record-v01.safetensors");
+    let spec = serde_json::json!({
+        "dataset_id": DATASET_ID,
+        "snapshot_id": SNAPSHOT_ID,
+        "metadata": {"purpose": "normative fixture"},
+        "expected_work_ids": ["work-0"],
+        "shards": [{"work_id": "work-0", "attempt": 0, "payloads": [payload]}],
+    });
+    common::run_python(
+        "graph_tool.py",
+        &["payloads", out.to_str().unwrap(), &spec.to_string()],
+        b"",
+    );
+    let written = files(&out);
+    let expected = files(&dir().join("graph"));
+    assert_eq!(
+        written.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &expected {
+        assert!(
+            &written[path] == bytes,
+            "graph/{path}: the library wrote other bytes"
+        );
+    }
+}

@@ -101,7 +101,10 @@ fn a_dataset_pinned_to_generations_reads_them_after_the_objects_are_replaced() {
 
     // Replace the live objects behind the pinned references: shard 1's data object by shard
     // 0's bytes (a valid shard holding other records), the snapshot document by junk.
-    let (shard0, shard1) = (&entries[0].data.path, &entries[1].data.path);
+    let (shard0, shard1) = (
+        entries[0].data.path.relative().unwrap(),
+        entries[1].data.path.relative().unwrap(),
+    );
     let other = store.read(shard0, None).unwrap();
     let current = store.info(shard1, None).unwrap().version;
     store

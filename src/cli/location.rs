@@ -13,10 +13,10 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Args;
 
-use crate::dataset::{Dataset, DatasetError, OpenOptions};
+use crate::dataset::{AbsoluteReferences, Dataset, DatasetError, OpenOptions, StorageOpener};
 use crate::format::documents::DocumentError;
 use crate::format::path::RelPath;
-use crate::storage::{CloudOptions, CloudStore, LocalStore, ObjectStore};
+use crate::storage::{CloudOptions, ObjectStore};
 
 /// Why a dataset could not be opened: one line, ready to print after `sds: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,10 @@ pub struct StoreArgs {
     /// Permit a plain-http endpoint (as AWS_ALLOW_HTTP=true).
     #[arg(long, global = true)]
     pub allow_http: bool,
+    /// Refuse absolute references (reference views point at another dataset's shards by
+    /// absolute location; following them reaches outside the dataset root).
+    #[arg(long, global = true)]
+    pub no_absolute_references: bool,
 }
 
 impl StoreArgs {
@@ -57,6 +61,9 @@ impl StoreArgs {
         }
         if self.allow_http {
             out.push("--allow-http".into());
+        }
+        if self.no_absolute_references {
+            out.push("--no-absolute-references".into());
         }
         out
     }
@@ -88,41 +95,42 @@ fn cloud_options() -> CloudOptions {
         .cloud_options()
 }
 
+/// How this process opens datasets: the command line's absolute-reference policy, and its
+/// store settings for the stores absolute references open.
+pub fn open_options() -> OpenOptions {
+    let refuse = STORE_ARGS.get().is_some_and(|a| a.no_absolute_references);
+    let absolute_references = if refuse {
+        AbsoluteReferences::Refuse
+    } else {
+        AbsoluteReferences::Follow(Arc::new(StorageOpener {
+            cloud: cloud_options(),
+        }))
+    };
+    OpenOptions {
+        absolute_references,
+        ..OpenOptions::default()
+    }
+}
+
 /// The local directory a `DATASET` argument names.
 pub fn local_root(argument: &str) -> Result<PathBuf, OpenFailure> {
-    let Some((scheme, rest)) = argument.split_once("://") else {
-        return Ok(PathBuf::from(argument));
-    };
-    match scheme.to_ascii_lowercase().as_str() {
-        "file" => file_url_path(argument, rest),
-        "s3" | "gs" => Err(OpenFailure(format!(
-            "cannot open {argument}: {scheme}:// is an object-store location, not a local directory"
-        ))),
-        _ => Err(OpenFailure(format!(
-            "cannot open {argument}: unknown URL scheme {scheme:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)"
-        ))),
-    }
+    crate::storage::local_path(argument)
+        .map_err(|reason| OpenFailure(format!("cannot open {argument}: {reason}")))
 }
 
 /// Whether `argument` names an object store (`s3://`, `gs://`).
 pub fn is_object_store(argument: &str) -> bool {
-    argument
-        .split_once("://")
-        .is_some_and(|(scheme, _)| matches!(scheme.to_ascii_lowercase().as_str(), "s3" | "gs"))
+    crate::storage::is_object_store(argument)
 }
 
 /// The store a `DATASET` argument names. Local directories must exist; object-store
 /// locations are not contacted until the first read.
 pub fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
-    if is_object_store(argument) {
-        let store = CloudStore::open(argument, &cloud_options())
-            .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
-        return Ok(Arc::new(store));
+    if !is_object_store(argument) {
+        local_root(argument)?;
     }
-    let root = local_root(argument)?;
-    let store =
-        LocalStore::open(&root).map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))?;
-    Ok(Arc::new(store))
+    crate::storage::open_location(argument, &cloud_options())
+        .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))
 }
 
 /// The store a dataset is written into; a local directory is created when missing.
@@ -134,36 +142,6 @@ pub fn open_writable_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenF
         })?;
     }
     open_store(argument)
-}
-
-/// `file:///abs/path` or `file://localhost/abs/path`, with `%XX` escapes decoded.
-fn file_url_path(argument: &str, rest: &str) -> Result<PathBuf, OpenFailure> {
-    let path = rest.strip_prefix("localhost").unwrap_or(rest);
-    if !path.starts_with('/') {
-        return Err(OpenFailure(format!(
-            "cannot open {argument}: a file:// URL needs an absolute path (file:///data/ds)"
-        )));
-    }
-    percent_decode(path)
-        .map(PathBuf::from)
-        .ok_or_else(|| OpenFailure(format!("cannot open {argument}: invalid %-escape in URL")))
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
@@ -183,7 +161,7 @@ pub fn open_dataset_with(
         _ => "local",
     };
     let store = wrap(open_store(argument)?, backend);
-    Dataset::open(store.clone(), OpenOptions::default()).map_err(|e| {
+    Dataset::open(store.clone(), open_options()).map_err(|e| {
         OpenFailure(one_line(&format!(
             "cannot open {}",
             describe(&e, store.as_ref())
@@ -232,15 +210,8 @@ mod tests {
 
     #[test]
     fn arguments() {
-        assert_eq!(local_root("/a/b").unwrap(), PathBuf::from("/a/b"));
+        // Location parsing itself is storage's (`storage::open` tests); here, the messages.
         assert_eq!(local_root("rel").unwrap(), PathBuf::from("rel"));
-        assert_eq!(local_root("file:///a%20b").unwrap(), PathBuf::from("/a b"));
-        assert_eq!(
-            local_root("file://localhost/x").unwrap(),
-            PathBuf::from("/x")
-        );
-        assert!(local_root("file://rel").is_err());
-        assert!(local_root("file:///%zz").is_err());
         let s3 = local_root("s3://bucket/p").unwrap_err().0;
         assert!(s3.contains("object-store location"), "{s3}");
         assert!(local_root("gs://bucket/p").unwrap_err().0.contains("gs://"));

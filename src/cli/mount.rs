@@ -116,7 +116,7 @@ pub struct MountArgs {
     pub no_passthrough: bool,
     /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
     /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, nopassthrough,
-    /// endpoint_url=URL, region=REGION, allow_http; generic options
+    /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -268,6 +268,7 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "endpoint_url" => args.store.endpoint_url = Some(value.ok_or_else(missing)?.into()),
             "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
             "allow_http" => args.store.allow_http = true,
+            "no_absolute_references" => args.store.no_absolute_references = true,
             _ if is_generic_option(name) => {}
             _ => return Err(format!("unknown mount option {name:?}")),
         }

@@ -99,10 +99,10 @@ pub enum Command {
         out: PathBuf,
     },
     /// Write one shard pair (data + metadata) into ROOT and print its receipt as one line of
-    /// JSON: one worker of a distributed publication (profile section 5).
+    /// JSON (the library's PublishedShard fields): one worker of a distributed publication.
     ///
-    /// Create-only and content addressed: re-running after a crash writes the same bytes and
-    /// succeeds. Inputs: --from-dataset SRC --range A:B re-encodes records A..B of SRC; or the
+    /// Create-only, at paths named by the work id and attempt: re-running after a crash writes
+    /// the same bytes and succeeds. Inputs: --from-dataset SRC --range A:B re-encodes records A..B of SRC; or the
     /// inputs of `sds create` (--from-dir, --from-sigmf, --from-npy, --from-raw), all of whose
     /// records go into this one shard pair, in the order `sds create` would publish them.
     WriteShard {
@@ -111,9 +111,13 @@ pub enum Command {
         /// This worker's unit of work (e.g. $JOB_COMPLETION_INDEX, $SLURM_ARRAY_TASK_ID).
         #[arg(long)]
         work_id: String,
-        /// Attempt number (publication keeps the lowest attempt per work id).
+        /// Attempt number (publication keeps the highest attempt per work id).
         #[arg(long, default_value_t = 0)]
         attempt: u64,
+        /// ArrayRecord writer options, e.g. group_size:1 (the default), zstd:9, brotli:6,
+        /// snappy, uncompressed.
+        #[arg(long, value_name = "OPTIONS", default_value = "group_size:1")]
+        writer_options: String,
         /// Source dataset whose records are re-encoded (with --range).
         #[arg(long, requires = "range", conflicts_with_all = ["from_dir", "from_sigmf", "from_npy", "from_raw"])]
         from_dataset: Option<String>,
@@ -139,13 +143,20 @@ pub enum Command {
         dataset_id: String,
         #[arg(long)]
         snapshot_id: String,
-        /// Exactly these work ids must be present; shards are ordered by them
-        /// (space- or comma-separated).
+        /// Exactly these work ids must be present (space- or comma-separated). Shards are
+        /// always ordered by work id, the highest attempt of each kept.
         #[arg(long, num_args = 1.., value_delimiter = ',')]
         expected_work_ids: Option<Vec<String>>,
         /// At most this many shards per manifest page.
         #[arg(long, default_value_t = 10_000)]
         shards_per_manifest: usize,
+        /// The publication's metadata, a JSON object written into root.json.
+        #[arg(long, value_name = "JSON")]
+        metadata: Option<String>,
+        /// Also count each shard's records and compare with its receipt (one shard index read
+        /// per shard; by default only sizes are checked).
+        #[arg(long)]
+        verify_record_counts: bool,
     },
     /// Check a whole dataset: control documents, counts, ranges, sizes, every record and
     /// metadata row, their agreement, annotation sets. Prints every problem, one per line
@@ -153,13 +164,13 @@ pub enum Command {
     Verify {
         /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
-        /// Also check every shard's SHA-256 content address and walk every chunk.
+        /// Also walk every chunk of every shard (block headers and hashes, padding included).
         #[arg(long)]
         deep: bool,
     },
     /// Publish a selection of SOURCE's records as a new dataset in DEST: by default a
-    /// lightweight view (shards hard-linked or copied at their content addresses, entries with
-    /// record_indices, nothing re-encoded); --materialize re-encodes into new shards.
+    /// reference view (one entry per record pointing at SOURCE's shards by absolute location,
+    /// with record_indices; nothing copied), --materialize re-encodes into new shards.
     Select {
         /// Source dataset directory, file:// URL, s3:// or gs:// location.
         source: String,
@@ -181,6 +192,9 @@ pub enum Command {
         /// Records per new shard with --materialize.
         #[arg(long, default_value_t = 10_000)]
         records_per_shard: usize,
+        /// ArrayRecord writer options of the new shards with --materialize.
+        #[arg(long, value_name = "OPTIONS", default_value = "group_size:1")]
+        writer_options: String,
     },
     /// Publish a dataset from a directory copied out of a mount (--from-dir), SigMF
     /// recordings, .npy/.npz files or headerless captures, in one command.
@@ -224,14 +238,22 @@ pub fn run(command: Command) -> Result<(), String> {
             root,
             work_id,
             attempt,
+            writer_options,
             from_dataset,
             range,
             inputs,
             receipt_out,
         } => {
             let input = distributed::ShardInput::from_args(from_dataset, range.as_deref(), inputs)?;
-            let line =
-                distributed::write(&root, &work_id, attempt, &input, receipt_out.as_deref())?;
+            let shard = distributed::shard_options(&writer_options)?;
+            let line = distributed::write(
+                &root,
+                &work_id,
+                attempt,
+                &input,
+                &shard,
+                receipt_out.as_deref(),
+            )?;
             print(&line)
         }
         Command::Publish {
@@ -241,10 +263,16 @@ pub fn run(command: Command) -> Result<(), String> {
             snapshot_id,
             expected_work_ids,
             shards_per_manifest,
+            metadata,
+            verify_record_counts,
         } => {
             let mut options = PublishOptions::new(dataset_id, snapshot_id);
             options.expected_work_ids = expected_work_ids;
             options.shards_per_manifest = shards_per_manifest;
+            options.verify_record_counts = verify_record_counts;
+            if let Some(text) = metadata {
+                options.metadata = distributed::parse_metadata(&text)?;
+            }
             print(&distributed::commit(&root, &receipts, &options)?)
         }
         Command::Verify { dataset, deep } => run_verify(&dataset, deep),
@@ -257,12 +285,14 @@ pub fn run(command: Command) -> Result<(), String> {
             snapshot_id,
             materialize,
             records_per_shard,
+            writer_options,
         } => {
             let selection = select::Selection {
                 indices,
                 scenes,
                 materialize,
                 records_per_shard,
+                shard: distributed::shard_options(&writer_options)?,
             };
             let options = PublishOptions::new(dataset_id, snapshot_id);
             print(&select::run(&source, &dest, &selection, &options)?)
@@ -274,8 +304,9 @@ pub fn run(command: Command) -> Result<(), String> {
 
 fn run_verify(dataset: &str, deep: bool) -> Result<(), String> {
     let store = location::open_store(dataset).map_err(|e| e.0)?;
-    let report = crate::dataset::verify_store_with(
+    let report = crate::dataset::verify_store_opened_with(
         store,
+        location::open_options(),
         crate::dataset::VerifyOptions { deep },
         crate::annotations::verify_dataset,
     );

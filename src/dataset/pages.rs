@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use lru::LruCache;
 
 use super::error::DatasetError;
+use super::objects::Objects;
 use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
 use crate::format::limits::JsonLimits;
-use crate::storage::ObjectStore;
 
 /// Where one logical record lives.
 #[derive(Debug, Clone)]
@@ -60,14 +60,14 @@ impl PageCache {
     /// The validated page `index` of `snapshot`, from the cache or storage.
     pub(crate) fn page(
         &self,
-        store: &dyn ObjectStore,
+        objects: &Objects,
         snapshot: &Snapshot,
         index: usize,
     ) -> Result<Arc<ManifestPage>, DatasetError> {
         if let Some(page) = self.lock().get(&index) {
             return Ok(page.clone());
         }
-        let page = Arc::new(load_page(store, snapshot, index, &self.limits)?);
+        let page = Arc::new(load_page(objects, snapshot, index, &self.limits)?);
         self.lock().put(index, page.clone());
         Ok(page)
     }
@@ -79,8 +79,9 @@ impl PageCache {
     }
 }
 
-fn load_page(
-    store: &dyn ObjectStore,
+/// Reads, parses and checks page `index` against the snapshot's reference to it.
+pub(crate) fn load_page(
+    objects: &Objects,
     snapshot: &Snapshot,
     index: usize,
     limits: &JsonLimits,
@@ -89,9 +90,9 @@ fn load_page(
         DatasetError::corrupt("snapshot.json", format!("no manifest page {index}"))
     })?;
     let path = &reference.object.path;
-    let bytes = super::reader::read_control(store, &reference.object, limits)?;
+    let bytes = super::reader::read_object_control(objects, &reference.object, limits)?;
     let page = ManifestPage::parse(&bytes, limits).map_err(|e| e.with_document(path.as_str()))?;
-    page.validate_against(reference, &snapshot.snapshot_id, index as u64)
+    page.validate_against(reference)
         .map_err(|e| e.with_document(path.as_str()))?;
     Ok(page)
 }
@@ -99,7 +100,7 @@ fn load_page(
 /// Locates `ordinal` (which must be below the snapshot's record count).
 pub(crate) fn locate(
     cache: &PageCache,
-    store: &dyn ObjectStore,
+    objects: &Objects,
     snapshot: &Snapshot,
     ordinal: u64,
 ) -> Result<RecordLocation, DatasetError> {
@@ -109,7 +110,7 @@ pub(crate) fn locate(
             ordinal,
             record_count: snapshot.record_count,
         })?;
-    let page = cache.page(store, snapshot, page_index)?;
+    let page = cache.page(objects, snapshot, page_index)?;
     let object = snapshot
         .manifests
         .get(page_index)

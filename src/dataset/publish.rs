@@ -1,16 +1,24 @@
-//! Publication (profile section 5): workers write shard pairs, a coordinator commits them.
+//! Publication (docs/FORMAT.md, publication): workers write shard pairs, a coordinator
+//! commits them, exactly as the `signal-dataset` library does.
 //!
-//! Everything is create-only and content addressed, so:
-//! - a worker re-running `write_shard` for the same records writes the same bytes to the same
-//!   paths and succeeds (`AlreadyIdentical`);
-//! - `publish` writes manifest pages, then the snapshot, then `root.json` last: a reader never
-//!   sees a snapshot before every shard it references exists, and an interrupted publication
-//!   converges to the same bytes when re-run with the same inputs;
-//! - an existing object with different bytes is a collision error, never overwritten.
+//! - `write_shard(records, work_id, attempt)` writes the data shard and its aligned metadata
+//!   shard create-only at `objects/{data,metadata}/<h:2>/<h>.arrayrecord`, where `h` is the
+//!   SHA-256 hex of `"<work_id>:<attempt>"` (one name for both files, derived from the work, not
+//!   the content). A re-run of the same attempt writes the same bytes and finds them already
+//!   there (success); different bytes under that name are a collision error.
+//! - The receipt is the library's `PublishedShard`: full locations of both objects, work id,
+//!   attempt, record count, sizes and generations (null except on GCS). Its JSON form is the
+//!   one the library's Python driver produces with `dataclasses.asdict`, key order free.
+//! - `publish` keeps the highest attempt per work id, refuses missing, unexpected or duplicate
+//!   expected work ids, orders shards by work id (string order), keeps empty shards, checks
+//!   each shard's size with one metadata request (and counts its records only when asked),
+//!   then writes manifest pages (at most `shards_per_manifest` entries each), the snapshot and
+//!   `root.json` last, all create-only: an interrupted publication converges on the same bytes
+//!   when re-run with the same inputs, and a reader never sees a root before its objects.
 //!
 //! Shards are written to temporary files (in the store's staging directory: for a local
-//! store, beside the objects), hashed, then handed to storage with `adopt_file`, which links a
-//! local shard into place instead of copying it; a shard never has to fit in memory.
+//! store, beside the objects), then handed to storage with `adopt_file`, which links a local
+//! shard into place instead of copying it; a shard never has to fit in memory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -20,25 +28,27 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::error::DatasetError;
-use crate::arrayrecord::{ArrayRecordWriter, WriterOptions};
+use crate::arrayrecord::ByteSource;
+use crate::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
 use crate::format::documents::ids::{
-    data_shard_path, is_portable_id, manifest_path, metadata_shard_path, page_id, snapshot_path,
+    data_shard_path, manifest_path, metadata_shard_path, reference_manifest_path, shard_id,
+    snapshot_path,
 };
 use crate::format::documents::{
-    DatasetRoot, ManifestPage, ManifestRef, Reference, ShardEntry, Snapshot,
+    DatasetRoot, ManifestPage, ManifestRef, ObjectRef, Reference, ShardEntry, Snapshot,
 };
 use crate::format::json::{self, Object, ObjectExt, Value};
 use crate::format::limits::{JsonLimits, RecordLimits};
-use crate::format::path::RelPath;
+use crate::format::path::{is_absolute, RelPath};
 use crate::format::record::{self, Record};
 use crate::storage::{ObjectStore, StorageError};
 
-/// What a worker's `write_shard` reports to the coordinator.
+/// What a worker's `write_shard` reports to the coordinator: the library's `PublishedShard`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardReceipt {
-    /// Dataset-relative path of the data shard.
+    /// Full location of the data shard (`/abs/root/objects/data/...`, `gs://...`).
     pub data_uri: String,
-    /// Dataset-relative path of the metadata shard.
+    /// Full location of the metadata shard.
     pub metadata_uri: String,
     pub work_id: String,
     pub attempt: u64,
@@ -52,22 +62,38 @@ pub struct ShardReceipt {
 /// How shards are encoded.
 #[derive(Debug, Clone, Default)]
 pub struct ShardOptions {
-    /// ArrayRecord writer options; the layout requires `group_size:1` (the default).
+    /// ArrayRecord writer options (default `group_size:1`, zstd, as the library's).
     pub writer_options: WriterOptions,
     pub record_limits: RecordLimits,
+}
+
+/// Where a publication puts its manifest pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PageLayout {
+    /// `manifests/<sha256(page id):2>/<page id>.json` (`publish`).
+    #[default]
+    Hashed,
+    /// `manifests/<snapshot id:2 characters>/<page id>.json` (reference views).
+    SnapshotPrefix,
 }
 
 /// How a publication is laid out.
 #[derive(Debug, Clone)]
 pub struct PublishOptions {
+    /// Any nonempty string.
     pub dataset_id: String,
+    /// Any nonempty string that makes valid paths (`snapshots/<id>/snapshot.json`).
     pub snapshot_id: String,
-    /// When given, exactly these work ids must be present, and shards are ordered by them.
+    /// When given, exactly these work ids (no duplicates) must be present.
     pub expected_work_ids: Option<Vec<String>>,
-    /// The publication's metadata, written to both the root and the snapshot.
+    /// The publication's metadata, written to the root.
     pub metadata: Object,
-    /// At most this many shards per manifest page (default 10000).
+    /// At most this many shards per manifest page (default 10,000).
     pub shards_per_manifest: usize,
+    /// Count each shard's records and compare with its receipt (the library's
+    /// `verify_record_counts`; off by default: one metadata request per shard suffices).
+    pub verify_record_counts: bool,
+    pub page_layout: PageLayout,
 }
 
 impl PublishOptions {
@@ -78,6 +104,8 @@ impl PublishOptions {
             expected_work_ids: None,
             metadata: Object::new(),
             shards_per_manifest: 10_000,
+            verify_record_counts: false,
+            page_layout: PageLayout::Hashed,
         }
     }
 }
@@ -91,32 +119,25 @@ pub struct PublishSummary {
     pub stored_bytes: u64,
 }
 
-/// A file being written, counting its bytes.
+/// A file being written, counting and hashing its bytes (the hash identifies the content for
+/// callers that derive ids from it, such as `sds create`; shard names do not use it).
 struct CountingFile {
     file: BufWriter<File>,
     len: u64,
+    hasher: Sha256,
 }
 
 impl Write for CountingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
         self.len += n as u64;
+        self.hasher.update(&buf[..n]);
         Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
-}
-
-/// SHA-256 (hex) of a finished file. Computed when the shard is stored rather than while it
-/// is written, so that a writer encoding the next shard meanwhile does not pay for it.
-fn sha256_of_file(path: &Path) -> Result<String, DatasetError> {
-    let describe = || path.display().to_string();
-    let mut file = File::open(path).map_err(|e| DatasetError::io(describe(), e))?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(|e| DatasetError::io(describe(), e))?;
-    Ok(hex::encode(hasher.finalize()))
 }
 
 /// One shard file under construction.
@@ -133,6 +154,7 @@ impl ShardFile {
         let sink = CountingFile {
             file: BufWriter::with_capacity(1 << 20, file),
             len: 0,
+            hasher: Sha256::new(),
         };
         let writer =
             ArrayRecordWriter::new(sink, *options).map_err(|source| DatasetError::Shard {
@@ -161,13 +183,14 @@ impl ShardFile {
             .map_err(|e| DatasetError::io(self.path.display().to_string(), e))?;
         Ok(EncodedFile {
             bytes: sink.len,
+            sha256: hex::encode(sink.hasher.finalize()),
             path: self.path,
         })
     }
 }
 
 /// Encodes `records` into a data shard and its aligned metadata shard, writes both create-only
-/// at their content addresses, and returns the receipt.
+/// at the paths of `work_id` and `attempt`, and returns the receipt.
 pub fn write_shard<I>(
     store: &dyn ObjectStore,
     records: I,
@@ -182,9 +205,8 @@ where
 }
 
 /// A shard pair encoded into temporary files and not stored yet: the first half of
-/// [`write_shard`]. Storing hashes both files (their content addresses) and makes both objects
-/// durable (fsync) before linking them into place, so a writer can encode its next shard on
-/// one thread while this one is stored on another.
+/// [`write_shard`]. Storing makes both objects durable before linking them into place, so a
+/// writer can encode its next shard on one thread while this one is stored on another.
 #[derive(Debug)]
 pub struct EncodedShard {
     /// Holds both files; removed when the shard is dropped.
@@ -199,6 +221,7 @@ pub struct EncodedShard {
 #[derive(Debug)]
 struct EncodedFile {
     bytes: u64,
+    sha256: String,
     path: std::path::PathBuf,
 }
 
@@ -214,7 +237,6 @@ pub fn encode_shard<I>(
 where
     I: IntoIterator<Item = Record>,
 {
-    check_group_size(&options.writer_options)?;
     let temp = staging_temp_dir(store)?;
     let mut data = ShardFile::create(temp.path(), "data.arrayrecord", &options.writer_options)?;
     let mut metadata =
@@ -260,16 +282,27 @@ fn staging_temp_dir(store: &dyn ObjectStore) -> Result<tempfile::TempDir, Datase
 }
 
 impl EncodedShard {
-    /// Writes both shards create-only at their content addresses; the receipt.
+    /// SHA-256 hex of the data shard and of the metadata shard, `data:metadata`: what the
+    /// shard pair holds, independent of where it is stored and of its name.
+    pub fn content_sha256(&self) -> String {
+        format!("{}:{}", self.data.sha256, self.metadata.sha256)
+    }
+
+    /// Writes both shards create-only at the paths of the work id and attempt; the receipt.
     pub fn store(self, store: &dyn ObjectStore) -> Result<ShardReceipt, DatasetError> {
-        let data_path = data_shard_path(&sha256_of_file(&self.data.path)?)
-            .map_err(|e| DatasetError::Publication(e.to_string()))?;
-        let metadata_path = metadata_shard_path(&sha256_of_file(&self.metadata.path)?)
-            .map_err(|e| DatasetError::Publication(e.to_string()))?;
-        store.adopt_file(&data_path, &self.data.path)?;
-        store.adopt_file(&metadata_path, &self.metadata.path)?;
+        let id = shard_id(&self.work_id, self.attempt);
+        let bad_id =
+            |e: crate::format::documents::IdError| DatasetError::Publication(e.to_string());
+        let data_path = data_shard_path(&id).map_err(bad_id)?;
+        let metadata_path = metadata_shard_path(&id).map_err(bad_id)?;
+        for (path, file) in [
+            (&data_path, &self.data.path),
+            (&metadata_path, &self.metadata.path),
+        ] {
+            adopt(store, path, file, &self.work_id, self.attempt)?;
+        }
         let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
-            Ok(if store.supports_generations() {
+            Ok(if has_generations(store) {
                 store.info(path, None)?.version.generation
             } else {
                 None
@@ -278,8 +311,8 @@ impl EncodedShard {
         Ok(ShardReceipt {
             data_generation: generation(&data_path)?,
             metadata_generation: generation(&metadata_path)?,
-            data_uri: data_path.to_string(),
-            metadata_uri: metadata_path.to_string(),
+            data_uri: store.describe(&data_path),
+            metadata_uri: store.describe(&metadata_path),
             work_id: self.work_id,
             attempt: self.attempt,
             record_count: self.record_count,
@@ -289,17 +322,28 @@ impl EncodedShard {
     }
 }
 
-/// The layout requires `group_size:1` (each record its own chunk, profile section 4): readers
-/// rely on it to size a record from the index and to read it with one ranged read, so a shard
-/// written otherwise is refused before anything is written.
-fn check_group_size(options: &WriterOptions) -> Result<(), DatasetError> {
-    if options.group_size == 1 {
-        return Ok(());
+/// Stores one shard file create-only; a different object already under the name is the
+/// collision of two producers using the same work id and attempt.
+fn adopt(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    file: &Path,
+    work_id: &str,
+    attempt: u64,
+) -> Result<(), DatasetError> {
+    match store.adopt_file(path, file) {
+        Ok(_) => Ok(()),
+        Err(StorageError::Collision { object }) => Err(DatasetError::Publication(format!(
+            "{object} already exists with different bytes: work {work_id:?} attempt {attempt} \
+             was written before with other records or writer options (use a new attempt number)"
+        ))),
+        Err(e) => Err(e.into()),
     }
-    Err(DatasetError::Publication(format!(
-        "shards must be written with group_size:1 (profile section 4), not group_size:{}",
-        options.group_size
-    )))
+}
+
+/// Only GCS objects have generations worth recording (local mtimes are not persisted ones).
+fn has_generations(store: &dyn ObjectStore) -> bool {
+    store.as_local().is_none() && store.supports_generations()
 }
 
 /// Commits shards as one immutable snapshot, writing `root.json` last. Safe to re-run.
@@ -310,62 +354,51 @@ pub fn publish(
 ) -> Result<PublishSummary, DatasetError> {
     check_ids(options)?;
     let chosen = choose_receipts(receipts, options.expected_work_ids.as_deref())?;
-    let entries = shard_entries(store, &chosen)?;
+    let entries = shard_entries(store, &chosen, options.verify_record_counts)?;
     publish_entries(store, entries, options)
 }
 
 /// The commit step of [`publish`], for callers that prepared their shard entries themselves
-/// (lightweight views carry `record_indices` into shards that already exist): writes manifest
-/// pages, the snapshot, then `root.json`, all create-only. `options.expected_work_ids` is not
-/// used here. Each entry's `first_ordinal` is renumbered so that the entries tile the dataset in
-/// the order given, and entries with no record are left out; the caller is responsible for
-/// every referenced shard existing with its `stored_bytes` before calling.
+/// (reference views carry `record_indices` and absolute references): writes manifest pages
+/// (laid out by `options.page_layout`), the snapshot, then `root.json`, all create-only.
+/// `options.expected_work_ids` is not used here. The entries must tile `[0, n)` in order; the
+/// caller is responsible for every referenced shard existing with its `stored_bytes`.
 pub fn publish_entries(
     store: &dyn ObjectStore,
     entries: Vec<ShardEntry>,
     options: &PublishOptions,
 ) -> Result<PublishSummary, DatasetError> {
     check_ids(options)?;
-    let mut first_ordinal = 0u64;
-    let mut entries: Vec<ShardEntry> = entries.into_iter().filter(|e| e.record_count > 0).collect();
-    for entry in &mut entries {
-        entry.first_ordinal = first_ordinal;
-        first_ordinal = first_ordinal
-            .checked_add(entry.record_count)
-            .ok_or_else(|| DatasetError::Publication("record count overflows 64 bits".into()))?;
-    }
+    let bad_id = |e: crate::format::documents::IdError| DatasetError::Publication(e.to_string());
     let per_page = options.shards_per_manifest.max(1);
     let mut manifests = Vec::new();
     let mut first_ordinal = 0u64;
     for (page_index, shards) in entries.chunks(per_page).enumerate() {
-        let page = ManifestPage::from_shards(
-            &options.snapshot_id,
-            page_index as u64,
-            first_ordinal,
-            shards.to_vec(),
-        )?;
-        let path = manifest_path(&page_id(&options.snapshot_id, page_index as u64))
-            .map_err(|e| DatasetError::Publication(e.to_string()))?;
+        let page = ManifestPage::from_shards(first_ordinal, shards.to_vec())?;
+        let index = page_index as u64;
+        let path = match options.page_layout {
+            PageLayout::Hashed => manifest_path(&options.snapshot_id, index),
+            PageLayout::SnapshotPrefix => reference_manifest_path(&options.snapshot_id, index),
+        }
+        .map_err(bad_id)?;
         let reference = create_document(store, &path, page.to_json())?;
-        first_ordinal = page.first_ordinal + page.record_count;
-        manifests.push(ManifestRef::for_page(&page, reference));
+        first_ordinal = page
+            .end_ordinal()
+            .ok_or_else(|| DatasetError::Publication("record count overflows 64 bits".into()))?;
+        manifests.push(ManifestRef::for_page(
+            &page,
+            ObjectRef::new(reference.path, reference.stored_bytes),
+        ));
     }
     let manifest_pages = manifests.len() as u64;
-    let snapshot = Snapshot::from_manifests(
-        options.dataset_id.clone(),
-        options.snapshot_id.clone(),
-        options.metadata.clone(),
-        manifests,
-    )?;
+    let snapshot = Snapshot::from_manifests(options.snapshot_id.clone(), manifests)?;
     let snapshot_ref = create_document(
         store,
-        &snapshot_path(&options.snapshot_id)
-            .map_err(|e| DatasetError::Publication(e.to_string()))?,
+        &snapshot_path(&options.snapshot_id).map_err(bad_id)?,
         snapshot.to_json(),
     )?;
     let root = DatasetRoot::new(
         options.dataset_id.clone(),
-        options.snapshot_id.clone(),
         snapshot_ref,
         options.metadata.clone(),
     );
@@ -382,46 +415,49 @@ pub fn publish_entries(
     })
 }
 
+/// Both ids must be nonempty (the library's only rule); the snapshot id must also make valid
+/// paths, which [`snapshot_path`] checks.
 fn check_ids(options: &PublishOptions) -> Result<(), DatasetError> {
-    for (what, id) in [
-        ("dataset_id", &options.dataset_id),
-        ("snapshot_id", &options.snapshot_id),
-    ] {
-        if !is_portable_id(id) {
-            return Err(DatasetError::Publication(format!(
-                "{what} {id:?} is not a portable id ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
-            )));
-        }
+    if options.dataset_id.is_empty() {
+        return Err(DatasetError::Publication(
+            "dataset_id must be a nonempty string".into(),
+        ));
     }
-    Ok(())
+    snapshot_path(&options.snapshot_id)
+        .map(|_| ())
+        .map_err(|e| DatasetError::Publication(format!("snapshot_id: {e}")))
 }
 
-/// One receipt per work id (the lowest attempt), checked against the expected ids and put in
-/// their order (else in the order first given).
+/// One receipt per work id (the highest attempt), ordered by work id, checked against the
+/// expected ids when given.
 fn choose_receipts<'a>(
     receipts: &'a [ShardReceipt],
     expected: Option<&[String]>,
 ) -> Result<Vec<&'a ShardReceipt>, DatasetError> {
     let mut by_work: BTreeMap<&str, &ShardReceipt> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
     for receipt in receipts {
-        match by_work.get(receipt.work_id.as_str()) {
-            Some(kept) if kept.attempt <= receipt.attempt => {}
-            Some(_) => {
-                by_work.insert(&receipt.work_id, receipt);
-            }
-            None => {
-                order.push(&receipt.work_id);
-                by_work.insert(&receipt.work_id, receipt);
-            }
+        if receipt.work_id.is_empty() {
+            return Err(DatasetError::Publication(
+                "a receipt has an empty work_id".into(),
+            ));
+        }
+        let keep = by_work
+            .get(receipt.work_id.as_str())
+            .is_none_or(|kept| receipt.attempt > kept.attempt);
+        if keep {
+            by_work.insert(&receipt.work_id, receipt);
         }
     }
-    let Some(expected) = expected else {
-        return Ok(order
-            .iter()
-            .filter_map(|w| by_work.get(w).copied())
-            .collect());
-    };
+    if let Some(expected) = expected {
+        check_expected(&by_work, expected)?;
+    }
+    Ok(by_work.into_values().collect())
+}
+
+fn check_expected(
+    by_work: &BTreeMap<&str, &ShardReceipt>,
+    expected: &[String],
+) -> Result<(), DatasetError> {
     let expected_set: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     if expected_set.len() != expected.len() {
         return Err(DatasetError::Publication(
@@ -433,49 +469,53 @@ fn choose_receipts<'a>(
         .filter(|w| !by_work.contains_key(*w))
         .copied()
         .collect();
+    if !missing.is_empty() {
+        return Err(DatasetError::Publication(format!(
+            "missing work ids: {missing:?}"
+        )));
+    }
     let unexpected: Vec<&str> = by_work
         .keys()
         .filter(|w| !expected_set.contains(*w))
         .copied()
         .collect();
-    if !missing.is_empty() || !unexpected.is_empty() {
+    if !unexpected.is_empty() {
         return Err(DatasetError::Publication(format!(
-            "receipts do not match the expected work ids: missing {missing:?}, unexpected {unexpected:?}"
+            "unexpected work ids: {unexpected:?}"
         )));
     }
-    Ok(expected
-        .iter()
-        .filter_map(|w| by_work.get(w.as_str()).copied())
-        .collect())
+    Ok(())
 }
 
-/// Shard entries for the chosen receipts, each shard's size checked with a metadata request;
-/// empty shards are left out.
+/// Shard entries for the chosen receipts, in order, empty shards included; each shard's size
+/// checked with a metadata request (and its records counted when asked).
 fn shard_entries(
     store: &dyn ObjectStore,
     receipts: &[&ShardReceipt],
+    count_records: bool,
 ) -> Result<Vec<ShardEntry>, DatasetError> {
     let mut entries = Vec::new();
     let mut first_ordinal = 0u64;
-    for receipt in receipts.iter().filter(|r| r.record_count > 0) {
-        let data = checked_reference(
-            store,
+    for receipt in receipts {
+        let check = |uri: &str, bytes, generation| {
+            checked_reference(store, receipt, uri, bytes, generation, count_records)
+        };
+        let data = check(
             &receipt.data_uri,
             receipt.data_bytes,
-            &receipt.work_id,
+            receipt.data_generation,
         )?;
-        let metadata = checked_reference(
-            store,
+        let metadata = check(
             &receipt.metadata_uri,
             receipt.metadata_bytes,
-            &receipt.work_id,
+            receipt.metadata_generation,
         )?;
         entries.push(ShardEntry::new(
             first_ordinal,
-            data,
-            metadata,
+            ObjectRef::new(data.path, data.stored_bytes),
+            ObjectRef::new(metadata.path, metadata.stored_bytes),
             receipt.record_count,
-        )?);
+        ));
         first_ordinal = first_ordinal
             .checked_add(receipt.record_count)
             .ok_or_else(|| DatasetError::Publication("record count overflows 64 bits".into()))?;
@@ -483,14 +523,41 @@ fn shard_entries(
     Ok(entries)
 }
 
+/// The dataset-relative path of a receipt's location: a full location must lie below the
+/// store's root (the library's `relative_uri`); a relative path is taken as it is.
+pub fn relative_location(store: &dyn ObjectStore, uri: &str) -> Result<RelPath, DatasetError> {
+    if !is_absolute(uri) {
+        return Ok(RelPath::new(uri)?);
+    }
+    // The store spells its root as the prefix of every object it describes.
+    let probe = RelPath::new("x")?;
+    let described = store.describe(&probe);
+    let root = described.strip_suffix('x').unwrap_or(&described);
+    let local_uri = crate::storage::local_path(uri)
+        .ok()
+        .filter(|_| uri.starts_with("file://"))
+        .map(|p| p.display().to_string());
+    let text = local_uri.as_deref().unwrap_or(uri);
+    match text.strip_prefix(root) {
+        Some(rest) => Ok(RelPath::new(rest)?),
+        None => Err(DatasetError::Publication(format!(
+            "{uri} is outside the dataset root {}",
+            root.trim_end_matches('/')
+        ))),
+    }
+}
+
 fn checked_reference(
     store: &dyn ObjectStore,
+    receipt: &ShardReceipt,
     uri: &str,
     expected_bytes: u64,
-    work_id: &str,
+    generation: Option<u64>,
+    count_records: bool,
 ) -> Result<Reference, DatasetError> {
-    let path = RelPath::new(uri)?;
-    let info = store.info(&path, None)?;
+    let work_id = &receipt.work_id;
+    let path = relative_location(store, uri)?;
+    let info = store.info(&path, generation.filter(|_| has_generations(store)))?;
     if info.size != expected_bytes {
         return Err(DatasetError::Publication(format!(
             "work {work_id}: {} has {} bytes but its receipt says {expected_bytes}",
@@ -498,7 +565,47 @@ fn checked_reference(
             info.size
         )));
     }
+    if count_records {
+        let object = store.describe(&path);
+        let size = info.size;
+        let source = BorrowedObject {
+            store,
+            path: &path,
+            size,
+        };
+        let reader = ArrayRecordReader::open(source, object.clone()).map_err(|source| {
+            DatasetError::Shard {
+                object: object.clone(),
+                source,
+            }
+        })?;
+        if reader.len() != receipt.record_count {
+            return Err(DatasetError::Publication(format!(
+                "work {work_id}: {object} holds {} records but its receipt says {}",
+                reader.len(),
+                receipt.record_count
+            )));
+        }
+    }
     Ok(Reference::new(path, expected_bytes))
+}
+
+/// An object read through a borrowed store (counting a shard's records at publication).
+struct BorrowedObject<'a> {
+    store: &'a dyn ObjectStore,
+    path: &'a RelPath,
+    size: u64,
+}
+
+impl ByteSource for BorrowedObject<'_> {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.size)
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<bytes::Bytes> {
+        let end = offset.saturating_add(len as u64);
+        Ok(self.store.read_range(self.path, offset..end, None)?)
+    }
 }
 
 /// Writes a control document create-only and returns the reference to it.
@@ -517,38 +624,40 @@ fn create_document(
 }
 
 impl ShardReceipt {
-    /// The receipt as compact deterministic JSON (what `sds write-shard` prints).
+    /// The receipt as compact deterministic JSON with every `PublishedShard` field (what
+    /// `sds write-shard` prints; generations `null` when absent).
     pub fn to_json(&self) -> String {
+        let generation = |g: Option<u64>| g.map_or(Value::Null, Value::from);
         let mut doc = Object::new();
         doc.insert("attempt".into(), Value::from(self.attempt));
         doc.insert("data_bytes".into(), Value::from(self.data_bytes));
+        doc.insert("data_generation".into(), generation(self.data_generation));
         doc.insert("data_uri".into(), Value::from(self.data_uri.as_str()));
         doc.insert("metadata_bytes".into(), Value::from(self.metadata_bytes));
+        doc.insert(
+            "metadata_generation".into(),
+            generation(self.metadata_generation),
+        );
         doc.insert(
             "metadata_uri".into(),
             Value::from(self.metadata_uri.as_str()),
         );
         doc.insert("record_count".into(), Value::from(self.record_count));
         doc.insert("work_id".into(), Value::from(self.work_id.as_str()));
-        if let Some(g) = self.data_generation {
-            doc.insert("data_generation".into(), Value::from(g));
-        }
-        if let Some(g) = self.metadata_generation {
-            doc.insert("metadata_generation".into(), Value::from(g));
-        }
         json::object_to_compact(&doc)
     }
 
-    /// Reads a receipt printed by [`ShardReceipt::to_json`].
+    /// Reads a receipt: ours, or the library's `PublishedShard` as `json.dumps(asdict(shard))`
+    /// writes it (any key order and spacing; generations optional or `null`).
     pub fn parse(bytes: &[u8]) -> Result<ShardReceipt, DatasetError> {
         let bad = |e: String| DatasetError::Publication(format!("invalid receipt: {e}"));
         let doc =
             json::parse_object(bytes, &JsonLimits::CONTROL).map_err(|e| bad(e.to_string()))?;
         let get_u64 = |key: &str| doc.req_u64(key).map_err(|e| bad(e.to_string()));
-        let get_str = |key: &str| {
-            doc.req_str(key)
-                .map(str::to_string)
-                .map_err(|e| bad(e.to_string()))
+        let get_str = |key: &str| match doc.req_str(key) {
+            Ok("") => Err(bad(format!("{key} must be a nonempty string"))),
+            Ok(text) => Ok(text.to_string()),
+            Err(e) => Err(bad(e.to_string())),
         };
         Ok(ShardReceipt {
             data_uri: get_str("data_uri")?,

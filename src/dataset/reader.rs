@@ -1,9 +1,13 @@
 //! [`Dataset`]: one published snapshot, opened from its `root.json`.
 //!
 //! Opening reads exactly two objects, `root.json` and the snapshot it references, and checks
-//! both (formats, versions, ids, tiling and sums of the manifest references). Nothing is ever
-//! listed. Manifest pages, shards and metadata rows are read lazily, so their defects surface as
+//! both as the library does (formats, layout, codecs, `min_reader_version`, the snapshot's size
+//! against its reference, tiling and sums of the manifest references). Nothing is ever listed.
+//! Manifest pages, shards and metadata rows are read lazily, so their defects surface as
 //! errors on the records they affect, never as a refused open.
+//!
+//! A root holding no `root.json` but an `sds.json` is the split-based 0.1 prototype; it is
+//! refused with a message saying so (the library's behaviour).
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -11,23 +15,27 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use super::error::DatasetError;
+use super::objects::Objects;
 use super::pages::{locate, PageCache, RecordLocation};
 use super::shards::{check_in_shard, ShardCache, ShardReader};
 use super::OpenOptions;
 use crate::arrayrecord::RecordSink;
-use crate::format::documents::{DatasetRoot, Reference, Snapshot};
+use crate::format::documents::{DatasetRoot, ObjectRef, Snapshot};
 use crate::format::limits::JsonLimits;
-use crate::format::path::RelPath;
+use crate::format::path::{ObjectPath, RelPath};
 use crate::format::record::{self, Record, RecordMeta};
 use crate::storage::{ObjectStore, StorageError};
 
 /// The object name of a dataset's root document.
 pub const ROOT_JSON: &str = "root.json";
 
+/// The root document of the split-based 0.1 prototype, refused with a message of its own.
+pub const LEGACY_ROOT_JSON: &str = "sds.json";
+
 /// An open dataset. Cheap to share (`Arc<Dataset>`) across threads; every method takes `&self`.
 #[derive(Debug)]
 pub struct Dataset {
-    store: Arc<dyn ObjectStore>,
+    objects: Objects,
     options: OpenOptions,
     root: DatasetRoot,
     root_bytes: Bytes,
@@ -38,26 +46,83 @@ pub struct Dataset {
     shards: ShardCache,
 }
 
-/// Reads a control document through its reference: size capped by the control limits, and
-/// compared with the reference's `stored_bytes`.
+/// Reads a control document below the root of `store` through its reference: size capped by
+/// the control limits, and compared with the reference's `stored_bytes` (annotation
+/// documents).
 pub(crate) fn read_control(
     store: &dyn ObjectStore,
-    reference: &Reference,
+    reference: &crate::format::documents::Reference,
     limits: &JsonLimits,
 ) -> Result<Bytes, DatasetError> {
-    let bytes = store.read_limited(
+    read_checked(
+        store,
         &reference.path,
         reference.generation,
-        limits.max_bytes as u64,
-    )?;
-    if bytes.len() as u64 != reference.stored_bytes {
+        reference.stored_bytes,
+        limits,
+    )
+}
+
+/// One control document, size capped and compared with `stored_bytes`.
+fn read_checked(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    generation: Option<u64>,
+    stored_bytes: u64,
+    limits: &JsonLimits,
+) -> Result<Bytes, DatasetError> {
+    let bytes = store.read_limited(path, generation, limits.max_bytes as u64)?;
+    if bytes.len() as u64 != stored_bytes {
         return Err(DatasetError::SizeMismatch {
-            object: store.describe(&reference.path),
-            expected: reference.stored_bytes,
+            object: store.describe(path),
+            expected: stored_bytes,
             actual: bytes.len() as u64,
         });
     }
     Ok(bytes)
+}
+
+/// [`read_control`] for a control-graph reference, which may be absolute.
+pub(crate) fn read_object_control(
+    objects: &Objects,
+    reference: &ObjectRef,
+    limits: &JsonLimits,
+) -> Result<Bytes, DatasetError> {
+    let resolved = objects.resolve(&reference.path, reference.generation)?;
+    read_checked(
+        resolved.store.as_ref(),
+        &resolved.path,
+        reference.generation,
+        reference.stored_bytes,
+        limits,
+    )
+}
+
+/// Reads `root.json`; when it is missing but `sds.json` exists, the refusal of the prototype.
+fn read_root(
+    store: &dyn ObjectStore,
+    limits: &JsonLimits,
+) -> Result<(Bytes, Option<SystemTime>), DatasetError> {
+    let root_path =
+        RelPath::new(ROOT_JSON).map_err(|e| DatasetError::corrupt(ROOT_JSON, e.to_string()))?;
+    let info = match store.info(&root_path, None) {
+        Ok(info) => info,
+        Err(StorageError::NotFound { object }) => {
+            let legacy = RelPath::new(LEGACY_ROOT_JSON)
+                .map_err(|e| DatasetError::corrupt(LEGACY_ROOT_JSON, e.to_string()))?;
+            if store.info(&legacy, None).is_ok() {
+                return Err(DatasetError::corrupt(
+                    store.describe(&legacy),
+                    "this is the split-based 0.1 prototype, which is unsupported (no root.json); \
+                     publish a new dataset",
+                ));
+            }
+            return Err(StorageError::NotFound { object }.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let bytes = store.read_limited(&root_path, None, limits.max_bytes as u64)?;
+    Ok((bytes, info.modified))
 }
 
 impl Dataset {
@@ -67,35 +132,52 @@ impl Dataset {
         options: OpenOptions,
     ) -> Result<Dataset, DatasetError> {
         let limits = options.control_limits;
-        let root_path =
-            RelPath::new(ROOT_JSON).map_err(|e| DatasetError::corrupt(ROOT_JSON, e.to_string()))?;
-        let root_info = store.info(&root_path, None)?;
-        let root_bytes = store.read_limited(&root_path, None, limits.max_bytes as u64)?;
+        let (root_bytes, root_modified) = read_root(store.as_ref(), &limits)?;
         let root = DatasetRoot::parse(&root_bytes, &limits)?;
-        root.validate()?;
-        let snapshot_bytes = read_control(store.as_ref(), &root.snapshot, &limits)?;
+        let objects = Objects::new(store, options.absolute_references.clone());
+        let snapshot_ref = ObjectRef {
+            path: ObjectPath::Relative(root.snapshot.path.clone()),
+            stored_bytes: root.snapshot.stored_bytes,
+            generation: root.snapshot.generation,
+        };
+        let snapshot_bytes = read_object_control(&objects, &snapshot_ref, &limits)?;
         let snapshot_name = root.snapshot.path.as_str();
         let snapshot = Snapshot::parse(&snapshot_bytes, &limits)
             .map_err(|e| e.with_document(snapshot_name))?;
         snapshot
             .validate()
             .map_err(|e| e.with_document(snapshot_name))?;
-        root.validate_snapshot(&snapshot)?;
         Ok(Dataset {
             pages: PageCache::new(options.manifest_cache_pages, limits),
             shards: ShardCache::new(options.open_shards),
-            store,
+            objects,
             options,
             root,
             root_bytes,
-            root_modified: root_info.modified,
+            root_modified,
             snapshot,
             snapshot_bytes,
         })
     }
 
+    pub(crate) fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// The store and object a reference's path names (absolute references open a store of
+    /// their own, or are refused by [`crate::dataset::AbsoluteReferences::Refuse`]).
+    pub fn resolve(&self, path: &ObjectPath) -> Result<super::Resolved, DatasetError> {
+        self.objects.resolve(path, None)
+    }
+
+    /// The full location of a reference's path, for messages.
+    pub fn describe_object(&self, path: &ObjectPath) -> String {
+        self.objects.describe(path)
+    }
+
+    /// The dataset's own store (its root).
     pub fn store(&self) -> &Arc<dyn ObjectStore> {
-        &self.store
+        self.objects.root()
     }
 
     pub fn options(&self) -> &OpenOptions {
@@ -136,13 +218,13 @@ impl Dataset {
 
     /// Where `ordinal` lives: page, shard entry, physical index. Reads at most one page.
     pub fn locate(&self, ordinal: u64) -> Result<RecordLocation, DatasetError> {
-        locate(&self.pages, self.store.as_ref(), &self.snapshot, ordinal)
+        locate(&self.pages, &self.objects, &self.snapshot, ordinal)
     }
 
     /// The open data shard holding `location`, which is checked to hold its physical index.
     pub fn data_shard(&self, location: &RecordLocation) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
-        let shard = self.shards.reader(&self.store, &entry.data)?;
+        let shard = self.shards.reader_for(&self.objects, &entry.data)?;
         check_in_shard(&shard, location)?;
         Ok(shard)
     }
@@ -153,7 +235,7 @@ impl Dataset {
         location: &RecordLocation,
     ) -> Result<Arc<ShardReader>, DatasetError> {
         let entry = self.entry(location)?;
-        let shard = self.shards.reader(&self.store, &entry.metadata)?;
+        let shard = self.shards.reader_for(&self.objects, &entry.metadata)?;
         check_in_shard(&shard, location)?;
         Ok(shard)
     }
@@ -164,7 +246,7 @@ impl Dataset {
     ) -> Result<&'a crate::format::documents::ShardEntry, DatasetError> {
         location.entry().ok_or_else(|| {
             DatasetError::corrupt(
-                location.page.page_id.clone(),
+                self.page_name(location.page_index),
                 format!("no shard entry {}", location.shard_index),
             )
         })
@@ -235,7 +317,7 @@ impl Dataset {
     /// never prefetches.
     fn read_ahead(&self, shard: &ShardReader, physical: u64) {
         let chunks = self.options.read_ahead_chunks as u64;
-        if chunks == 0 || self.store.as_local().is_some() {
+        if chunks == 0 || self.store().as_local().is_some() {
             return;
         }
         let source = shard.source();
@@ -272,7 +354,7 @@ impl Dataset {
         let location = self.locate(ordinal)?;
         let row = self.record_meta_at(&location)?;
         let payload = self.read_payload(&location)?;
-        let object = self.store.describe(&self.entry(&location)?.data.path);
+        let object = self.objects.describe(&self.entry(&location)?.data.path);
         let record_error = |source| DatasetError::Record {
             ordinal,
             object: object.clone(),
@@ -320,13 +402,13 @@ impl Dataset {
                 let k = ord - entry.first_ordinal;
                 let physical = entry.physical_index(k).ok_or_else(|| {
                     DatasetError::corrupt(
-                        location.page.page_id.clone(),
+                        self.page_name(location.page_index),
                         format!("no physical index for ordinal {ord}"),
                     )
                 })?;
                 push_instruction(
                     &mut instructions,
-                    self.store.describe(&reference.path),
+                    self.objects.describe(&reference.path),
                     physical,
                     ord,
                     shard_len_at_least(entry),
@@ -339,7 +421,15 @@ impl Dataset {
 
     /// Storage error helper for callers that hold a `RelPath`.
     pub fn describe(&self, path: &RelPath) -> String {
-        self.store.describe(path)
+        self.store().describe(path)
+    }
+
+    /// The path of manifest page `index`, for messages.
+    pub fn page_name(&self, index: usize) -> String {
+        self.snapshot.manifests.get(index).map_or_else(
+            || format!("manifest page {index}"),
+            |m| m.object.path.to_string(),
+        )
     }
 }
 

@@ -1,8 +1,9 @@
 //! Open shard readers, shared by all threads and kept in an LRU.
 //!
 //! Opening a shard costs one metadata request (its size, compared with the reference's
-//! `stored_bytes`: a mismatch is a corruption error for that shard only) and two small reads
-//! (postscript block and footer chunk). After that each record read is one ranged read of the
+//! `stored_bytes` once per shard: a mismatch is a corruption error for that shard only; not
+//! for absolute references, which name another dataset's objects, as in the library) and two
+//! small reads (postscript block and footer chunk). After that each record read is one ranged read of the
 //! chunk that holds it.
 //!
 //! A shard may be shared by several entries (views with `record_indices`), so a reader is keyed
@@ -18,10 +19,11 @@ use bytes::Bytes;
 use lru::LruCache;
 
 use super::error::DatasetError;
+use super::objects::{AbsoluteReferences, Objects};
 use super::pages::RecordLocation;
 use crate::arrayrecord::{ArrayRecordReader, ByteSource};
-use crate::format::documents::Reference;
-use crate::format::path::RelPath;
+use crate::format::documents::{ObjectRef, Reference};
+use crate::format::path::ObjectPath;
 use crate::storage::{ObjectReader, ObjectStore};
 
 /// The ArrayRecord layer reads through storage with positional reads.
@@ -49,7 +51,7 @@ pub type ShardReader = ArrayRecordReader<ObjectReader>;
 
 #[derive(Debug)]
 pub(crate) struct ShardCache {
-    open: Mutex<LruCache<RelPath, Arc<ShardReader>>>,
+    open: Mutex<LruCache<ObjectPath, Arc<ShardReader>>>,
 }
 
 impl ShardCache {
@@ -66,29 +68,42 @@ impl ShardCache {
         store: &Arc<dyn ObjectStore>,
         reference: &Reference,
     ) -> Result<Arc<ShardReader>, DatasetError> {
+        let objects = Objects::new(store.clone(), AbsoluteReferences::Refuse);
+        let reference = ObjectRef {
+            path: ObjectPath::Relative(reference.path.clone()),
+            stored_bytes: reference.stored_bytes,
+            generation: reference.generation,
+        };
+        self.reader_for(&objects, &reference)
+    }
+
+    /// The open reader of the shard a control-graph reference points at.
+    pub(crate) fn reader_for(
+        &self,
+        objects: &Objects,
+        reference: &ObjectRef,
+    ) -> Result<Arc<ShardReader>, DatasetError> {
         if let Some(reader) = self.lock().get(&reference.path) {
             return Ok(reader.clone());
         }
-        let reader = Arc::new(open_shard(store, reference)?);
+        let reader = Arc::new(open_shard(objects, reference)?);
         self.lock().put(reference.path.clone(), reader.clone());
         Ok(reader)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<RelPath, Arc<ShardReader>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<ObjectPath, Arc<ShardReader>>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-fn open_shard(
-    store: &Arc<dyn ObjectStore>,
-    reference: &Reference,
-) -> Result<ShardReader, DatasetError> {
-    let object = store.describe(&reference.path);
-    let source = ObjectReader::open(store.clone(), reference.path.clone(), reference.generation)?;
+fn open_shard(objects: &Objects, reference: &ObjectRef) -> Result<ShardReader, DatasetError> {
+    let resolved = objects.resolve(&reference.path, reference.generation)?;
+    let object = resolved.describe();
+    let source = ObjectReader::open(resolved.store, resolved.path, reference.generation)?;
     let size = source
         .size()
         .map_err(|e| DatasetError::io(object.clone(), e))?;
-    if size != reference.stored_bytes {
+    if !resolved.absolute && size != reference.stored_bytes {
         return Err(DatasetError::SizeMismatch {
             object,
             expected: reference.stored_bytes,

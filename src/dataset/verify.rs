@@ -6,10 +6,11 @@
 //! 1. `root.json` and the snapshot ([`Dataset::open`] already did; a dataset that cannot be
 //!    opened is one problem and nothing else can be walked).
 //! 2. Every manifest page: its size against its reference, its shape, and
-//!    [`ManifestPage::validate_against`] (identity, range, totals, tiling, sums).
+//!    [`ManifestPage::validate_against`] (range, shard count, size sum, tiling).
 //! 3. Every shard object referenced by an entry, once per path (views share shards): present,
-//!    size equal to `stored_bytes`, an ArrayRecord file that opens. Data and metadata shards of
-//!    one entry hold the same number of records.
+//!    size equal to `stored_bytes` (absolute references too, although a reader does not check
+//!    theirs), an ArrayRecord file that opens. Data and metadata shards of one entry hold the
+//!    same number of records (the library does not check this: reported, never refused).
 //! 4. Every record: its physical index exists in both shards (`record_indices` bounds), its
 //!    metadata row parses and follows the record rules, its payload decodes (chunk hash checked
 //!    on read) and follows the rules, and row and record agree.
@@ -17,11 +18,11 @@
 //!    verification, then checks every set, and uses [`verify_objects`] for the integrity of
 //!    set objects (size, structure, and with `deep` their content address and chunk walk).
 //!
-//! `deep` adds what costs a full read of every byte: each shard's and annotation object's
-//! SHA-256 equals the content address its path carries, and a walk of every chunk of the file
-//! from offset 0 (block headers and hashes, including chunks no index entry points at). The
-//! normal mode still reads every record, so a flipped byte inside a record's chunk is found
-//! either way; deep also finds damage in padding, the footer walk and renamed objects.
+//! `deep` adds what costs a full read of every byte: a walk of every chunk of each shard and
+//! annotation object from offset 0 (block headers and hashes, including chunks no index entry
+//! points at). The normal mode still reads every record, so a flipped byte inside a record's
+//! chunk is found either way; deep also finds damage in padding and the footer walk. (Shard
+//! names derive from work ids, not content, so there is no content address to check.)
 //!
 //! Rationale for "report all": an operator repairing a dataset wants the full list at once. A
 //! problem therefore never stops the walk; it only skips what depends on the broken object (the
@@ -30,23 +31,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-
 use super::error::DatasetError;
-use super::reader::{read_control, Dataset};
+use super::reader::{read_object_control, Dataset};
 use super::shards::ShardReader;
 use crate::arrayrecord::ArrayRecordReader;
-use crate::format::documents::ids::is_sha256_hex;
-use crate::format::documents::{DocumentError, ManifestPage, Reference};
+use crate::format::documents::{DocumentError, ManifestPage, ObjectRef, Reference};
 use crate::format::limits::JsonLimits;
-use crate::format::path::RelPath;
+use crate::format::path::{ObjectPath, RelPath};
 use crate::format::record::{self, RecordMeta};
 use crate::storage::{ObjectReader, ObjectStore};
 
 /// How thorough a verification is.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct VerifyOptions {
-    /// Also hash every shard (content address) and walk every chunk.
+    /// Also walk every chunk of every shard.
     pub deep: bool,
 }
 
@@ -104,7 +102,17 @@ pub fn verify_store_with(
     options: VerifyOptions,
     verify_opened: impl FnOnce(&Dataset, VerifyOptions) -> VerifyReport,
 ) -> VerifyReport {
-    match Dataset::open(store.clone(), super::OpenOptions::default()) {
+    verify_store_opened_with(store, super::OpenOptions::default(), options, verify_opened)
+}
+
+/// [`verify_store_with`] opening the dataset with `open` (e.g. refusing absolute references).
+pub fn verify_store_opened_with(
+    store: Arc<dyn ObjectStore>,
+    open: super::OpenOptions,
+    options: VerifyOptions,
+    verify_opened: impl FnOnce(&Dataset, VerifyOptions) -> VerifyReport,
+) -> VerifyReport {
+    match Dataset::open(store.clone(), open) {
         Ok(dataset) => verify_opened(&dataset, options),
         Err(e) => {
             let fallback = RelPath::new(super::reader::ROOT_JSON)
@@ -160,7 +168,11 @@ pub fn verify_objects(
         report: VerifyReport::default(),
     };
     for reference in references {
-        verifier.shard(reference);
+        verifier.shard(&ObjectRef {
+            path: ObjectPath::Relative(reference.path.clone()),
+            stored_bytes: reference.stored_bytes,
+            generation: reference.generation,
+        });
     }
     (verifier.report.problems, verifier.report.shards_checked)
 }
@@ -171,7 +183,7 @@ struct Verifier<'a> {
     options: VerifyOptions,
     limits: JsonLimits,
     /// Shards already checked, by path: the open reader, or `None` if it could not be used.
-    shards: HashMap<RelPath, Option<Arc<ShardReader>>>,
+    shards: HashMap<ObjectPath, Option<Arc<ShardReader>>>,
     report: VerifyReport,
 }
 
@@ -196,15 +208,15 @@ impl Verifier<'_> {
 
     fn pages(&mut self) {
         let snapshot = self.dataset.snapshot().clone();
-        for (index, reference) in snapshot.manifests.iter().enumerate() {
-            let object = self.store.describe(&reference.object.path);
-            let page = read_control(self.store.as_ref(), &reference.object, &self.limits)
+        for reference in &snapshot.manifests {
+            let object = self.dataset.describe_object(&reference.object.path);
+            let page = read_object_control(self.dataset.objects(), &reference.object, &self.limits)
                 .and_then(|bytes| {
                     ManifestPage::parse(&bytes, &self.limits)
                         .map_err(|e| e.with_document(&object).into())
                 })
                 .and_then(|page| {
-                    page.validate_against(reference, &snapshot.snapshot_id, index as u64)
+                    page.validate_against(reference)
                         .map_err(|e| e.with_document(&object))?;
                     Ok(page)
                 });
@@ -223,8 +235,8 @@ impl Verifier<'_> {
     fn entry(&mut self, page: &str, entry: &crate::format::documents::ShardEntry) {
         let data = self.shard(&entry.data);
         let metadata = self.shard(&entry.metadata);
-        let data_object = self.store.describe(&entry.data.path);
-        let metadata_object = self.store.describe(&entry.metadata.path);
+        let data_object = self.dataset.describe_object(&entry.data.path);
+        let metadata_object = self.dataset.describe_object(&entry.metadata.path);
         if let (Some(d), Some(m)) = (&data, &metadata) {
             if d.len() != m.len() {
                 self.problem(
@@ -337,27 +349,34 @@ impl Verifier<'_> {
     }
 
     /// Opens and checks the shard `reference` points at, once per path.
-    fn shard(&mut self, reference: &Reference) -> Option<Arc<ShardReader>> {
+    fn shard(&mut self, reference: &ObjectRef) -> Option<Arc<ShardReader>> {
         if let Some(known) = self.shards.get(&reference.path) {
             return known.clone();
         }
-        let object = self.store.describe(&reference.path);
+        let object = self.dataset.describe_object(&reference.path);
         let opened = self.check_object(reference, &object);
         self.shards.insert(reference.path.clone(), opened.clone());
         opened
     }
 
     /// Size, ArrayRecord structure and (deep) content address and chunk walk of one object.
-    fn check_object(&mut self, reference: &Reference, object: &str) -> Option<Arc<ShardReader>> {
+    fn check_object(&mut self, reference: &ObjectRef, object: &str) -> Option<Arc<ShardReader>> {
         self.report.shards_checked += 1;
-        let source = match ObjectReader::open(
-            self.store.clone(),
-            reference.path.clone(),
-            reference.generation,
-        ) {
+        let opened = self
+            .dataset
+            .objects()
+            .resolve(&reference.path, reference.generation)
+            .and_then(|resolved| {
+                Ok(ObjectReader::open(
+                    resolved.store,
+                    resolved.path,
+                    reference.generation,
+                )?)
+            });
+        let source = match opened {
             Ok(source) => source,
             Err(e) => {
-                self.error(object, None, &e.into());
+                self.error(object, None, &e);
                 return None;
             }
         };
@@ -372,9 +391,6 @@ impl Verifier<'_> {
                 ),
             );
             return None;
-        }
-        if self.options.deep {
-            self.content_address(reference, object);
         }
         let reader = match ArrayRecordReader::open(source, object.to_string()) {
             Ok(reader) => reader,
@@ -398,43 +414,6 @@ impl Verifier<'_> {
         }
         Some(Arc::new(reader))
     }
-
-    /// Deep only: the object's SHA-256 is the hex digest its file name carries.
-    fn content_address(&mut self, reference: &Reference, object: &str) {
-        let name = reference.path.as_str().rsplit('/').next().unwrap_or("");
-        let stem = name.strip_suffix(".arrayrecord").unwrap_or(name);
-        if !is_sha256_hex(stem) {
-            self.problem(
-                object,
-                None,
-                "its name is not a content address (<sha256>.arrayrecord, profile section 4)",
-            );
-            return;
-        }
-        match hash_object(self.store.as_ref(), reference) {
-            Ok(actual) if actual == stem => {}
-            Ok(actual) => self.problem(
-                object,
-                None,
-                format!("SHA-256 is {actual}, not the content address {stem} its name carries (profile section 4)"),
-            ),
-            Err(e) => self.error(object, None, &e),
-        }
-    }
-}
-
-/// SHA-256 of a whole object, streamed in 1 MiB ranged reads.
-fn hash_object(store: &dyn ObjectStore, reference: &Reference) -> Result<String, DatasetError> {
-    const STEP: u64 = 1 << 20;
-    let mut hasher = Sha256::new();
-    let mut offset = 0u64;
-    while offset < reference.stored_bytes {
-        let end = offset.saturating_add(STEP).min(reference.stored_bytes);
-        let bytes = store.read_range(&reference.path, offset..end, reference.generation)?;
-        hasher.update(&bytes);
-        offset = end;
-    }
-    Ok(hex::encode(hasher.finalize()))
 }
 
 /// The object a dataset error concerns (when it names one) and its rule, without repeating the

@@ -1,21 +1,20 @@
 //! Selections of a dataset's records, published as a new dataset (`sds select`).
 //!
-//! Two ways, matching the reference library's `DatasetView.publish` and `materialize`:
+//! Two ways, matching the library's `DatasetView.publish` and `materialize`:
 //!
-//! - [`select_view`], a **lightweight view**: no record is re-encoded. The shard objects the
-//!   selected records live in appear under the destination at the *same* content-addressed
-//!   paths, by [`ObjectStore::copy_from`] (a hard link between local roots, a server-side copy
-//!   in a bucket), and each manifest entry carries `record_indices` mapping its logical records
-//!   to physical ones. Consecutive selected records that live in the same shard pair share one
-//!   entry, so a contiguous selection costs one entry per source shard.
-//! - [`materialize`]: the selected records are read, decoded, re-encoded with `write_shard`
-//!   into new compact shards and published like any dataset. Costs a full read and write, but
-//!   the result no longer shares anything with the source.
+//! - [`select_view`], a **reference view**: nothing is copied or re-encoded. Each selected
+//!   record becomes one shard entry of one record whose `data` / `metadata` references hold
+//!   the *absolute* locations of the source's shards (an absolute path for a local source, a
+//!   full `gs://` / `s3://` URI otherwise) and whose `record_indices` is `[physical index]`.
+//!   Pages sit at `manifests/<first two characters of the snapshot id>/<page id>.json`, the root
+//!   metadata is `{"reference_dataset": true}`, and the snapshot's `shard_count` is the number
+//!   of records. Readers follow the absolute references (unless told not to).
+//! - [`materialize`]: the selected records are read, decoded and re-written with
+//!   `write_shard` into shards of at most `records_per_shard` records, work id `%012d` of each
+//!   shard's first position in the selection, attempt 0, then published with no metadata.
 //!
-//! Both publish through the create-only commit of [`publish_entries`] / [`publish`], shards
-//! first and `root.json` last, so an interrupted selection converges when re-run with the same
-//! arguments. The destination keeps the source's shard paths, so the same content address
-//! always names the same bytes in every dataset.
+//! Both publish through the create-only commit of [`publish_entries`] / [`publish`], root
+//! last, so an interrupted selection converges when re-run with the same arguments.
 //!
 //! Index specifications (`0:100,250,300:`) are parsed by [`parse_indices`]: comma-separated
 //! ordinals and half-open ranges `A:B` with either end optional, checked against the record
@@ -25,21 +24,17 @@ use std::collections::BTreeSet;
 
 use super::error::DatasetError;
 use super::publish::{
-    publish, publish_entries, write_shard, PublishOptions, PublishSummary, ShardOptions,
+    publish, publish_entries, write_shard, PageLayout, PublishOptions, PublishSummary, ShardOptions,
 };
 use super::reader::Dataset;
-use crate::format::documents::{Reference, ShardEntry};
-use crate::format::path::RelPath;
-use crate::storage::{CreateOutcome, ObjectStore};
+use crate::format::documents::{ObjectRef, ShardEntry};
+use crate::format::path::{Location, ObjectPath};
+use crate::storage::ObjectStore;
 
-/// What a lightweight view publication did.
+/// What a reference view publication did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViewSummary {
     pub publication: PublishSummary,
-    /// Shard objects this call linked or copied into the destination.
-    pub objects_created: u64,
-    /// Shard objects already present with identical bytes (a resumed run).
-    pub objects_present: u64,
 }
 
 /// Parses an index specification against a dataset of `record_count` records.
@@ -99,68 +94,63 @@ pub fn dedup_in_order(ordinals: impl IntoIterator<Item = u64>) -> Vec<u64> {
     ordinals.into_iter().filter(|o| seen.insert(*o)).collect()
 }
 
-/// Publishes `ordinals` of `source` as a lightweight view in `dest` (see the module docs).
+/// The absolute form of a source reference: kept when already absolute, else the source
+/// store's full location of the object.
+fn absolute(source: &Dataset, reference: &ObjectRef) -> Result<ObjectRef, DatasetError> {
+    let path = match &reference.path {
+        ObjectPath::Absolute(location) => location.clone(),
+        ObjectPath::Relative(path) => {
+            let text = source.describe(path);
+            Location::new(&text).ok_or_else(|| {
+                DatasetError::Publication(format!(
+                    "{text} is not an absolute location; open the source by an absolute path"
+                ))
+            })?
+        }
+    };
+    // A new document records no generation, as every write path (the library's rule).
+    Ok(ObjectRef::new(
+        ObjectPath::Absolute(path),
+        reference.stored_bytes,
+    ))
+}
+
+/// Publishes `ordinals` of `source` as a reference view in `dest` (see the module docs).
+/// `options.metadata` is replaced by `{"reference_dataset": true}` and pages use the
+/// snapshot-prefix layout, as the library's `publish_reference` writes them.
 pub fn select_view(
     source: &Dataset,
     ordinals: &[u64],
     dest: &dyn ObjectStore,
     options: &PublishOptions,
 ) -> Result<ViewSummary, DatasetError> {
-    let mut entries: Vec<ShardEntry> = Vec::new();
-    let mut indices: Vec<Vec<u64>> = Vec::new();
-    for &ordinal in ordinals {
+    let mut entries = Vec::with_capacity(ordinals.len());
+    for (position, &ordinal) in ordinals.iter().enumerate() {
         let location = source.locate(ordinal)?;
-        // Opening both shards checks their sizes and that the physical index exists, so a view
-        // never publishes a reference to a record its source cannot serve.
-        source.data_shard(&location)?;
-        source.metadata_shard(&location)?;
         let entry = location.entry().ok_or_else(|| {
             DatasetError::corrupt(
-                location.page.page_id.clone(),
+                source.page_name(location.page_index),
                 format!("ordinal {ordinal}: no shard entry {}", location.shard_index),
             )
         })?;
-        let physical = location.physical_index;
-        let same_pair = entries.last().is_some_and(|last| {
-            last.data.path == entry.data.path && last.metadata.path == entry.metadata.path
-        });
-        match (same_pair, indices.last_mut()) {
-            (true, Some(run)) => run.push(physical),
-            _ => {
-                entries.push(ShardEntry::new(
-                    0,
-                    Reference::new(entry.data.path.clone(), entry.data.stored_bytes),
-                    Reference::new(entry.metadata.path.clone(), entry.metadata.stored_bytes),
-                    0,
-                )?);
-                indices.push(vec![physical]);
-            }
-        }
+        let mut view_entry = ShardEntry::new(
+            position as u64,
+            absolute(source, &entry.data)?,
+            absolute(source, &entry.metadata)?,
+            1,
+        );
+        view_entry.record_indices = Some(vec![location.physical_index]);
+        entries.push(view_entry);
     }
-    let mut objects_created = 0u64;
-    let mut objects_present = 0u64;
-    let mut copied: BTreeSet<RelPath> = BTreeSet::new();
-    for entry in &entries {
-        for reference in [&entry.data, &entry.metadata] {
-            if !copied.insert(reference.path.clone()) {
-                continue;
-            }
-            match dest.copy_from(source.store().as_ref(), &reference.path, &reference.path)? {
-                CreateOutcome::Created => objects_created += 1,
-                CreateOutcome::AlreadyIdentical => objects_present += 1,
-            }
-        }
-    }
-    for (entry, run) in entries.iter_mut().zip(indices) {
-        entry.record_count = run.len() as u64;
-        entry.record_indices = Some(run);
-    }
-    let publication = publish_entries(dest, entries, options)?;
-    Ok(ViewSummary {
-        publication,
-        objects_created,
-        objects_present,
-    })
+    let mut options = options.clone();
+    options.metadata = crate::format::json::Object::new();
+    options.metadata.insert(
+        "reference_dataset".into(),
+        crate::format::json::Value::Bool(true),
+    );
+    options.page_layout = PageLayout::SnapshotPrefix;
+    let publication = publish_entries(dest, entries, &options)?;
+    Ok(ViewSummary { publication })
 }
 
 /// Re-encodes `ordinals` of `source` into new shards of at most `records_per_shard` records in
@@ -173,16 +163,18 @@ pub fn materialize(
     records_per_shard: usize,
     shard_options: &ShardOptions,
 ) -> Result<PublishSummary, DatasetError> {
+    let per_shard = records_per_shard.max(1);
     let mut receipts = Vec::new();
-    for (index, chunk) in ordinals.chunks(records_per_shard.max(1)).enumerate() {
+    for (index, chunk) in ordinals.chunks(per_shard).enumerate() {
         let records = chunk
             .iter()
             .map(|&ordinal| source.read_record(ordinal))
             .collect::<Result<Vec<_>, _>>()?;
-        let work_id = format!("materialize-{index:08}");
+        let work_id = format!("{:012}", index * per_shard);
         receipts.push(write_shard(dest, records, &work_id, 0, shard_options)?);
     }
     let mut options = options.clone();
     options.expected_work_ids = None;
+    options.page_layout = PageLayout::Hashed;
     publish(dest, &receipts, &options)
 }

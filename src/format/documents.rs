@@ -1,11 +1,12 @@
-//! The control documents of profile sections 4, 6 and 8: what a dataset root, a snapshot, a
-//! manifest page and the annotation documents contain, how they are read, checked and written.
+//! The control documents (docs/FORMAT.md): what a dataset root, a snapshot, a manifest page
+//! and the annotation documents contain, how they are read, checked and written, in the
+//! format the `signal-dataset` library (0.2.0 to 0.4.0) reads and writes.
 //!
 //! Design:
 //! - **Parsing and validation are separate steps.** `parse` checks one document's *shape*: the
-//!   JSON rules of section 1, required keys, types, supported `format` / `layout_version` /
-//!   codec identifiers, valid reference paths. Rules that relate several numbers or several
-//!   documents (tiling, sums, ids, page ids) live in `validate*` methods, so that a reader can
+//!   JSON rules, required keys, types, supported `format` / `layout_version` / codec
+//!   identifiers, valid reference paths. Rules that relate several documents (a page against
+//!   the snapshot's reference to it) live in `validate*` methods, so that a reader can
 //!   apply them at the moment it holds everything they need (a manifest page, say, can only be
 //!   checked once the snapshot's reference to it is known).
 //! - **Two key policies.** Roots, snapshots, manifests and their references ignore unknown keys
@@ -39,8 +40,8 @@ pub use annotation::{
 };
 pub use ids::IdError;
 pub use manifest::{ManifestPage, ShardEntry};
-pub use reference::Reference;
-pub use root::DatasetRoot;
+pub use reference::{ObjectRef, Reference};
+pub use root::{DatasetRoot, WRITTEN_MIN_READER_VERSION};
 pub use snapshot::{ManifestRef, Snapshot};
 pub use version::ReleaseVersion;
 
@@ -60,7 +61,7 @@ pub const FORMAT_SNAPSHOT: &str = "signal-dataset.snapshot";
 pub const FORMAT_MANIFEST: &str = "signal-dataset.manifest";
 /// The only record codec of layout 0.1.
 pub const RECORD_CODEC: &str = "safetensors";
-/// The only shard container of layout 0.1.
+/// The only shard format of layout 0.1 (`shard_format.name`).
 pub const SHARD_CONTAINER: &str = "array_record";
 
 /// Why a control document was refused.

@@ -1,7 +1,14 @@
-//! Dataset-relative paths (profile section 4, "References"): `/`-separated, never empty or
-//! absolute, no empty, `.` or `..` segment, no backslash, no NUL. Every object a dataset names is
-//! reached through one of these, so a hostile document can never address anything outside the
-//! dataset root.
+//! Paths a control document names (docs/FORMAT.md, "References").
+//!
+//! - [`RelPath`], dataset-relative: `/`-separated, never empty or absolute, no empty, `.` or
+//!   `..` segment, no backslash, NUL, `#` or `?` (the library refuses the last two as well).
+//!   Everything a dataset names is reached through one of these, so a hostile document cannot
+//!   address anything outside the dataset root.
+//! - [`ObjectPath`], what an object reference's `path` holds: a [`RelPath`], or (reference
+//!   views only) an absolute location of another dataset's object. Absolute means, as the
+//!   library classifies it, a leading `/` or a full `gs://` / `s3://` URI; this project also
+//!   accepts `file://` URLs (the library never writes one). The classification compares
+//!   prefixes by hand: `gs:x` or `a:b/c` are ordinary relative paths.
 
 use std::fmt;
 
@@ -38,6 +45,9 @@ impl RelPath {
         }
         if path.contains('\0') {
             return refuse("path contains NUL");
+        }
+        if path.contains('#') || path.contains('?') {
+            return refuse("path contains '#' or '?'");
         }
         for segment in path.split('/') {
             match segment {
@@ -76,6 +86,95 @@ impl AsRef<str> for RelPath {
     }
 }
 
+/// The `path` of an object reference: relative to the dataset root, or an absolute location.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectPath {
+    Relative(RelPath),
+    Absolute(Location),
+}
+
+/// An absolute location: `/abs/path`, `file:///abs/path`, `gs://bucket/key` or `s3://bucket/key`.
+/// Only its shape is checked here; the storage layer parses it when it is followed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location(String);
+
+impl Location {
+    /// `text` when it is absolute in the sense of [`ObjectPath`], else `None`.
+    pub fn new(text: &str) -> Option<Location> {
+        is_absolute(text).then(|| Location(text.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The location's parent (everything before the last `/`) and final name, `None` when it
+    /// has no name to split off (`/`, `gs://bucket`).
+    pub fn split_name(&self) -> Option<(&str, &str)> {
+        let (parent, name) = self.0.rsplit_once('/')?;
+        let after_scheme = self.0.split_once("://").map_or(0, |(s, _)| s.len() + 3);
+        if name.is_empty() || parent.len() < after_scheme {
+            return None;
+        }
+        Some((parent, name))
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether `text` names an absolute location (leading `/`, or `file://`, `gs://`, `s3://`).
+pub fn is_absolute(text: &str) -> bool {
+    if text.starts_with('/') {
+        return true;
+    }
+    match text.split_once("://") {
+        Some((scheme, _)) => matches!(scheme, "gs" | "s3" | "file"),
+        None => false,
+    }
+}
+
+impl ObjectPath {
+    /// Classifies and checks `text`: absolute when [`is_absolute`], else a valid [`RelPath`].
+    pub fn new(text: &str) -> Result<ObjectPath, PathError> {
+        match Location::new(text) {
+            Some(location) => Ok(ObjectPath::Absolute(location)),
+            None => RelPath::new(text).map(ObjectPath::Relative),
+        }
+    }
+
+    /// The path as written in the document.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ObjectPath::Relative(path) => path.as_str(),
+            ObjectPath::Absolute(location) => location.as_str(),
+        }
+    }
+
+    /// The relative path, `None` for an absolute location.
+    pub fn relative(&self) -> Option<&RelPath> {
+        match self {
+            ObjectPath::Relative(path) => Some(path),
+            ObjectPath::Absolute(_) => None,
+        }
+    }
+}
+
+impl From<RelPath> for ObjectPath {
+    fn from(path: RelPath) -> ObjectPath {
+        ObjectPath::Relative(path)
+    }
+}
+
+impl fmt::Display for ObjectPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,10 +203,36 @@ mod tests {
             ("./a", "'.'"),
             ("a/../b", "'..'"),
             ("..", "'..'"),
+            ("a#b", "'#'"),
+            ("a?b", "'?'"),
         ];
         for (bad, rule) in cases {
             let err = RelPath::new(bad).unwrap_err();
             assert!(err.rule.contains(rule), "{bad:?}: {}", err.rule);
         }
+    }
+
+    #[test]
+    fn classifies_object_paths_like_the_library() {
+        for absolute in ["/data/x.arrayrecord", "gs://b/k", "s3://b/k", "file:///d/x"] {
+            assert!(
+                matches!(ObjectPath::new(absolute), Ok(ObjectPath::Absolute(_))),
+                "{absolute}"
+            );
+        }
+        for relative in ["gs:x", "a:b/c", "objects/data/ab/c.arrayrecord"] {
+            assert!(
+                matches!(ObjectPath::new(relative), Ok(ObjectPath::Relative(_))),
+                "{relative}"
+            );
+        }
+        assert!(ObjectPath::new("http://x/y").is_err());
+        let location = Location::new("gs://b/p/objects/x.arrayrecord").unwrap();
+        assert_eq!(
+            location.split_name(),
+            Some(("gs://b/p/objects", "x.arrayrecord"))
+        );
+        assert_eq!(Location::new("gs://b").unwrap().split_name(), None);
+        assert_eq!(Location::new("/x").unwrap().split_name(), Some(("", "x")));
     }
 }

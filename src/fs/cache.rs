@@ -343,7 +343,7 @@ fn record_error(dataset: &Dataset, ordinal: u64, source: record::RecordError) ->
     let object = dataset
         .locate(ordinal)
         .ok()
-        .and_then(|l| l.entry().map(|e| dataset.describe(&e.data.path)))
+        .and_then(|l| l.entry().map(|e| dataset.describe_object(&e.data.path)))
         .unwrap_or_default();
     LoadError::Dataset(DatasetError::Record {
         ordinal,

@@ -158,7 +158,7 @@ impl SdsFuse {
             "dataset": self.info.dataset,
             "mountpoint": self.info.mountpoint,
             "pid": std::process::id(),
-            "dataset_id": snapshot.dataset_id,
+            "dataset_id": dataset.root().dataset_id,
             "snapshot": snapshot.snapshot_id,
             "records": dataset.len(),
             "started_unix": self.stats.started_unix(),

@@ -229,7 +229,10 @@ impl Namespace {
         self.dataset
             .locate(ordinal)
             .ok()
-            .and_then(|l| l.entry().map(|e| self.dataset.describe(&e.data.path)))
+            .and_then(|l| {
+                l.entry()
+                    .map(|e| self.dataset.describe_object(&e.data.path))
+            })
             .unwrap_or_else(|| format!("(record {ordinal})"))
     }
 

@@ -1,21 +1,23 @@
 //! Shard planning, parallel shard writing and publication: the engine behind `sds create`.
 //!
 //! Determinism: shard boundaries come from the records' planned payload sizes and the options
-//! only ([`plan_shards`]); each shard's bytes depend only on its records; work ids are the
-//! shard indexes (`create-shard-000000`, ...) and shards are published in that order. Workers
-//! (`--jobs`) take whole shards from a shared counter, so the number of threads changes only
-//! how fast the same bytes appear.
+//! only ([`plan_shards`]); each shard's bytes depend only on its records. Work ids are what the
+//! library's `DatasetView.materialize` uses, `%012d` of each shard's first record position,
+//! attempt 0: zero-padded so that publication's work-id (string) order is the shard order, and
+//! the same scheme as a materialized view, so one rule names every shard this project writes
+//! from a sequence of records. Workers (`--jobs`) take whole shards from a shared counter, so
+//! the number of threads changes only how fast the same bytes appear.
 //!
 //! Ids: a `dataset_id` or `snapshot_id` not given is derived from the content. Both come from
-//! SHA-256 of the compact JSON `{"dataset_id", "metadata", "shards": [[data path, metadata
-//! path, record count], ...]}` (data and metadata paths being content addresses):
-//! `sds-<16 hex>` for the dataset (computed with `dataset_id` null) and `snap-<16 hex>` for the
-//! snapshot. The same inputs and options therefore give the same ids, and different content
-//! different ids.
+//! SHA-256 of the compact JSON `{"dataset_id", "metadata", "shards": [[SHA-256 of the data
+//! shard, SHA-256 of the metadata shard, record count], ...]}` (shard names derive from work
+//! ids, not content, so the bytes are hashed as they are written): `sds-<16 hex>` for the
+//! dataset (computed with `dataset_id` null) and `snap-<16 hex>` for the snapshot. The same
+//! inputs and options therefore give the same ids, and different content different ids.
 //!
 //! A record that fails to load stops the import before anything is published; shards already
-//! written stay behind as unreferenced content-addressed objects (harmless: nothing references
-//! them, and a re-run reuses them).
+//! written stay behind as unreferenced objects (harmless: nothing references them, and a re-run
+//! with the same inputs writes the same bytes under the same names).
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -32,7 +34,6 @@ use crate::dataset::{
     encode_shard, publish, DatasetError, EncodedShard, PublishOptions, PublishSummary,
 };
 use crate::dataset::{ShardOptions, ShardReceipt};
-use crate::format::documents::ids::is_portable_id;
 use crate::format::json::{to_compact, Object, Value};
 use crate::storage::{LocalStore, ObjectStore};
 
@@ -103,18 +104,19 @@ pub fn create(
     let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(out).map_err(DatasetError::from)?);
     let sizes: Vec<u64> = sources.iter().map(|s| s.payload_bytes()).collect();
     let plan = plan_shards(&sizes, options.records_per_shard, options.max_shard_bytes);
-    let receipts = write_all(store.as_ref(), sources, &plan, options, progress)?;
+    let written = write_all(store.as_ref(), sources, &plan, options, progress)?;
     let dataset_id = match &options.dataset_id {
         Some(id) => id.clone(),
-        None => format!("sds-{}", content_digest(None, &options.metadata, &receipts)),
+        None => format!("sds-{}", content_digest(None, &options.metadata, &written)),
     };
     let snapshot_id = match &options.snapshot_id {
         Some(id) => id.clone(),
         None => format!(
             "snap-{}",
-            content_digest(Some(&dataset_id), &options.metadata, &receipts)
+            content_digest(Some(&dataset_id), &options.metadata, &written)
         ),
     };
+    let receipts: Vec<ShardReceipt> = written.into_iter().map(|(r, _)| r).collect();
     let mut publish_options = PublishOptions::new(dataset_id.clone(), snapshot_id.clone());
     publish_options.metadata = options.metadata.clone();
     publish_options.shards_per_manifest = options.shards_per_manifest;
@@ -133,9 +135,9 @@ fn check_options(options: &CreateOptions) -> Result<(), ImportError> {
         ("--dataset-id", &options.dataset_id),
         ("--snapshot-id", &options.snapshot_id),
     ] {
-        if let Some(id) = id.as_deref().filter(|id| !is_portable_id(id)) {
+        if id.as_deref() == Some("") {
             return Err(ImportError::Option(format!(
-                "{flag} {id:?} is not a portable id ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
+                "{flag} must be a nonempty string"
             )));
         }
     }
@@ -166,11 +168,15 @@ pub fn plan_shards(sizes: &[u64], max_records: usize, max_bytes: u64) -> Vec<Ran
     shards
 }
 
-fn work_id(index: usize) -> String {
-    format!("create-shard-{index:06}")
+/// The work id of the shard whose first record is at `first` (see the module docs).
+fn work_id(first: usize) -> String {
+    format!("{first:012}")
 }
 
-type Slot = Mutex<Option<Result<ShardReceipt, ImportError>>>;
+/// A stored shard: its receipt and [`EncodedShard::content_sha256`].
+type Written = (ShardReceipt, String);
+
+type Slot = Mutex<Option<Result<Written, ImportError>>>;
 
 /// Writes every planned shard on `options.jobs` threads; receipts in shard order, or the error
 /// of the first failing shard.
@@ -185,7 +191,7 @@ fn write_all(
     plan: &[Range<usize>],
     options: &CreateOptions,
     progress: &dyn Progress,
-) -> Result<Vec<ShardReceipt>, ImportError> {
+) -> Result<Vec<Written>, ImportError> {
     let slots: Vec<Slot> = plan.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -195,7 +201,7 @@ fn write_all(
     };
     let threads = options.jobs.clamp(1, plan.len().max(1));
     let (to_store, encoded) = sync_channel::<(usize, EncodedShard)>(threads);
-    let finish = |index: usize, result: Result<ShardReceipt, ImportError>| {
+    let finish = |index: usize, result: Result<Written, ImportError>| {
         if result.is_err() {
             stop.store(true, Ordering::SeqCst);
         }
@@ -209,15 +215,7 @@ fn write_all(
             return;
         }
         let range = plan[index].clone();
-        match encode_one(
-            store,
-            sources,
-            range,
-            index,
-            &shard_options,
-            progress,
-            &stop,
-        ) {
+        match encode_one(store, sources, range, &shard_options, progress, &stop) {
             Ok(shard) => {
                 if to_store.send((index, shard)).is_err() {
                     return;
@@ -238,7 +236,9 @@ fn write_all(
                 return;
             };
             if !stop.load(Ordering::SeqCst) {
-                finish(index, shard.store(store).map_err(ImportError::from));
+                let content = shard.content_sha256();
+                let stored = shard.store(store).map_err(ImportError::from);
+                finish(index, stored.map(|receipt| (receipt, content)));
             }
         };
         for _ in 0..threads {
@@ -260,7 +260,7 @@ fn write_all(
     collect(slots)
 }
 
-fn collect(slots: Vec<Slot>) -> Result<Vec<ShardReceipt>, ImportError> {
+fn collect(slots: Vec<Slot>) -> Result<Vec<Written>, ImportError> {
     let mut receipts = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot.into_inner().ok().flatten() {
@@ -280,14 +280,13 @@ fn encode_one(
     store: &dyn ObjectStore,
     sources: &Sources,
     range: Range<usize>,
-    index: usize,
     options: &ShardOptions,
     progress: &dyn Progress,
     stop: &AtomicBool,
 ) -> Result<EncodedShard, ImportError> {
     let shard = ShardWork {
         store,
-        work_id: &work_id(index),
+        work_id: &work_id(range.start),
         attempt: 0,
         options,
     };
@@ -365,17 +364,14 @@ fn load_and_encode(
 }
 
 /// 16 hex digits of SHA-256 over the publication's content (see the module docs).
-fn content_digest(
-    dataset_id: Option<&str>,
-    metadata: &Object,
-    receipts: &[ShardReceipt],
-) -> String {
-    let shards = receipts
+fn content_digest(dataset_id: Option<&str>, metadata: &Object, written: &[Written]) -> String {
+    let shards = written
         .iter()
-        .map(|r| {
+        .map(|(r, content)| {
+            let (data, metadata) = content.split_once(':').unwrap_or((content, ""));
             Value::Array(vec![
-                Value::from(r.data_uri.as_str()),
-                Value::from(r.metadata_uri.as_str()),
+                Value::from(data),
+                Value::from(metadata),
                 Value::from(r.record_count),
             ])
         })

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sdsfs::dataset::{publish, Dataset, OpenOptions, PublishOptions};
-use sdsfs::format::documents::{Reference, ShardEntry};
+use sdsfs::format::documents::ShardEntry;
 use sdsfs::format::path::RelPath;
 use sdsfs::format::record::Record;
 use sdsfs::storage::{
@@ -861,8 +861,8 @@ pub fn write_pinned_dataset(
 ) -> (Vec<Record>, Vec<ShardEntry>) {
     let (receipts, records) = write_shards(store, &[3, 3]);
     let reference = |uri: &str, bytes| {
-        let path = rel(uri);
-        let mut reference = Reference::new(path.clone(), bytes);
+        let path = sdsfs::dataset::relative_location(store, uri).unwrap();
+        let mut reference = sdsfs::format::documents::ObjectRef::new(path.clone(), bytes);
         reference.generation = pin(&path);
         reference
     };
@@ -875,8 +875,7 @@ pub fn write_pinned_dataset(
                 reference(&r.data_uri, r.data_bytes),
                 reference(&r.metadata_uri, r.metadata_bytes),
                 r.record_count,
-            )
-            .unwrap();
+            );
             first += r.record_count;
             entry
         })

@@ -166,7 +166,8 @@ pub fn work_id(i: usize) -> String {
 }
 
 /// Writes one shard per entry of `shard_sizes` (records numbered consecutively; a 0 writes an
-/// empty shard, which publication leaves out) and returns the receipts and the records.
+/// empty shard, which publication keeps as an entry of no record) and returns the receipts and
+/// the records.
 pub fn write_shards(
     store: &dyn ObjectStore,
     shard_sizes: &[usize],
@@ -247,19 +248,22 @@ pub fn write_documents_pinned(
     let mut paths = Vec::new();
     let mut first = 0;
     for (index, shards) in pages.into_iter().enumerate() {
-        let page = ManifestPage::from_shards(snapshot_id, index as u64, first, shards).unwrap();
+        let page = ManifestPage::from_shards(first, shards).unwrap();
         first += page.record_count;
-        let id = sdsfs::format::documents::ids::page_id(snapshot_id, index as u64);
-        let path = sdsfs::format::documents::ids::manifest_path(&id).unwrap();
+        let path = sdsfs::format::documents::ids::manifest_path(snapshot_id, index as u64).unwrap();
         let reference = put(path.as_str(), &page.to_json());
         paths.push(path.to_string());
-        manifests.push(ManifestRef::for_page(&page, reference));
+        let object = sdsfs::format::documents::ObjectRef {
+            path: reference.path.into(),
+            stored_bytes: reference.stored_bytes,
+            generation: reference.generation,
+        };
+        manifests.push(ManifestRef::for_page(&page, object));
     }
-    let snapshot =
-        Snapshot::from_manifests(dataset_id, snapshot_id, Object::new(), manifests).unwrap();
+    let snapshot = Snapshot::from_manifests(snapshot_id, manifests).unwrap();
     let snapshot_rel = sdsfs::format::documents::ids::snapshot_path(snapshot_id).unwrap();
     let snapshot_ref = put(snapshot_rel.as_str(), &snapshot.to_json());
-    let root = DatasetRoot::new(dataset_id, snapshot_id, snapshot_ref, Object::new());
+    let root = DatasetRoot::new(dataset_id, snapshot_ref, Object::new());
     put_document(store, "root.json", &root.to_json());
     paths
 }

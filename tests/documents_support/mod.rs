@@ -1,7 +1,8 @@
-//! Shared fixtures for the `documents_*` tests: a hand-written one-record dataset (written from
-//! profile section 4 and cross-checked once against Python's `json.dumps(..., sort_keys=True,
-//! ensure_ascii=False, indent=2) + "\n"`), a larger graph built with the writer API, and helpers
-//! to edit a document's JSON before parsing it again.
+//! Shared fixtures for the `documents_*` tests: a dataset's control documents exactly as the
+//! `signal-dataset` library 0.4.0 wrote them (`tests/python/graph_tool.py publish`: work ids
+//! `w-b` (3 records), `w-a` attempts 0 and 1 (1 and 2 records), `w-empty` (none), two shards
+//! per page, dataset id `my dataset/ü ✓`), a larger graph built with the writer API, and
+//! helpers to edit a document's JSON before parsing it again.
 #![allow(dead_code)]
 
 use sdsfs::format::documents::*;
@@ -10,40 +11,46 @@ use sdsfs::format::path::RelPath;
 
 pub const LIMITS: JsonLimits = JsonLimits::CONTROL;
 
-pub const DATA_SHA: &str = "3a6eb0790f39ac87c94f3856b2dd2c5d110e6811602261a9a923d3bb23adc8b7";
-pub const META_SHA: &str = "45447b7afbd5e544f7d0f1df0fccd26014d9850130abd3f020b89ff96b82079f";
-
 /// `manifests/<sha256("snap-1-00000000")[:2]>/snap-1-00000000.json`.
 pub const PAGE_PATH: &str = "manifests/16/snap-1-00000000.json";
 
+/// Page 0 as the library wrote it.
 pub const MANIFEST: &str = r#"{
   "first_ordinal": 0,
   "format": "signal-dataset.manifest",
   "layout_version": "0.1",
-  "page_id": "snap-1-00000000",
-  "record_count": 1,
+  "record_count": 5,
   "shards": [
     {
       "data": {
-        "path": "objects/data/3a/3a6eb0790f39ac87c94f3856b2dd2c5d110e6811602261a9a923d3bb23adc8b7.arrayrecord",
-        "stored_bytes": 300
+        "path": "objects/data/37/3778c5cdfa1bf497d83a749a47f8568aa9862fc933f69f28663d780f03edda9a.arrayrecord",
+        "stored_bytes": 131072
       },
       "first_ordinal": 0,
       "metadata": {
-        "path": "objects/metadata/45/45447b7afbd5e544f7d0f1df0fccd26014d9850130abd3f020b89ff96b82079f.arrayrecord",
-        "stored_bytes": 120
+        "path": "objects/metadata/37/3778c5cdfa1bf497d83a749a47f8568aa9862fc933f69f28663d780f03edda9a.arrayrecord",
+        "stored_bytes": 131072
       },
-      "record_count": 1,
-      "stored_bytes": 420
+      "record_count": 2
+    },
+    {
+      "data": {
+        "path": "objects/data/79/794099568d49718e1405dbf003fb80bc33ef538859a8f46f4c04ec4547caa3c3.arrayrecord",
+        "stored_bytes": 131072
+      },
+      "first_ordinal": 2,
+      "metadata": {
+        "path": "objects/metadata/79/794099568d49718e1405dbf003fb80bc33ef538859a8f46f4c04ec4547caa3c3.arrayrecord",
+        "stored_bytes": 131072
+      },
+      "record_count": 3
     }
-  ],
-  "snapshot_id": "snap-1",
-  "stored_bytes": 420
+  ]
 }
 "#;
 
+/// The snapshot as the library wrote it.
 pub const SNAPSHOT: &str = r#"{
-  "dataset_id": "ds",
   "format": "signal-dataset.snapshot",
   "layout_version": "0.1",
   "manifests": [
@@ -51,39 +58,49 @@ pub const SNAPSHOT: &str = r#"{
       "first_ordinal": 0,
       "object": {
         "path": "manifests/16/snap-1-00000000.json",
-        "stored_bytes": 640
+        "stored_bytes": 944
       },
-      "record_count": 1,
+      "record_count": 5,
+      "shard_count": 2,
+      "stored_bytes": 524288
+    },
+    {
+      "first_ordinal": 5,
+      "object": {
+        "path": "manifests/ea/snap-1-00000001.json",
+        "stored_bytes": 537
+      },
+      "record_count": 0,
       "shard_count": 1,
-      "stored_bytes": 420
+      "stored_bytes": 262144
     }
   ],
-  "metadata": {
-    "note": "héllo",
-    "rate": 0.25
-  },
-  "record_codec": "safetensors",
-  "record_count": 1,
-  "shard_container": "array_record",
-  "shard_count": 1,
+  "record_count": 5,
+  "shard_count": 3,
   "snapshot_id": "snap-1",
-  "stored_bytes": 420
+  "stored_bytes": 786432
 }
 "#;
 
+/// `root.json` as the library wrote it.
 pub const ROOT: &str = r#"{
-  "dataset_id": "ds",
+  "dataset_id": "my dataset/ü ✓",
   "format": "signal-dataset.dataset",
   "layout_version": "0.1",
   "metadata": {
-    "note": "héllo",
-    "rate": 0.25
+    "purpose": "test"
+  },
+  "min_reader_version": "0.3.0",
+  "record_codec": {
+    "name": "safetensors"
+  },
+  "shard_format": {
+    "name": "array_record"
   },
   "snapshot": {
     "path": "snapshots/snap-1/snapshot.json",
-    "stored_bytes": 555
-  },
-  "snapshot_id": "snap-1"
+    "stored_bytes": 634
+  }
 }
 "#;
 
@@ -95,6 +112,10 @@ pub fn reference(path: &str, bytes: u64) -> Reference {
     Reference::new(rel(path), bytes)
 }
 
+pub fn object_ref(path: &str, bytes: u64) -> ObjectRef {
+    ObjectRef::new(rel(path), bytes)
+}
+
 pub fn metadata() -> Object {
     let mut m = Object::new();
     m.insert("note".into(), "héllo".into());
@@ -102,24 +123,21 @@ pub fn metadata() -> Object {
     m
 }
 
-/// A shard entry at `first` with `count` records and fake content addresses.
+/// A shard entry at `first` with `count` records, named for work id `w<first>`.
 pub fn shard(first: u64, count: u64, data_bytes: u64, meta_bytes: u64) -> ShardEntry {
-    let h = format!("{first:064x}");
+    let h = ids::shard_id(&format!("w{first}"), 0);
     ShardEntry::new(
         first,
-        Reference::new(ids::data_shard_path(&h).unwrap(), data_bytes),
-        Reference::new(ids::metadata_shard_path(&h).unwrap(), meta_bytes),
+        ObjectRef::new(ids::data_shard_path(&h).unwrap(), data_bytes),
+        ObjectRef::new(ids::metadata_shard_path(&h).unwrap(), meta_bytes),
         count,
     )
-    .unwrap()
 }
 
-/// Snapshot `S` of dataset `D`, 230 records in two pages.
+/// Snapshot `S`, 230 records in two pages.
 /// Page 0: shards [0,60), [60,100), [100,160); page 1: shards [160,200), [200,230).
 pub fn two_pages() -> (Snapshot, Vec<ManifestPage>) {
     let page0 = ManifestPage::from_shards(
-        "S",
-        0,
         0,
         vec![
             shard(0, 60, 1000, 10),
@@ -128,21 +146,18 @@ pub fn two_pages() -> (Snapshot, Vec<ManifestPage>) {
         ],
     )
     .unwrap();
-    let page1 = ManifestPage::from_shards(
-        "S",
-        1,
-        160,
-        vec![shard(160, 40, 400, 4), shard(200, 30, 300, 3)],
-    )
-    .unwrap();
+    let page1 =
+        ManifestPage::from_shards(160, vec![shard(160, 40, 400, 4), shard(200, 30, 300, 3)])
+            .unwrap();
     let refs = [&page0, &page1]
         .iter()
-        .map(|p| {
-            let path = ids::manifest_path(&p.page_id).unwrap();
-            ManifestRef::for_page(p, Reference::new(path, p.to_json().len() as u64))
+        .enumerate()
+        .map(|(i, p)| {
+            let path = ids::manifest_path("S", i as u64).unwrap();
+            ManifestRef::for_page(p, ObjectRef::new(path, p.to_json().len() as u64))
         })
         .collect();
-    let snapshot = Snapshot::from_manifests("D", "S", Object::new(), refs).unwrap();
+    let snapshot = Snapshot::from_manifests("S", refs).unwrap();
     (snapshot, vec![page0, page1])
 }
 

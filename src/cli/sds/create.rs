@@ -28,10 +28,10 @@ pub struct CreateArgs {
     /// The files and directories to publish.
     #[command(flatten)]
     pub inputs: RecordInputs,
-    /// Portable dataset id; derived from the content (sds-<hex>) when absent.
+    /// Dataset id (any nonempty string); derived from the content (sds-<hex>) when absent.
     #[arg(long)]
     pub dataset_id: Option<String>,
-    /// Portable snapshot id; derived from the content (snap-<hex>) when absent.
+    /// Snapshot id (any nonempty string usable in a path); derived from the content (snap-<hex>) when absent.
     #[arg(long)]
     pub snapshot_id: Option<String>,
     /// Most records per shard.
@@ -44,9 +44,13 @@ pub struct CreateArgs {
     /// is byte-identical whatever this is.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
-    /// ArrayRecord writer options, e.g. "zstd:3" or "uncompressed" (default: the reference
-    /// default, zstd level 3). group_size must stay 1.
-    #[arg(long, default_value = "")]
+    /// ArrayRecord writer options, e.g. group_size:1 (the default), zstd:9, brotli:6, snappy,
+    /// uncompressed (--compression is the older name).
+    #[arg(
+        long = "writer-options",
+        visible_alias = "compression",
+        default_value = "group_size:1"
+    )]
     pub compression: String,
     /// Most shards per manifest page.
     #[arg(long, default_value_t = 10_000)]
@@ -86,7 +90,7 @@ pub fn run(args: &CreateArgs) -> Result<String, String> {
 
 fn options(args: &CreateArgs) -> Result<CreateOptions, String> {
     let writer_options = WriterOptions::parse(&args.compression)
-        .map_err(|e| format!("--compression {:?}: {e}", args.compression))?;
+        .map_err(|e| format!("--writer-options {:?}: {e}", args.compression))?;
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });

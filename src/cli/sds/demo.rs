@@ -200,7 +200,7 @@ pub fn demo_records() -> Result<Vec<Record>, RecordError> {
         .collect()
 }
 
-/// The publication's metadata (root and snapshot).
+/// The publication's metadata (root only).
 fn publication_metadata(work_ids: &[String]) -> Object {
     let ids: Vec<Value> = work_ids.iter().map(|w| w.as_str().into()).collect();
     obj(vec![
@@ -225,7 +225,9 @@ pub fn write_demo(out: &Path) -> Result<PublishSummary, DemoError> {
     let records = demo_records()?;
     let mut receipts: Vec<ShardReceipt> = Vec::new();
     for (index, chunk) in records.chunks(RECORDS_PER_SHARD).enumerate() {
-        let work_id = format!("demo-shard-{index:04}");
+        // `sds create`'s and the library's materialize scheme: the first position, `%012d`,
+        // so that `sds create` over a copy of the demo reproduces it byte for byte.
+        let work_id = format!("{:012}", index * RECORDS_PER_SHARD);
         let receipt = write_shard(
             store.as_ref(),
             chunk.iter().cloned(),

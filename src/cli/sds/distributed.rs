@@ -3,24 +3,28 @@
 //!
 //! A worker writes one shard pair and prints its receipt (one line of compact JSON) on stdout;
 //! the coordinator collects receipts (files holding one receipt per line, or `-` for stdin) and
-//! commits them. Both are create-only and content addressed, so either can be killed at any
-//! point (`kill -9` included) and simply re-run: a re-run writes the same bytes to the same
-//! paths, finds what is already there identical, and completes; `root.json` is written last, so
-//! a reader never sees a root pointing at a missing object.
+//! commits them. Receipts are the library's `PublishedShard` fields, so receipts written by the
+//! library's Python driver (`json.dumps(dataclasses.asdict(shard))`, one a line) are accepted
+//! too. Both steps are create-only at paths derived from work ids and attempts, so either can
+//! be killed at any point (`kill -9` included) and simply re-run: a re-run writes the same
+//! bytes to the same paths, finds what is already there identical, and completes; `root.json`
+//! is written last, so a reader never sees a root pointing at a missing object.
 //!
 //! Inputs of `write-shard` are a [`ShardInput`]: a range of records of an existing dataset
 //! (`--from-dataset SRC --range A:B`), re-encoded, or the same importer inputs as `sds create`
 //! (`--from-dir`, `--from-sigmf`, `--from-npy`, `--from-raw`; [`RecordInputs`]), all of whose
 //! records go into the worker's one shard pair, in `sds create`'s order. Both yield records in
-//! a deterministic order, since determinism is what makes a repeated attempt converge on the
-//! same content address.
+//! a deterministic order, since determinism is what makes a repeated attempt write the same
+//! bytes under its name.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::inputs::{RecordInputs, NO_INPUTS};
+use crate::arrayrecord::WriterOptions;
 use crate::cli::location::{self, open_dataset};
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
+use crate::format::json::{self, JsonLimits, Object};
 use crate::format::record::Record;
 use crate::import::write_sources_shard;
 use crate::storage::ObjectStore;
@@ -104,16 +108,32 @@ fn dataset_records(source: &str, start: u64, stop: u64) -> Result<Vec<Record>, S
         .collect()
 }
 
+/// Shard options with the ArrayRecord writer options `text` (`--writer-options`).
+pub fn shard_options(text: &str) -> Result<ShardOptions, String> {
+    let writer_options =
+        WriterOptions::parse(text).map_err(|e| format!("--writer-options {text:?}: {e}"))?;
+    Ok(ShardOptions {
+        writer_options,
+        ..ShardOptions::default()
+    })
+}
+
+/// `--metadata JSON`: a JSON object (the strict JSON rules of control documents).
+pub fn parse_metadata(text: &str) -> Result<Object, String> {
+    json::parse_object(text.as_bytes(), &JsonLimits::CONTROL)
+        .map_err(|e| format!("--metadata: {e}"))
+}
+
 /// Runs `sds write-shard`: returns the receipt line (also written to `receipt_out`).
 pub fn write(
     root: &str,
     work_id: &str,
     attempt: u64,
     input: &ShardInput,
+    options: &ShardOptions,
     receipt_out: Option<&Path>,
 ) -> Result<String, String> {
     let failed = |e: &dyn std::fmt::Display| format!("work {work_id}: cannot write its shard: {e}");
-    let options = ShardOptions::default();
     let receipt = match input {
         ShardInput::Dataset {
             source,
@@ -122,7 +142,7 @@ pub fn write(
         } => {
             let records = dataset_records(source, *start, *stop)?;
             let store = writable_root(root)?;
-            write_shard(store.as_ref(), records, work_id, attempt, &options)
+            write_shard(store.as_ref(), records, work_id, attempt, options)
                 .map_err(|e| failed(&e))?
         }
         ShardInput::Import(inputs) => {
@@ -132,7 +152,7 @@ pub fn write(
                 return Err(format!("work {work_id}: the inputs hold no record"));
             }
             let store = writable_root(root)?;
-            write_sources_shard(store.as_ref(), &sources, work_id, attempt, &options, &())
+            write_sources_shard(store.as_ref(), &sources, work_id, attempt, options, &())
                 .map_err(|e| failed(&e))?
         }
     };

@@ -3,8 +3,8 @@
 //!
 //! The selection is the `--indices` ordinals in the order given, then the records of every
 //! `--scene` (found from the metadata rows, never a data shard) in ordinal order, each ordinal
-//! kept once. By default it is published as a lightweight view sharing the source's shards
-//! (hard links between local directories); `--materialize` re-encodes into new shards. The
+//! kept once. By default it is published as a reference view pointing at the source's shards
+//! by absolute location (nothing copied); `--materialize` re-encodes into new shards. The
 //! library side is [`crate::dataset::view`].
 
 use std::collections::BTreeSet;
@@ -21,6 +21,8 @@ pub struct Selection {
     pub scenes: Vec<String>,
     pub materialize: bool,
     pub records_per_shard: usize,
+    /// How materialized shards are written.
+    pub shard: ShardOptions,
 }
 
 /// The ordinals a selection names in `dataset`.
@@ -67,7 +69,7 @@ pub fn run(
             store.as_ref(),
             options,
             selection.records_per_shard,
-            &ShardOptions::default(),
+            &selection.shard,
         )
         .map_err(describe)?;
         Ok(format!(
@@ -77,11 +79,9 @@ pub fn run(
     } else {
         let summary = select_view(&dataset, &chosen, store.as_ref(), options).map_err(describe)?;
         Ok(format!(
-            "published a view of {} records of {source} in {dest}: {} shard entries, {} shard objects linked or copied ({} already present), {} manifest pages\n",
+            "published a reference view of {} records of {source} in {dest}: {} shard entries, {} manifest pages\n",
             summary.publication.record_count,
             summary.publication.shard_count,
-            summary.objects_created,
-            summary.objects_present,
             summary.publication.manifest_pages
         ))
     }

@@ -1,9 +1,12 @@
 //! Identifiers and the paths derived from them (sections 4 and 6).
 //!
-//! Every path a writer creates is a pure function of ids and content hashes, so that a repeated
+//! Every path a writer creates is a pure function of ids (work ids and attempts for shards,
+//! snapshot ids for pages and snapshots, as the library derives them), so that a repeated
 //! publication converges on the same objects. The functions that build paths validate their
-//! inputs (portable ids, SHA-256 digests) and return [`RelPath`]s: a path built from unchecked
-//! text could otherwise escape the dataset root or name a different object than intended.
+//! results and return [`RelPath`]s: a path built from unchecked text could otherwise escape the
+//! dataset root or name a different object than intended. Dataset and snapshot ids are any
+//! nonempty string (the library's rule); annotation set names and publication ids stay
+//! portable identifiers.
 
 use sha2::{Digest, Sha256};
 
@@ -32,8 +35,7 @@ pub fn is_portable_id(id: &str) -> bool {
     id.len() <= MAX_PORTABLE_ID_LEN && has_portable_chars(id)
 }
 
-/// The portable-id character rule without the length bound (page ids add a suffix to a
-/// snapshot id and may be longer than 128 bytes).
+/// The portable-id character rule without the length bound.
 fn has_portable_chars(id: &str) -> bool {
     let mut bytes = id.bytes();
     match bytes.next() {
@@ -85,40 +87,64 @@ pub fn page_id(snapshot_id: &str, index: u64) -> String {
     format!("{snapshot_id}-{index:08}")
 }
 
+/// A snapshot id must be a nonempty string; it is used in paths as given, so it may hold `/`
+/// (more segments) but nothing a relative path refuses.
+fn snapshot_id_path(snapshot_id: &str, path: String) -> Result<RelPath, IdError> {
+    if snapshot_id.is_empty() {
+        return Err(IdError::Path(PathError {
+            path,
+            rule: "snapshot_id is empty",
+        }));
+    }
+    Ok(RelPath::new(path)?)
+}
+
 /// `snapshots/<snapshot-id>/snapshot.json`.
 pub fn snapshot_path(snapshot_id: &str) -> Result<RelPath, IdError> {
-    let id = portable("snapshot_id", snapshot_id)?;
-    Ok(RelPath::new(format!("snapshots/{id}/snapshot.json"))?)
+    snapshot_id_path(
+        snapshot_id,
+        format!("snapshots/{snapshot_id}/snapshot.json"),
+    )
 }
 
-/// `manifests/<first two hex of sha256(page id)>/<page-id>.json`.
-pub fn manifest_path(page_id: &str) -> Result<RelPath, IdError> {
-    if !has_portable_chars(page_id) {
-        return Err(IdError::NotPortable {
-            what: "page_id",
-            value: page_id.to_string(),
-        });
-    }
-    let hash = sha256_hex(page_id.as_bytes());
-    Ok(RelPath::new(format!(
-        "manifests/{}/{page_id}.json",
-        fan_out(&hash)
-    ))?)
+/// `manifests/<first two hex of sha256(page id)>/<page-id>.json`, page `index` of a
+/// publication (`publish`).
+pub fn manifest_path(snapshot_id: &str, index: u64) -> Result<RelPath, IdError> {
+    let id = page_id(snapshot_id, index);
+    let hash = sha256_hex(id.as_bytes());
+    snapshot_id_path(
+        snapshot_id,
+        format!("manifests/{}/{id}.json", fan_out(&hash)),
+    )
 }
 
-/// `objects/data/<h:2>/<h>.arrayrecord` for the data shard whose bytes hash to `sha256_hex`.
-pub fn data_shard_path(sha256_hex: &str) -> Result<RelPath, IdError> {
-    shard_path("data", sha256_hex)
+/// `manifests/<first two characters of the snapshot id>/<page-id>.json`, page `index` of a
+/// reference view (the library's `publish_reference` fans out by the id itself, not a hash).
+pub fn reference_manifest_path(snapshot_id: &str, index: u64) -> Result<RelPath, IdError> {
+    let prefix: String = snapshot_id.chars().take(2).collect();
+    let id = page_id(snapshot_id, index);
+    snapshot_id_path(snapshot_id, format!("manifests/{prefix}/{id}.json"))
 }
 
-/// `objects/metadata/<m:2>/<m>.arrayrecord` for the metadata shard whose bytes hash to
-/// `sha256_hex`.
-pub fn metadata_shard_path(sha256_hex: &str) -> Result<RelPath, IdError> {
-    shard_path("metadata", sha256_hex)
+/// The name both files of a shard pair share: lowercase SHA-256 hex of `"<work_id>:<attempt>"`.
+/// Derived from the producer's work, not from content, so a re-run of the same attempt finds
+/// its own objects.
+pub fn shard_id(work_id: &str, attempt: u64) -> String {
+    sha256_hex(format!("{work_id}:{attempt}").as_bytes())
+}
+
+/// `objects/data/<h:2>/<h>.arrayrecord` for the shard pair named `shard_id` ([`shard_id`]).
+pub fn data_shard_path(shard_id: &str) -> Result<RelPath, IdError> {
+    shard_path("data", shard_id)
+}
+
+/// `objects/metadata/<h:2>/<h>.arrayrecord` for the shard pair named `shard_id`.
+pub fn metadata_shard_path(shard_id: &str) -> Result<RelPath, IdError> {
+    shard_path("metadata", shard_id)
 }
 
 fn shard_path(kind: &str, hex: &str) -> Result<RelPath, IdError> {
-    let hex = digest("shard digest", hex)?;
+    let hex = digest("shard id", hex)?;
     Ok(RelPath::new(format!(
         "objects/{kind}/{}/{hex}.arrayrecord",
         fan_out(hex)
@@ -250,8 +276,13 @@ mod tests {
 
     #[test]
     fn derivations_refuse_bad_inputs() {
-        assert!(snapshot_path("../x").is_err());
-        assert!(manifest_path("a/b-00000000").is_err());
+        assert!(snapshot_path("..").is_err());
+        assert!(snapshot_path("").is_err());
+        assert!(snapshot_path("a#b").is_err());
+        assert_eq!(
+            snapshot_path("my dataset/ü ✓").unwrap().as_str(),
+            "snapshots/my dataset/ü ✓/snapshot.json"
+        );
         assert!(data_shard_path("ABCD").is_err());
         assert!(data_shard_path(&"A".repeat(64)).is_err());
         assert!(set_root_path("ok", "bad/id").is_err());

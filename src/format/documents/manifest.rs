@@ -1,15 +1,15 @@
-//! Manifest pages, `manifests/<xx>/<page-id>.json`, and their shard entries (section 4).
+//! Manifest pages, `manifests/<xx>/<page-id>.json`, and their shard entries (docs/FORMAT.md).
 //!
-//! A page can only be fully checked against the snapshot's reference to it (the page repeats
-//! the reference's range and totals, so that a page read on its own is still self-describing),
-//! hence [`ManifestPage::validate_against`] takes that reference, the snapshot id and the page's
-//! index. Errors from it are attributed to the page's canonical path, which is what a user
-//! would look for on storage.
+//! Page keys: exactly `first_ordinal, format, layout_version, record_count, shards` when
+//! written; entry keys `data, first_ordinal, metadata, record_count` and, for views,
+//! `record_indices`. Unknown keys are ignored on read. A page is checked against the snapshot's
+//! reference to it ([`ManifestPage::validate_against`]), as the library does: same
+//! `first_ordinal`, `record_count` and shard count, `stored_bytes` equal to the sum of the
+//! entries' data and metadata sizes, and entries tiling the page's range.
 
-use super::ids::{manifest_path, page_id};
-use super::reference::{read_reference, Keys, Reference};
+use super::reference::{read_object_ref, ObjectRef};
 use super::{
-    as_count, as_object, check_sum, check_tiling, checked_sum, object, parse_json, req_items,
+    as_count, as_object, check_tiling, checked_sum, object, parse_json, req_items,
     require_identifier, require_layout, DocumentError, ManifestRef, Rule, RuleResult,
     FORMAT_MANIFEST, LAYOUT_VERSION,
 };
@@ -18,42 +18,37 @@ use crate::format::json::{object_to_pretty, JsonLimits, Object, ObjectExt, Value
 /// One aligned pair of data and metadata shards, covering a contiguous ordinal range.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ShardEntry {
-    pub data: Reference,
+    pub data: ObjectRef,
     pub first_ordinal: u64,
-    pub metadata: Reference,
+    pub metadata: ObjectRef,
     pub record_count: u64,
     /// When present, logical record `k` of the entry is physical record `record_indices[k]`
-    /// of both shards (lightweight views).
+    /// of both shards (views).
     pub record_indices: Option<Vec<u64>>,
-    /// `data.stored_bytes + metadata.stored_bytes`.
-    pub stored_bytes: u64,
 }
 
 impl ShardEntry {
-    /// An entry as a writer creates it: no `record_indices`, `stored_bytes` computed.
+    /// An entry as a writer creates it: no `record_indices`.
     pub fn new(
         first_ordinal: u64,
-        data: Reference,
-        metadata: Reference,
+        data: ObjectRef,
+        metadata: ObjectRef,
         record_count: u64,
-    ) -> Result<ShardEntry, DocumentError> {
-        let stored_bytes = data
-            .stored_bytes
-            .checked_add(metadata.stored_bytes)
-            .ok_or_else(|| {
-                DocumentError::rule(
-                    ManifestPage::DOCUMENT,
-                    "shard stored_bytes overflow 64 bits",
-                )
-            })?;
-        Ok(ShardEntry {
+    ) -> ShardEntry {
+        ShardEntry {
             data,
             first_ordinal,
             metadata,
             record_count,
             record_indices: None,
-            stored_bytes,
-        })
+        }
+    }
+
+    /// `data.stored_bytes + metadata.stored_bytes`, `None` on overflow.
+    pub fn stored_bytes(&self) -> Option<u64> {
+        self.data
+            .stored_bytes
+            .checked_add(self.metadata.stored_bytes)
     }
 
     /// The physical index (in both shards) of the entry's logical record `k`, `None` when `k`
@@ -70,14 +65,15 @@ impl ShardEntry {
 
     fn from_value(value: &Value) -> RuleResult<ShardEntry> {
         let entry = as_object(value, "a shard entry")?;
-        Ok(ShardEntry {
-            data: read_reference(entry, "data", Keys::IgnoreUnknown)?,
+        let parsed = ShardEntry {
+            data: read_object_ref(entry, "data")?,
             first_ordinal: entry.req_u64("first_ordinal")?,
-            metadata: read_reference(entry, "metadata", Keys::IgnoreUnknown)?,
+            metadata: read_object_ref(entry, "metadata")?,
             record_count: entry.req_u64("record_count")?,
             record_indices: read_record_indices(entry)?,
-            stored_bytes: entry.req_u64("stored_bytes")?,
-        })
+        };
+        parsed.check()?;
+        Ok(parsed)
     }
 
     fn to_value(&self) -> Value {
@@ -86,7 +82,6 @@ impl ShardEntry {
             ("first_ordinal", self.first_ordinal.into()),
             ("metadata", self.metadata.to_value()),
             ("record_count", self.record_count.into()),
-            ("stored_bytes", self.stored_bytes.into()),
         ]);
         if let Some(indices) = &self.record_indices {
             let items = indices.iter().map(|&i| Value::from(i)).collect();
@@ -95,20 +90,8 @@ impl ShardEntry {
         Value::Object(entry)
     }
 
-    /// The entry-local rules: its size is the sum of its shards', and `record_indices` (when
-    /// present) has one index per record.
+    /// `record_indices` (when present) has one index per record.
     fn check(&self) -> RuleResult<()> {
-        let parts = self
-            .data
-            .stored_bytes
-            .checked_add(self.metadata.stored_bytes)
-            .ok_or_else(|| Rule::new("data + metadata stored_bytes overflow 64 bits"))?;
-        check_sum(
-            self.stored_bytes,
-            parts,
-            "stored_bytes",
-            "data and metadata",
-        )?;
         if let Some(indices) = &self.record_indices {
             if indices.len() as u64 != self.record_count {
                 return Err(Rule::new(format!(
@@ -134,45 +117,34 @@ fn read_record_indices(entry: &Object) -> RuleResult<Option<Vec<u64>>> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ManifestPage {
     pub first_ordinal: u64,
-    pub page_id: String,
     pub record_count: u64,
     pub shards: Vec<ShardEntry>,
-    pub snapshot_id: String,
-    /// The sum of the shard entries' `stored_bytes`.
-    pub stored_bytes: u64,
 }
 
 impl ManifestPage {
     /// The name errors use when the caller did not supply one.
     pub const DOCUMENT: &'static str = "manifest page";
 
-    /// Page `page_index` of snapshot `snapshot_id` as a writer creates it, covering `shards`
-    /// (which must tile a range starting at `first_ordinal`); totals computed, then checked.
+    /// A page as a writer creates it, covering `shards` (which must tile a range starting at
+    /// `first_ordinal`); `record_count` computed, then the page checked.
     pub fn from_shards(
-        snapshot_id: &str,
-        page_index: u64,
         first_ordinal: u64,
         shards: Vec<ShardEntry>,
     ) -> Result<ManifestPage, DocumentError> {
-        let id = page_id(snapshot_id, page_index);
-        let in_doc = |r: Rule| r.in_document(&Self::document_for(&id));
+        let in_doc = |r: Rule| r.in_document(Self::DOCUMENT);
         let record_count =
             checked_sum(shards.iter().map(|s| s.record_count), "record_count").map_err(in_doc)?;
-        let stored_bytes =
-            checked_sum(shards.iter().map(|s| s.stored_bytes), "stored_bytes").map_err(in_doc)?;
         let page = ManifestPage {
             first_ordinal,
-            page_id: id.clone(),
             record_count,
             shards,
-            snapshot_id: snapshot_id.to_string(),
-            stored_bytes,
         };
         page.check_own().map_err(in_doc)?;
+        page.checked_shard_bytes().map_err(in_doc)?;
         Ok(page)
     }
 
-    /// Parses and shape-checks a manifest page.
+    /// Parses and shape-checks a manifest page; its entries must tile its range.
     pub fn parse(bytes: &[u8], limits: &JsonLimits) -> Result<ManifestPage, DocumentError> {
         let doc = parse_json(bytes, limits, Self::DOCUMENT)?;
         Self::from_object(&doc).map_err(|r| r.in_document(Self::DOCUMENT))
@@ -181,14 +153,13 @@ impl ManifestPage {
     fn from_object(doc: &Object) -> RuleResult<ManifestPage> {
         require_identifier(doc, "format", FORMAT_MANIFEST, "format")?;
         require_layout(doc)?;
-        Ok(ManifestPage {
+        let page = ManifestPage {
             first_ordinal: doc.req_u64("first_ordinal")?,
-            page_id: doc.req_str("page_id")?.to_string(),
             record_count: doc.req_u64("record_count")?,
             shards: req_items(doc, "shards", ShardEntry::from_value)?,
-            snapshot_id: doc.req_str("snapshot_id")?.to_string(),
-            stored_bytes: doc.req_u64("stored_bytes")?,
-        })
+        };
+        page.check_own()?;
+        Ok(page)
     }
 
     /// The end (exclusive) of the covered ordinal range, `None` on overflow.
@@ -196,52 +167,44 @@ impl ManifestPage {
         self.first_ordinal.checked_add(self.record_count)
     }
 
-    /// Checks the page against the snapshot's reference to it: it is page `page_index` of
-    /// snapshot `snapshot_id` (ids equal), it repeats the reference's range and totals, its
-    /// shard entries tile its range, and every size is the sum of its parts.
-    pub fn validate_against(
-        &self,
-        reference: &ManifestRef,
-        snapshot_id: &str,
-        page_index: u64,
-    ) -> Result<(), DocumentError> {
-        let expected_id = page_id(snapshot_id, page_index);
-        self.check_identity(snapshot_id, &expected_id)
-            .and_then(|()| self.check_reference(reference))
-            .and_then(|()| self.check_own())
-            .map_err(|r| r.in_document(&Self::document_for(&expected_id)))
+    /// The sum of the entries' data and metadata sizes (saturating; see
+    /// [`ManifestPage::validate_against`] for the checked form).
+    pub fn shard_bytes(&self) -> u64 {
+        self.checked_shard_bytes().unwrap_or(u64::MAX)
     }
 
-    /// The canonical path of page `page_id`, or the generic name when the id cannot be one.
-    fn document_for(page_id: &str) -> String {
-        manifest_path(page_id).map_or_else(|_| Self::DOCUMENT.to_string(), |p| p.to_string())
+    fn checked_shard_bytes(&self) -> RuleResult<u64> {
+        let sizes = self
+            .shards
+            .iter()
+            .map(|s| {
+                s.stored_bytes()
+                    .ok_or_else(|| Rule::new("shard sizes overflow 64 bits"))
+            })
+            .collect::<RuleResult<Vec<u64>>>()?;
+        checked_sum(sizes, "shard stored_bytes")
     }
 
-    fn check_identity(&self, snapshot_id: &str, expected_id: &str) -> RuleResult<()> {
-        if self.snapshot_id != snapshot_id {
-            return Err(Rule::new(format!(
-                "snapshot_id {:?} is not the snapshot's {snapshot_id:?}",
-                self.snapshot_id
-            )));
-        }
-        if self.page_id != expected_id {
-            return Err(Rule::new(format!(
-                "page_id {:?} is not the expected {expected_id:?}",
-                self.page_id
-            )));
-        }
-        Ok(())
+    /// Checks the page against the snapshot's reference to it: same range, same shard count,
+    /// and the reference's `stored_bytes` equal to the sum of the entries' sizes.
+    pub fn validate_against(&self, reference: &ManifestRef) -> Result<(), DocumentError> {
+        self.check_reference(reference)
+            .map_err(|r| r.in_document(reference.object.path.as_str()))
     }
 
     fn check_reference(&self, reference: &ManifestRef) -> RuleResult<()> {
         let pairs = [
             ("first_ordinal", self.first_ordinal, reference.first_ordinal),
             ("record_count", self.record_count, reference.record_count),
-            ("stored_bytes", self.stored_bytes, reference.stored_bytes),
             (
                 "shard count",
                 self.shards.len() as u64,
                 reference.shard_count,
+            ),
+            (
+                "the sum of its shards' stored_bytes",
+                self.checked_shard_bytes()?,
+                reference.stored_bytes,
             ),
         ];
         for (key, page, snapshot) in pairs {
@@ -254,7 +217,7 @@ impl ManifestPage {
         Ok(())
     }
 
-    /// The rules a page satisfies on its own: entries tile the page range, sizes add up.
+    /// The rule a page satisfies on its own: entries tile the page range.
     fn check_own(&self) -> RuleResult<()> {
         let end = self
             .end_ordinal()
@@ -266,12 +229,7 @@ impl ManifestPage {
             self.first_ordinal,
             end,
             "shard entries",
-        )?;
-        for (i, shard) in self.shards.iter().enumerate() {
-            shard.check().map_err(|r| r.at(&format!("shards[{i}]")))?;
-        }
-        let bytes = checked_sum(self.shards.iter().map(|s| s.stored_bytes), "stored_bytes")?;
-        check_sum(self.stored_bytes, bytes, "stored_bytes", "shard entries")
+        )
     }
 
     /// The index of the shard entry covering `ordinal` (binary search; assumes a validated
@@ -292,14 +250,11 @@ impl ManifestPage {
             ("first_ordinal", self.first_ordinal.into()),
             ("format", FORMAT_MANIFEST.into()),
             ("layout_version", LAYOUT_VERSION.into()),
-            ("page_id", self.page_id.as_str().into()),
             ("record_count", self.record_count.into()),
             (
                 "shards",
                 Value::Array(self.shards.iter().map(ShardEntry::to_value).collect()),
             ),
-            ("snapshot_id", self.snapshot_id.as_str().into()),
-            ("stored_bytes", self.stored_bytes.into()),
         ]);
         object_to_pretty(&doc)
     }

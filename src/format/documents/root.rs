@@ -1,48 +1,52 @@
-//! `root.json`: the dataset root, naming the one published snapshot (sections 4 and 8).
+//! `root.json`: the dataset root, naming the one published snapshot (docs/FORMAT.md).
 //!
-//! Check order on read: `format` first (a document of another kind says nothing else useful),
-//! then `min_reader_version`, then everything else. The version comes before the layout and the
-//! other keys on purpose: a dataset written for a newer reader may differ in ways this reader
-//! cannot predict, and "needs reader 0.3" is the message that tells the user what to do.
+//! Keys written: `dataset_id, format, layout_version, metadata, min_reader_version,
+//! record_codec, shard_format, snapshot`, as the library writes them. On read `metadata` and
+//! `min_reader_version` are optional and unknown keys are ignored; there is no `snapshot_id`
+//! (the snapshot names itself). Check order, as the library's: `format`, `layout_version`, the
+//! codec objects, `min_reader_version`, then the remaining keys.
 
 use super::reference::{read_reference, Keys, Reference};
 use super::version::{check_min_reader, VersionRefusal};
 use super::{
-    check_portable, object, parse_json, require_identifier, require_layout, DocumentError, Rule,
-    RuleResult, Snapshot, FORMAT_DATASET, LAYOUT_VERSION,
+    object, parse_json, require_identifier, require_layout, DocumentError, Rule, RuleResult,
+    FORMAT_DATASET, LAYOUT_VERSION, RECORD_CODEC, SHARD_CONTAINER,
 };
 use crate::format::json::{object_to_pretty, JsonLimits, Object, ObjectExt, Value};
+
+/// The `min_reader_version` every writer of this project emits, as the library does: the
+/// oldest release that reads datasets without object generations.
+pub const WRITTEN_MIN_READER_VERSION: &str = "0.3.0";
 
 /// The parsed `root.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatasetRoot {
+    /// Any nonempty string.
     pub dataset_id: String,
-    /// The publication's metadata (the snapshot carries the same object).
+    /// The publication's metadata (`{}` when the key is absent).
     pub metadata: Object,
     /// The oldest reader release able to read the dataset, as written (already checked against
-    /// [`crate::READER_VERSION`] when parsed).
+    /// [`crate::READER_VERSION`] when parsed); `None` when absent or `null`.
     pub min_reader_version: Option<String>,
+    /// The snapshot; a dataset-relative path (the library joins it to the root).
     pub snapshot: Reference,
-    pub snapshot_id: String,
 }
 
 impl DatasetRoot {
     /// The name errors use when the caller did not supply one.
     pub const DOCUMENT: &'static str = "root.json";
 
-    /// A root as a writer creates it: no `min_reader_version`.
+    /// A root as a writer creates it: `min_reader_version` [`WRITTEN_MIN_READER_VERSION`].
     pub fn new(
         dataset_id: impl Into<String>,
-        snapshot_id: impl Into<String>,
         snapshot: Reference,
         metadata: Object,
     ) -> DatasetRoot {
         DatasetRoot {
             dataset_id: dataset_id.into(),
             metadata,
-            min_reader_version: None,
+            min_reader_version: Some(WRITTEN_MIN_READER_VERSION.to_string()),
             snapshot,
-            snapshot_id: snapshot_id.into(),
         }
     }
 
@@ -52,8 +56,8 @@ impl DatasetRoot {
         self
     }
 
-    /// Parses and shape-checks `root.json`, including the reader-version check of section 8
-    /// against [`crate::READER_VERSION`].
+    /// Parses and shape-checks `root.json`, including the reader-version check against
+    /// [`crate::READER_VERSION`].
     pub fn parse(bytes: &[u8], limits: &JsonLimits) -> Result<DatasetRoot, DocumentError> {
         Self::parse_for_reader(bytes, limits, crate::READER_VERSION)
     }
@@ -67,62 +71,41 @@ impl DatasetRoot {
         let doc = parse_json(bytes, limits, Self::DOCUMENT)?;
         let in_doc = |r: Rule| r.in_document(Self::DOCUMENT);
         require_identifier(&doc, "format", FORMAT_DATASET, "format").map_err(in_doc)?;
+        require_layout(&doc).map_err(in_doc)?;
+        check_codecs(&doc).map_err(in_doc)?;
         let min_reader_version = read_min_reader(&doc, reader)?;
         Self::from_object(&doc, min_reader_version).map_err(in_doc)
     }
 
     fn from_object(doc: &Object, min_reader_version: Option<String>) -> RuleResult<DatasetRoot> {
-        require_layout(doc)?;
+        let dataset_id = doc.req_str("dataset_id")?;
+        if dataset_id.is_empty() {
+            return Err(Rule::new("dataset_id must be a nonempty string"));
+        }
         Ok(DatasetRoot {
-            dataset_id: doc.req_str("dataset_id")?.to_string(),
-            metadata: doc.req_object("metadata")?.clone(),
+            dataset_id: dataset_id.to_string(),
+            metadata: doc.opt_object("metadata")?.cloned().unwrap_or_default(),
             min_reader_version,
             snapshot: read_reference(doc, "snapshot", Keys::IgnoreUnknown)?,
-            snapshot_id: doc.req_str("snapshot_id")?.to_string(),
         })
     }
 
-    /// Checks the root's own identifiers.
+    /// Kept for callers of the earlier API: every rule of the root is checked by `parse`.
     pub fn validate(&self) -> Result<(), DocumentError> {
-        self.check_ids().map_err(|r| r.in_document(Self::DOCUMENT))
-    }
-
-    fn check_ids(&self) -> RuleResult<()> {
-        check_portable("dataset_id", &self.dataset_id)?;
-        check_portable("snapshot_id", &self.snapshot_id)
-    }
-
-    /// Checks that `snapshot`, read through [`DatasetRoot::snapshot`], is the one this root
-    /// names: same `snapshot_id` and `dataset_id`.
-    ///
-    /// The reference's path is deliberately *not* required to be
-    /// `snapshots/<snapshot-id>/snapshot.json`: readers follow references (writers always use
-    /// that path), and the id checks already tie the snapshot to the root.
-    pub fn validate_snapshot(&self, snapshot: &Snapshot) -> Result<(), DocumentError> {
-        let refuse = |key: &str, root: &str, found: &str| {
-            Err(DocumentError::rule(
-                Self::DOCUMENT,
-                format!("{key} {root:?} does not match the snapshot's {key} {found:?}"),
-            ))
-        };
-        if snapshot.snapshot_id != self.snapshot_id {
-            return refuse("snapshot_id", &self.snapshot_id, &snapshot.snapshot_id);
-        }
-        if snapshot.dataset_id != self.dataset_id {
-            return refuse("dataset_id", &self.dataset_id, &snapshot.dataset_id);
-        }
         Ok(())
     }
 
     /// The exact bytes a writer publishes.
     pub fn to_json(&self) -> String {
+        let codec = |name: &str| Value::Object(object([("name", name.into())]));
         let mut doc = object([
             ("dataset_id", self.dataset_id.as_str().into()),
             ("format", FORMAT_DATASET.into()),
             ("layout_version", LAYOUT_VERSION.into()),
             ("metadata", Value::Object(self.metadata.clone())),
+            ("record_codec", codec(RECORD_CODEC)),
+            ("shard_format", codec(SHARD_CONTAINER)),
             ("snapshot", self.snapshot.to_value()),
-            ("snapshot_id", self.snapshot_id.as_str().into()),
         ]);
         if let Some(version) = &self.min_reader_version {
             doc.insert("min_reader_version".into(), version.as_str().into());
@@ -131,11 +114,43 @@ impl DatasetRoot {
     }
 }
 
+/// `record_codec` and `shard_format` must equal `{"name": "safetensors"}` and
+/// `{"name": "array_record"}` exactly (the library compares the whole objects). A root with a
+/// `snapshot_id` and no `record_codec` is the dialect early sdsfs pre-releases wrote; it gets
+/// a message saying so, since "unsupported record codec" alone would not tell the user why.
+fn check_codecs(doc: &Object) -> RuleResult<()> {
+    if doc.get("record_codec").is_none() && doc.get("snapshot_id").is_some() {
+        return Err(Rule::new(
+            "unsupported record codec: the root has snapshot_id and no record_codec, the \
+             dialect of sdsfs pre-releases, which the signal-dataset library never wrote; \
+             publish the dataset again with this release",
+        ));
+    }
+    for (key, name) in [
+        ("record_codec", RECORD_CODEC),
+        ("shard_format", SHARD_CONTAINER),
+    ] {
+        let expected = Value::Object(object([("name", name.into())]));
+        if doc.get(key) != Some(&expected) {
+            let what = if key == "record_codec" {
+                "record codec"
+            } else {
+                "shard format"
+            };
+            return Err(Rule::new(format!(
+                "unsupported {what}: {key} must be {{\"name\": \"{name}\"}}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Reads and checks the optional `min_reader_version` (a string when present; `null` and
 /// numbers are refused because the value is a dotted release *string*).
 fn read_min_reader(doc: &Object, reader: &str) -> Result<Option<String>, DocumentError> {
-    let Some(value) = doc.get("min_reader_version") else {
-        return Ok(None);
+    let value = match doc.get("min_reader_version") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(value) => value,
     };
     let document = DatasetRoot::DOCUMENT;
     let Some(required) = value.as_str() else {
@@ -156,9 +171,7 @@ fn read_min_reader(doc: &Object, reader: &str) -> Result<Option<String>, Documen
         }),
         Err(VersionRefusal::Unparseable) => Err(DocumentError::rule(
             document,
-            format!(
-                "min_reader_version {required:?} is not a dotted release number (\\d+(\\.\\d+)*)"
-            ),
+            format!("min_reader_version {required:?} does not start with a release number"),
         )),
     }
 }

@@ -1,15 +1,19 @@
-//! `snapshots/<snapshot-id>/snapshot.json` and its manifest references (section 4).
+//! `snapshots/<snapshot-id>/snapshot.json` and its manifest references (docs/FORMAT.md).
 //!
 //! The snapshot is the index of a dataset: ordered manifest references, each covering a
-//! contiguous ordinal range, plus totals that must agree with the references. [`Snapshot::parse`]
-//! checks shape; [`Snapshot::validate`] checks the arithmetic, which is what lets a reader map an
-//! ordinal to a page by binary search without opening every page.
+//! contiguous ordinal range, plus totals that must agree with the references. Keys: exactly
+//! `format, layout_version, manifests, record_count, shard_count, snapshot_id, stored_bytes`
+//! when written; unknown keys ignored on read. [`Snapshot::parse`] checks shape;
+//! [`Snapshot::validate`] checks what the library checks (the references tile
+//! `[0, record_count)`, the sums of `shard_count` and `stored_bytes` equal the snapshot's),
+//! which is what lets a reader map an ordinal to a page by binary search without opening every
+//! page.
 
-use super::reference::{read_reference, Keys, Reference};
+use super::reference::{read_object_ref, ObjectRef};
 use super::{
-    as_object, check_portable, check_sum, check_tiling, checked_sum, object, parse_json, req_items,
+    as_object, check_sum, check_tiling, checked_sum, object, parse_json, req_items,
     require_identifier, require_layout, DocumentError, ManifestPage, Rule, RuleResult,
-    FORMAT_SNAPSHOT, LAYOUT_VERSION, RECORD_CODEC, SHARD_CONTAINER,
+    FORMAT_SNAPSHOT, LAYOUT_VERSION,
 };
 use crate::format::json::{object_to_pretty, JsonLimits, Object, ObjectExt, Value};
 
@@ -19,7 +23,7 @@ pub struct ManifestRef {
     /// The first snapshot ordinal the page covers.
     pub first_ordinal: u64,
     /// The page document itself (its size is the page's own byte size).
-    pub object: Reference,
+    pub object: ObjectRef,
     pub record_count: u64,
     pub shard_count: u64,
     /// The sum of the page's shard `stored_bytes` (not the page document's size).
@@ -28,13 +32,13 @@ pub struct ManifestRef {
 
 impl ManifestRef {
     /// The reference a writer records for `page`, published as `object`.
-    pub fn for_page(page: &ManifestPage, object: Reference) -> ManifestRef {
+    pub fn for_page(page: &ManifestPage, object: ObjectRef) -> ManifestRef {
         ManifestRef {
             first_ordinal: page.first_ordinal,
             object,
             record_count: page.record_count,
             shard_count: page.shards.len() as u64,
-            stored_bytes: page.stored_bytes,
+            stored_bytes: page.shard_bytes(),
         }
     }
 
@@ -47,7 +51,7 @@ impl ManifestRef {
         let entry = as_object(value, "a manifest reference")?;
         Ok(ManifestRef {
             first_ordinal: entry.req_u64("first_ordinal")?,
-            object: read_reference(entry, "object", Keys::IgnoreUnknown)?,
+            object: read_object_ref(entry, "object")?,
             record_count: entry.req_u64("record_count")?,
             shard_count: entry.req_u64("shard_count")?,
             stored_bytes: entry.req_u64("stored_bytes")?,
@@ -68,9 +72,7 @@ impl ManifestRef {
 /// The parsed snapshot document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
-    pub dataset_id: String,
     pub manifests: Vec<ManifestRef>,
-    pub metadata: Object,
     pub record_count: u64,
     pub shard_count: u64,
     pub snapshot_id: String,
@@ -83,9 +85,7 @@ impl Snapshot {
 
     /// A snapshot as a writer creates it: totals computed from `manifests`, then validated.
     pub fn from_manifests(
-        dataset_id: impl Into<String>,
         snapshot_id: impl Into<String>,
-        metadata: Object,
         manifests: Vec<ManifestRef>,
     ) -> Result<Snapshot, DocumentError> {
         let in_doc = |r: Rule| r.in_document(Self::DOCUMENT);
@@ -93,12 +93,10 @@ impl Snapshot {
             checked_sum(manifests.iter().map(f), what).map_err(in_doc)
         };
         let snapshot = Snapshot {
-            dataset_id: dataset_id.into(),
             record_count: sum(|m| m.record_count, "record_count")?,
             shard_count: sum(|m| m.shard_count, "shard_count")?,
             stored_bytes: sum(|m| m.stored_bytes, "stored_bytes")?,
             manifests,
-            metadata,
             snapshot_id: snapshot_id.into(),
         };
         snapshot.validate()?;
@@ -114,36 +112,28 @@ impl Snapshot {
     fn from_object(doc: &Object) -> RuleResult<Snapshot> {
         require_identifier(doc, "format", FORMAT_SNAPSHOT, "format")?;
         require_layout(doc)?;
-        require_identifier(doc, "record_codec", RECORD_CODEC, "record_codec")?;
-        require_identifier(doc, "shard_container", SHARD_CONTAINER, "shard_container")?;
+        let snapshot_id = doc.req_str("snapshot_id")?;
+        if snapshot_id.is_empty() {
+            return Err(Rule::new("snapshot_id must be a nonempty string"));
+        }
         Ok(Snapshot {
-            dataset_id: doc.req_str("dataset_id")?.to_string(),
             manifests: req_items(doc, "manifests", ManifestRef::from_value)?,
-            metadata: doc.req_object("metadata")?.clone(),
             record_count: doc.req_u64("record_count")?,
             shard_count: doc.req_u64("shard_count")?,
-            snapshot_id: doc.req_str("snapshot_id")?.to_string(),
+            snapshot_id: snapshot_id.to_string(),
             stored_bytes: doc.req_u64("stored_bytes")?,
         })
     }
 
-    /// Checks the section 4 rules that relate the snapshot's numbers: ids are portable, the
-    /// manifest references tile `[0, record_count)` in order, and the sums of `shard_count` and
+    /// Checks the rules that relate the snapshot's numbers, as the library does: the manifest
+    /// references tile `[0, record_count)` in order, and the sums of `shard_count` and
     /// `stored_bytes` over them equal the snapshot's (the `record_count` sum follows from the
-    /// tiling). A snapshot with no records has no manifests.
+    /// tiling). Pages of zero records are allowed (a publication of empty shards has them).
     pub fn validate(&self) -> Result<(), DocumentError> {
         self.check().map_err(|r| r.in_document(Self::DOCUMENT))
     }
 
     fn check(&self) -> RuleResult<()> {
-        check_portable("dataset_id", &self.dataset_id)?;
-        check_portable("snapshot_id", &self.snapshot_id)?;
-        if self.record_count == 0 && !self.manifests.is_empty() {
-            return Err(Rule::new(format!(
-                "record_count is 0 but the snapshot lists {} manifests",
-                self.manifests.len()
-            )));
-        }
         check_tiling(
             self.manifests
                 .iter()
@@ -178,17 +168,13 @@ impl Snapshot {
     /// The exact bytes a writer publishes.
     pub fn to_json(&self) -> String {
         let doc = object([
-            ("dataset_id", self.dataset_id.as_str().into()),
             ("format", FORMAT_SNAPSHOT.into()),
             ("layout_version", LAYOUT_VERSION.into()),
             (
                 "manifests",
                 Value::Array(self.manifests.iter().map(ManifestRef::to_value).collect()),
             ),
-            ("metadata", Value::Object(self.metadata.clone())),
-            ("record_codec", RECORD_CODEC.into()),
             ("record_count", self.record_count.into()),
-            ("shard_container", SHARD_CONTAINER.into()),
             ("shard_count", self.shard_count.into()),
             ("snapshot_id", self.snapshot_id.as_str().into()),
             ("stored_bytes", self.stored_bytes.into()),

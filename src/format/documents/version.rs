@@ -1,7 +1,11 @@
-//! Release numbers and the `min_reader_version` check of section 8.
+//! Release numbers and the `min_reader_version` check (docs/FORMAT.md, versions).
 //!
-//! A release number is `\d+(\.\d+)*` (ASCII digits only), compared component by component with
-//! missing components counting as 0, so `0.2.0` equals `0.2` and `0.10` is newer than `0.9`.
+//! Parsed as the library's `versions.parse` does: split at `.`, keep each component's leading
+//! digits, stop at the first component without any (`0.3.0rc1` is `0.3.0`, `0.3.x.1` is
+//! `0.3`); no digits at all is unreadable. Compared component by component with missing
+//! components counting as 0 (the library pads to three), so `0.2.0` equals `0.2` and `0.10`
+//! is newer than `0.9`. Only ASCII digits count (Python's `isdigit` also takes other scripts'
+//! digits; no release uses them).
 //! Components are kept as digit strings and compared by value without converting to an integer
 //! type, so an absurd component (`0.99999999999999999999999`) is ordered correctly instead of
 //! overflowing.
@@ -19,14 +23,19 @@ pub struct ReleaseVersion {
 }
 
 impl ReleaseVersion {
-    /// Parses `\d+(\.\d+)*`; anything else (empty, signs, spaces, `v0.2`, `0.2.`) is `None`.
+    /// Parses leniently as described in the module docs; `None` when the first component has
+    /// no leading digit (empty, `v0.2`, ` 0.2`, `.2`).
     pub fn parse(text: &str) -> Option<ReleaseVersion> {
         let mut components = Vec::new();
         for part in text.split('.') {
-            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
+            let digits = part.len() - part.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits == 0 {
+                break;
             }
-            components.push(part.trim_start_matches('0').to_string());
+            components.push(part[..digits].trim_start_matches('0').to_string());
+        }
+        if components.is_empty() {
+            return None;
         }
         Some(ReleaseVersion {
             text: text.to_string(),
@@ -117,17 +126,27 @@ mod tests {
     }
 
     #[test]
-    fn parses_only_dotted_digits() {
-        for bad in [
-            "", ".", "0.", ".2", "0..2", "x.y", "v0.2", " 0.2", "0.2 ", "+1", "-1", "0,2", "٣",
-        ] {
+    fn parses_leading_digits_like_the_library() {
+        for bad in ["", ".", ".2", "x.y", "v0.2", " 0.2", "+1", "-1", "٣"] {
             assert!(ReleaseVersion::parse(bad).is_none(), "{bad:?}");
         }
+        assert_eq!(v("0.3.0rc1"), v("0.3.0"));
+        assert_eq!(v("0.3"), v("0.3.0"));
+        assert_eq!(v("0.3.0+local"), v("0.3.0"));
+        assert_eq!(v("0.4.x.9"), v("0.4"));
+        assert_eq!(v("0,2"), v("0"));
+        assert!(v("0.3.0.1") > v("0.3.0"));
         assert_eq!(v("0.2.0").as_str(), "0.2.0");
     }
 
     #[test]
     fn checks_against_the_reader() {
+        assert_eq!(check_min_reader("0.4.0", "0.4.0"), Ok(()));
+        assert_eq!(check_min_reader("0.3.0", "0.4.0"), Ok(()));
+        assert_eq!(
+            check_min_reader("0.4.1", "0.4.0"),
+            Err(VersionRefusal::Newer)
+        );
         assert_eq!(check_min_reader("0.2", "0.2"), Ok(()));
         assert_eq!(check_min_reader("0.1", "0.2"), Ok(()));
         assert_eq!(check_min_reader("0.2.0", "0.2"), Ok(()));

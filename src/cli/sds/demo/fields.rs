@@ -25,7 +25,8 @@ pub const BASEBAND_PULSES: &str =
 pub const NOISE: &str = "projections/radar_rx/components/noise";
 pub const NOISE_PULSES: &str =
     "projections/radar_rx/components/noise/coordinates/pulse_start_offset_s";
-/// Awkward on purpose: a `%` in a leaf name (the mount writes it `%25`), and a 0-d field.
+/// Awkward on purpose: a `%` in a leaf name (the mount writes it `%25`). One value, shape
+/// `[1]` with one axis (the library cannot represent a 0-d field, so none is written).
 pub const OCCUPANCY: &str = "projections/communications_rx/labels/occupancy_%";
 /// Awkward on purpose: a directory segment ending in `.raw` (the mount writes `rx0_iq%2Eraw`).
 pub const IQ_DIGEST: &str = "provenance/rx0_iq.raw/sha256";
@@ -293,7 +294,7 @@ pub fn pulse_starts(pulses_field: &str) -> Result<Field, RecordError> {
     .with_axes(vec![pulse_axis(pulses_field)]))
 }
 
-/// Percentage of raster cells some emitter occupies: one value, shape [1] (a 0-d field is not
+/// Percentage of raster cells some emitter occupies: one value, shape `[1]` (a 0-d field is not
 /// writable: the library cannot represent it).
 pub fn occupancy(emitters: &[Emitter]) -> Result<Field, RecordError> {
     let cells = raster(emitters);
@@ -301,6 +302,7 @@ pub fn occupancy(emitters: &[Emitter]) -> Result<Field, RecordError> {
     let percent = busy as f64 * 100.0 / cells.len() as f64;
     Ok(
         Field::new(DType::F64, vec![1], percent.to_le_bytes().to_vec())?
+            .with_axes(vec![Axis::new("value", 1)])
             .with_metadata(obj(vec![("unit", "percent".into())])),
     )
 }

@@ -1,0 +1,225 @@
+//! Resolving the paths references carry to a store and an object in it.
+//!
+//! A relative path names an object below the dataset root, in the dataset's own store (which
+//! confines it there). An absolute location (a reference view's pointer into another dataset)
+//! is opened through the storage layer's one way of opening a location
+//! ([`crate::storage::open_location`]), as a store of its own: for `s3://` / `gs://` the
+//! bucket's top level, the key the object path; for a local path (or `file://` URL) the
+//! object's directory, the file name the object path. Stores are opened once and kept.
+//!
+//! Following absolute references is a reach outside the dataset root by design (the library
+//! does it); an operator can turn it off with [`AbsoluteReferences::Refuse`], and then every
+//! such reference fails with an error naming it.
+//!
+//! Generations: a reference carrying one is read at exactly that generation on GCS; local and
+//! S3 stores have none, so such a reference is refused there, as the library refuses it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::error::DatasetError;
+use crate::format::path::{Location, ObjectPath, RelPath};
+use crate::storage::{local_path, open_location, CloudOptions, ObjectStore, StorageError};
+
+/// Opens the store of an absolute location.
+pub trait LocationOpener: Send + Sync + std::fmt::Debug {
+    fn open(&self, location: &str) -> Result<Arc<dyn ObjectStore>, StorageError>;
+}
+
+/// [`open_location`] with fixed object-store settings.
+#[derive(Debug, Clone, Default)]
+pub struct StorageOpener {
+    pub cloud: CloudOptions,
+}
+
+impl LocationOpener for StorageOpener {
+    fn open(&self, location: &str) -> Result<Arc<dyn ObjectStore>, StorageError> {
+        open_location(location, &self.cloud)
+    }
+}
+
+/// What a reader does with absolute references (reference views).
+#[derive(Debug, Clone)]
+pub enum AbsoluteReferences {
+    /// Follow them, opening stores with this opener.
+    Follow(Arc<dyn LocationOpener>),
+    /// Refuse every one with an error naming it.
+    Refuse,
+}
+
+impl Default for AbsoluteReferences {
+    fn default() -> Self {
+        AbsoluteReferences::Follow(Arc::new(StorageOpener {
+            cloud: CloudOptions::from_env(),
+        }))
+    }
+}
+
+/// An object a reference names: its store, its path there, whether it was absolute.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: RelPath,
+    pub absolute: bool,
+}
+
+impl Resolved {
+    /// The object's full location, for messages.
+    pub fn describe(&self) -> String {
+        self.store.describe(&self.path)
+    }
+}
+
+/// The dataset's store plus the stores absolute references opened.
+#[derive(Debug)]
+pub(crate) struct Objects {
+    root: Arc<dyn ObjectStore>,
+    policy: AbsoluteReferences,
+    stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+}
+
+impl Objects {
+    pub(crate) fn new(root: Arc<dyn ObjectStore>, policy: AbsoluteReferences) -> Objects {
+        Objects {
+            root,
+            policy,
+            stores: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn root(&self) -> &Arc<dyn ObjectStore> {
+        &self.root
+    }
+
+    /// The full location of `path`, for messages (no store is opened).
+    pub(crate) fn describe(&self, path: &ObjectPath) -> String {
+        match path {
+            ObjectPath::Relative(path) => self.root.describe(path),
+            ObjectPath::Absolute(location) => location.to_string(),
+        }
+    }
+
+    /// The store and object `path` names, with `generation` checked to be readable there.
+    pub(crate) fn resolve(
+        &self,
+        path: &ObjectPath,
+        generation: Option<u64>,
+    ) -> Result<Resolved, DatasetError> {
+        let resolved = match path {
+            ObjectPath::Relative(path) => Resolved {
+                store: self.root.clone(),
+                path: path.clone(),
+                absolute: false,
+            },
+            ObjectPath::Absolute(location) => self.resolve_absolute(location)?,
+        };
+        if generation.is_some() && !has_generations(resolved.store.as_ref()) {
+            return Err(DatasetError::corrupt(
+                resolved.describe(),
+                "the reference carries a generation, but only GCS objects have generations \
+                 (local and S3 stores do not): the reference cannot be honoured",
+            ));
+        }
+        Ok(resolved)
+    }
+
+    fn resolve_absolute(&self, location: &Location) -> Result<Resolved, DatasetError> {
+        let opener = match &self.policy {
+            AbsoluteReferences::Follow(opener) => opener,
+            AbsoluteReferences::Refuse => {
+                return Err(DatasetError::corrupt(
+                    location.as_str(),
+                    "absolute reference refused: following absolute references is turned off \
+                     (--no-absolute-references)",
+                ))
+            }
+        };
+        let bad = |why: String| DatasetError::corrupt(location.as_str(), why);
+        let (store_location, name) = split_location(location).map_err(bad)?;
+        let path = RelPath::new(name).map_err(|e| bad(e.to_string()))?;
+        let store = self.store(opener.as_ref(), &store_location)?;
+        Ok(Resolved {
+            store,
+            path,
+            absolute: true,
+        })
+    }
+
+    fn store(
+        &self,
+        opener: &dyn LocationOpener,
+        location: &str,
+    ) -> Result<Arc<dyn ObjectStore>, DatasetError> {
+        if let Some(store) = self.lock().get(location) {
+            return Ok(store.clone());
+        }
+        // Opened outside the lock: a local open touches the filesystem. Two threads opening
+        // the same location both succeed; the second insert replaces an equivalent store.
+        let store = opener.open(location)?;
+        self.lock().insert(location.to_string(), store.clone());
+        Ok(store)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<dyn ObjectStore>>> {
+        self.stores.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Local stores report mtime "generations" for their own compare-and-swap, but a persisted
+/// generation only ever meant a GCS object generation.
+fn has_generations(store: &dyn ObjectStore) -> bool {
+    store.as_local().is_none() && store.supports_generations()
+}
+
+/// Splits an absolute location into the location of the store to open and the object's
+/// path in it: `scheme://bucket` + key for object stores, directory + file name for local
+/// paths.
+fn split_location(location: &Location) -> Result<(String, String), String> {
+    let text = location.as_str();
+    if let Some((scheme, rest)) = text.split_once("://") {
+        if scheme != "file" {
+            let (bucket, key) = rest
+                .split_once('/')
+                .ok_or_else(|| "the location names a bucket, not an object".to_string())?;
+            return Ok((format!("{scheme}://{bucket}"), key.to_string()));
+        }
+    }
+    let path = local_path(text)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| "the location names no file".to_string())?
+        .to_string();
+    let dir = path
+        .parent()
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| "the location names no file".to_string())?;
+    Ok((dir, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(text: &str) -> Result<(String, String), String> {
+        split_location(&Location::new(text).unwrap())
+    }
+
+    #[test]
+    fn splits_locations_into_store_and_object() {
+        assert_eq!(
+            split("gs://b/p/objects/data/ab/x.arrayrecord").unwrap(),
+            ("gs://b".into(), "p/objects/data/ab/x.arrayrecord".into())
+        );
+        assert_eq!(
+            split("/d/objects/x.arrayrecord").unwrap(),
+            ("/d/objects".into(), "x.arrayrecord".into())
+        );
+        assert_eq!(
+            split("file:///d/a%20b.arrayrecord").unwrap(),
+            ("/d".into(), "a b.arrayrecord".into())
+        );
+        assert!(split("s3://bucket").is_err());
+        assert!(split("/").is_err());
+    }
+}
