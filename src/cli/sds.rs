@@ -71,9 +71,10 @@ pub enum Command {
         /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
         /// Print one JSON object with exactly the keys dataset_id, snapshot_id,
-        /// layout_version, record_count, shard_count, stored_bytes, manifest_pages and
+        /// layout_version, record_count, shard_count, stored_bytes, manifest_pages,
         /// first_record (null for an empty dataset, else {"fields": {NAME: {"dtype", "shape"}},
-        /// "id", "scene_id"}).
+        /// "id", "scene_id"}), first_record_problem (null, or why record 0's row is unreadable),
+        /// annotations and annotations_problem.
         #[arg(long)]
         json: bool,
     },

@@ -285,16 +285,6 @@ pub(crate) fn check_sum(declared: u64, parts: u64, key: &str, over: &str) -> Rul
     Ok(())
 }
 
-/// Requires `value` to be a portable identifier.
-pub(crate) fn check_portable(key: &str, value: &str) -> RuleResult<()> {
-    if !ids::is_portable_id(value) {
-        return Err(Rule::new(format!(
-            "{key} {value:?} is not a portable identifier ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
-        )));
-    }
-    Ok(())
-}
-
 /// Builds an [`Object`] from `(key, value)` pairs.
 pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Object {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()

@@ -29,9 +29,9 @@ SIZES = {
     # field MiB, scan records, scan samples, metadata records, scaling (small, large),
     # create records, create samples
     "quick": dict(large_mib=64, scan=1_000, scan_samples=16384, meta=10_000,
-                  scale=(1_000, 100_000), create=1_000, create_samples=2048),
+                  scale=(1_000, 100_000), create=1_000, create_samples=2048, lib=1_000),
     "full": dict(large_mib=256, scan=10_000, scan_samples=16384, meta=100_000,
-                 scale=(1_000, 1_000_000), create=10_000, create_samples=2048),
+                 scale=(1_000, 1_000_000), create=10_000, create_samples=2048, lib=10_000),
 }
 CLK = os.sysconf("SC_CLK_TCK")
 
@@ -113,6 +113,12 @@ def timed_in_mount(mount, cmd, capture=False):
     return wall, cpu + mount.cpu() - d0, out
 
 
+def library(root, mode, field=None):
+    """One timed pass of the `signal-dataset` library over ROOT (tests/python/bench_library.py)."""
+    args = [PY, f"{REPO}/tests/python/bench_library.py", "read", root, mode] + ([field] if field else [])
+    return json.loads(run(args)[2])
+
+
 def make(bins, *args):
     subprocess.run([os.path.join(bins, "make_bench_dataset"), *map(str, args)], check=True,
                    stdout=subprocess.DEVNULL)
@@ -165,9 +171,9 @@ def large_field(bins, work, size, repeat, res):
     z = {key: med([r[key] for r in zstd_runs]) for key in zstd_runs[0]}
     py, py_cpu = [], []
     for _ in range(repeat):
-        d = json.loads(run([PY, f"{REPO}/tests/python/bench_reference_reader.py", ds, "0", "iq"])[2])
+        d = library(ds, "getitem", "iq")
         if d["bytes"] != mib << 20:
-            raise RuntimeError(f"the reference reader returned {d['bytes']} bytes")
+            raise RuntimeError(f"the library's dataset[0] returned {d['bytes']} bytes")
         py.append(d["seconds"])
     res["large"] = dict(mib=mib, first=med(first), first_cpu=med(first_cpu), second=med(second),
                         second_cpu=med(second_cpu), local=med(local), local_cpu=med(local_cpu),
@@ -223,9 +229,9 @@ def scan(bins, work, size, repeat, res):
     z = json.loads(run([f"{bins}/bench_zstd", ds, "0", "200"])[2])
     py, py_cpu = [], []
     for _ in range(repeat):
-        d = json.loads(run([PY, f"{REPO}/tests/python/bench_scan_reference.py", ds, "iq"])[2])
+        d = library(ds, "iter", "iq")
         if d["records"] != n or d["bytes"] != n * samples * 8:
-            raise RuntimeError(f"the reference scan read {d}")
+            raise RuntimeError(f"the library's iter_records() read {d}")
         py.append(d["seconds"])
         py_cpu.append(d["cpu_seconds"])
     res["scan"] = dict(records=n, bytes=n * samples * 8, ours=med(ours), ours_cpu=med(ours_cpu),
@@ -372,7 +378,7 @@ def create(bins, work, size, repeat, res):
     identical = True
     for _ in range(repeat):
         out = f"{work}/create-py"
-        # sds fsyncs every object it creates (the Python writer does not): start each run with
+        # sds fsyncs every object it creates (the library does not): start each run with
         # no dirty pages of earlier workloads, or those fsyncs wait for unrelated writeback.
         os.sync()
         w, c, _ = run([PY, f"{REPO}/tests/python/create_bench.py", "write", out, src, str(per_shard)])
@@ -391,6 +397,50 @@ def create(bins, work, size, repeat, res):
         subprocess.run(["rm", "-rf", out, f"{work}/create-j1", f"{work}/create-j2"], check=True)
     subprocess.run(["rm", "-rf", src], check=True)
     res["create"] = dict(records=n, identical=identical, **{k: med(v) for k, v in times.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# 9: the library's readers and writer against the mount and sds, on the same dataset
+# ---------------------------------------------------------------------------------------------
+
+def against_library(bins, work, size, repeat, res):
+    ds, mnt, n, samples = f"{work}/lib", f"{work}/mnt", size["lib"], size["scan_samples"]
+    log(f"workload 9: the library's readers on {n:,} records of {samples} samples, and write_shard")
+    make(bins, "scan", ds, n, samples)
+    warm(shard_files(ds))
+    paths = [f"{mnt}/records/{pad(o, n)}/fields/iq.raw" for o in range(n)]
+    t = {k: [] for k in ("cat", "du", "find", "ls", "getitem", "iter", "getitems", "metadata",
+                         "write_lib", "write_sds")}
+    for _ in range(repeat):
+        with Mount(bins, ds, mnt, CACHE_MIB) as m:
+            t["du"].append(timed_in_mount(m, ["du", "-sb", f"{mnt}/records"])[0])
+            t["find"].append(timed_in_mount(m, ["find", f"{mnt}/records"])[0])
+        with Mount(bins, ds, mnt, CACHE_MIB) as m:
+            t["cat"].append(timed_in_mount(m, ["cat", *paths])[0])
+        t["ls"].append(run([f"{bins}/sds", "ls", ds])[0])
+        for mode in ("getitem", "iter", "getitems", "metadata"):
+            d = library(ds, mode, None if mode == "metadata" else "iq")
+            if d["records"] != n:
+                raise RuntimeError(f"the library's {mode} read {d}")
+            t[mode].append(d["seconds"])
+        per = min(n, 1000)
+        for side in ("lib", "sds"):
+            out = f"{work}/lib-write-{side}"
+            os.sync()
+            if side == "lib":
+                d = json.loads(run([PY, f"{REPO}/tests/python/bench_library.py", "write-shard", ds, out,
+                                    "0", str(per), "w"])[2])
+                t["write_lib"].append(d["seconds"])
+            else:
+                w, _, _ = run([f"{bins}/sds", "write-shard", out, "--work-id", "w", "--from-dataset", ds,
+                               "--range", f"0:{per}", "--receipt-out", f"{work}/receipt.json"])
+                t["write_sds"].append(w)
+        identical = subprocess.run(["diff", "-rq", f"{work}/lib-write-lib", f"{work}/lib-write-sds"],
+                                   stdout=subprocess.DEVNULL).returncode == 0
+        subprocess.run(["rm", "-rf", f"{work}/lib-write-lib", f"{work}/lib-write-sds"], check=True)
+    res["library"] = dict(records=n, written=min(n, 1000), identical=identical,
+                          **{k: med(v) for k, v in t.items()})
+    subprocess.run(["rm", "-rf", ds], check=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,7 +476,7 @@ def rows(res):
         info("1a''", f"cat {mib} MiB .raw, first read", secs(r["first"]),
              f"zstd into fresh memory {secs(r['zstd_fresh'])}", f"{fresh:.2f}x")
         row("1b", f"cat {mib} MiB .raw, first read", secs(r["first"]),
-            f"Python reference {secs(r['python'])}", f"{b:.2f}x", ">= 2x", b >= 2)
+            f"library dataset[0] {secs(r['python'])}", f"{b:.2f}x", ">= 2x", b >= 2)
         c = r["local"] / r["second"]
         row("2", "same file again (page cache)", secs(r["second"], r["second_cpu"]),
             f"local cat {secs(r['local'], r['local_cpu'])}", f"{c:.2f}x", ">= 0.9x", c >= 0.9)
@@ -435,11 +485,11 @@ def rows(res):
         x = r["python"] / r["ours"]
         xc = r["python_cpu"] / r["ours_cpu"]
         row("3", f"every iq.raw of {r['records']:,} records in order", secs(r["ours"], r["ours_cpu"]),
-            f"Python reference {secs(r['python'], r['python_cpu'])}", f"{x:.2f}x (cpu {xc:.2f}x)", ">= 2x", x >= 2)
+            f"library iter_records() {secs(r['python'], r['python_cpu'])}", f"{x:.2f}x (cpu {xc:.2f}x)", ">= 2x", x >= 2)
         info("3'", "the same scan again, same mount (kernel caches)", secs(r["again"]),
-             f"Python reference {secs(r['python'])}", f"{r['python'] / r['again']:.2f}x")
+             f"library iter_records() {secs(r['python'])}", f"{r['python'] / r['again']:.2f}x")
         info("3''", f"cat of the same {r['records']:,} files on local disk", secs(r["local"]),
-             f"Python reference {secs(r['python'])}", f"{r['python'] / r['local']:.2f}x")
+             f"library iter_records() {secs(r['python'])}", f"{r['python'] / r['local']:.2f}x")
         # The least CPU any mount can serve this scan with: every chunk decompressed (zstd
         # alone) plus what `cat` itself spends on the same files when they are local; spread
         # perfectly over every core, with no FUSE cost at all, it is the fastest possible scan.
@@ -447,14 +497,14 @@ def rows(res):
         best = floor_cpu / r["cores"]
         info("3 bound", f"fastest possible: (zstd of every chunk {secs(r['zstd_record'] * r['records'])}"
              f" + local cat cpu {secs(r['local_cpu'])}) / {r['cores']} cores", secs(best),
-             f"Python reference {secs(r['python'])}", f"{r['python'] / best:.2f}x")
+             f"library iter_records() {secs(r['python'])}", f"{r['python'] / best:.2f}x")
         # The same with what the kernel's FUSE path costs per file at the least: the CPU of the
         # scan again (3', cat + daemon: an OPEN per file, everything else cached) instead of
         # local cat's.
         fuse_best = (r["zstd_record"] * r["records"] + r["again_cpu"]) / r["cores"]
         info("3 bound'", f"fastest through FUSE: (zstd {secs(r['zstd_record'] * r['records'])}"
              f" + cpu of 3' {secs(r['again_cpu'])}) / {r['cores']} cores", secs(fuse_best),
-             f"Python reference {secs(r['python'])}", f"{r['python'] / fuse_best:.2f}x")
+             f"library iter_records() {secs(r['python'])}", f"{r['python'] / fuse_best:.2f}x")
     if "meta" in res:
         r = res["meta"]
         zero = sum(r["events"]) == 0
@@ -479,9 +529,29 @@ def rows(res):
         x = r["py"] / r["j1"]
         y = r["j1"] / r["j2"]
         row("6a", f"sds create {r['records']:,} records --jobs 1", secs(r["j1"], r["j1_cpu"]),
-            f"Python writer {secs(r['py'], r['py_cpu'])}", f"{x:.2f}x", ">= 1.5x", x >= 1.5)
+            f"library write_shard + publish {secs(r['py'], r['py_cpu'])}", f"{x:.2f}x", ">= 1.5x", x >= 1.5)
+        out.append(("6c", "sds create and the library: same files", "identical" if r["identical"] else "DIFFERENT",
+                    "-", "-", "byte-identical", "pass" if r["identical"] else "MISS"))
         row("6b", f"sds create {r['records']:,} records --jobs 2", secs(r["j2"], r["j2_cpu"]),
             f"--jobs 1 {secs(r['j1'])}", f"{y:.2f}x", ">= 1.7x", y >= 1.7)
+    if "library" in res:
+        r = res["library"]
+        n = r["records"]
+        for mode, what in (("getitem", "dataset[i] for every i"), ("iter", "iter_records()"),
+                           ("getitems", "__getitems__, batches of 256")):
+            info("9", f"cat every iq.raw of {n:,} records", secs(r["cat"]), f"library {what} {secs(r[mode])}",
+                 f"{r[mode] / r['cat']:.2f}x")
+        info("9", f"du -sb records/ ({n:,} records)", secs(r["du"]),
+             f"library iter_record_metadata() {secs(r['metadata'])}", f"{r['metadata'] / r['du']:.2f}x")
+        info("9", f"find records/ ({n:,} records)", secs(r["find"]),
+             f"library iter_record_metadata() {secs(r['metadata'])}", f"{r['metadata'] / r['find']:.2f}x")
+        info("9", f"sds ls (Rust rows, {n:,} records)", secs(r["ls"]),
+             f"library iter_record_metadata() {secs(r['metadata'])}", f"{r['metadata'] / r['ls']:.2f}x")
+        info("9", f"sds write-shard of {r['written']:,} records", secs(r["write_sds"]),
+             f"library write_shard {secs(r['write_lib'])}", f"{r['write_lib'] / r['write_sds']:.2f}x")
+        out.append(("9", "sds write-shard and the library: same files",
+                    "identical" if r["identical"] else "DIFFERENT", "-", "-", "byte-identical",
+                    "pass" if r["identical"] else "MISS"))
     for key, label in (("large", "1"), ("scan", "3")):
         if key in res:
             h = res[key]["hwm"]
@@ -520,7 +590,7 @@ def s3_rows(mode):
 
 def main(argv):
     bins, work, mode, repeat = argv[1], argv[2], argv[3], int(argv[4])
-    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8").split(","))
+    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8,9").split(","))
     size = SIZES[mode]
     res = {}
     started = time.time()
@@ -535,6 +605,8 @@ def main(argv):
     subprocess.run(["rm", "-rf", f"{work}/meta", f"{work}/large", f"{work}/iq.raw"], check=True)
     if "6" in wanted:
         create(bins, work, size, repeat, res)
+    if "9" in wanted:
+        against_library(bins, work, size, repeat, res)
     extra, s3_output = s3_rows(mode) if "8" in wanted else ([], "")
     uname = os.uname()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")

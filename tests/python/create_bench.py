@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Benchmark helper for scripts/bench-create (not a test).
+"""Benchmark helper for scripts/bench and scripts/bench-create (not a test).
 
   gen DIR N SAMPLES        write N records laid out like a mount copy (records/<n>/record.json,
                            fields/**.raw): complex64 IQ of SAMPLES samples plus box fields
-  write ROOT DIR PER_SHARD publish DIR's records with the reference packages (array_record +
-                           safetensors, via dataset_tool.py's encoder) in the profile's layout,
-                           PER_SHARD records per shard, ids bench/bench-v1, one manifest page
+  write ROOT DIR PER_SHARD publish DIR's records with the `signal-dataset` library, the way
+                           `sds create --records-per-shard PER_SHARD` does: shard k is work id
+                           `%012d` of its first position (attempt 0), ids bench/bench-v1
 
 Field names in `gen` need no path encoding, so `write` maps a name to fields/<name>.raw directly.
 """
@@ -14,9 +14,12 @@ import os
 import sys
 
 import numpy as np
+import signal_dataset as sds
 
-sys.path.insert(0, os.path.dirname(__file__))
-from dataset_tool import encode, pretty, put, write_arrayrecord  # noqa: E402
+
+def pretty(doc):
+    return (json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=2) + "\n").encode()
+
 
 FIELDS = ("rx/iq", "labels/boxes/extent", "labels/boxes/identity")
 
@@ -53,46 +56,33 @@ def gen(directory, count, samples):
             f.write(pretty(doc))
 
 
+def coordinate(value):
+    if value is None:
+        return None
+    return sds.Coordinate(values=value["values"], start=value["start"], step=value["step"],
+                          reference=value["reference"], unit=value["unit"], metadata=value["metadata"])
+
+
 def load(record_dir):
     with open(os.path.join(record_dir, "record.json"), "rb") as f:
         doc = json.load(f)
     fields = {}
     for name, field in doc["fields"].items():
         data = np.fromfile(os.path.join(record_dir, "fields", name + ".raw"), dtype=field["dtype"])
-        fields[name] = (data.reshape(field["shape"]), field["axes"], field["metadata"])
-    return {"id": doc["id"], "scene_id": doc["scene_id"], "metadata": doc["metadata"], "fields": fields}
+        axes = tuple(sds.Axis(a["name"], a["length"], a["role"], a["id"], coordinate(a["coordinate"]),
+                              a["metadata"]) for a in field["axes"])
+        fields[name] = sds.Field(data.reshape(field["shape"]), axes, field["metadata"])
+    return sds.Record(doc["id"], fields, doc["scene_id"], doc["metadata"])
 
 
 def write(root, directory, per_shard):
-    os.makedirs(root, exist_ok=True)
     records_dir = os.path.join(directory, "records")
     names = sorted(os.listdir(records_dir), key=int)
-    entries, first = [], 0
+    receipts = []
     for start in range(0, len(names), per_shard):
-        encoded = [encode(load(os.path.join(records_dir, n))) for n in names[start:start + per_shard]]
-        data = write_arrayrecord(root, "data", [e[0] for e in encoded])
-        meta = write_arrayrecord(root, "metadata", [e[1] for e in encoded])
-        entries.append({"data": data, "first_ordinal": first, "metadata": meta, "record_count": len(encoded),
-                        "stored_bytes": data["stored_bytes"] + meta["stored_bytes"]})
-        first += len(encoded)
-    import hashlib
-    dataset_id, snapshot_id = "bench", "bench-v1"
-    page_id = "%s-%08d" % (snapshot_id, 0)
-    stored = sum(s["stored_bytes"] for s in entries)
-    page = {"first_ordinal": 0, "format": "signal-dataset.manifest", "layout_version": "0.1", "page_id": page_id,
-            "record_count": first, "shards": entries, "snapshot_id": snapshot_id, "stored_bytes": stored}
-    xx = hashlib.sha256(page_id.encode("utf-8")).hexdigest()[:2]
-    ref = put(root, f"manifests/{xx}/{page_id}.json", pretty(page))
-    manifests = [{"first_ordinal": 0, "object": ref, "record_count": first, "shard_count": len(entries),
-                  "stored_bytes": stored}]
-    snapshot = {"dataset_id": dataset_id, "format": "signal-dataset.snapshot", "layout_version": "0.1",
-                "manifests": manifests, "metadata": {}, "record_codec": "safetensors", "record_count": first,
-                "shard_container": "array_record", "shard_count": len(entries), "snapshot_id": snapshot_id,
-                "stored_bytes": stored}
-    snapshot_ref = put(root, f"snapshots/{snapshot_id}/snapshot.json", pretty(snapshot))
-    put(root, "root.json", pretty({"dataset_id": dataset_id, "format": "signal-dataset.dataset",
-                                   "layout_version": "0.1", "metadata": {}, "snapshot": snapshot_ref,
-                                   "snapshot_id": snapshot_id}))
+        records = [load(os.path.join(records_dir, n)) for n in names[start:start + per_shard]]
+        receipts.append(sds.write_shard(records, root, work_id="%012d" % start))
+    sds.publish(root, receipts, dataset_id="bench", snapshot_id="bench-v1")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 //! `sds info DATASET [--json]`: what a dataset is, from its control documents and one metadata
 //! row (record 0), never a data shard.
 //!
-//! The JSON form is one object with exactly the keys `annotations`, `dataset_id`, `snapshot_id`,
-//! `layout_version`, `record_count`, `shard_count`, `stored_bytes`, `manifest_pages` and
-//! `first_record`. `annotations` lists the catalog's sets in name order, each
+//! The JSON form is one object with exactly the keys `annotations`, `annotations_problem`,
+//! `dataset_id`, `snapshot_id`, `layout_version`, `record_count`, `shard_count`, `stored_bytes`,
+//! `manifest_pages`, `first_record` and `first_record_problem`. `annotations` lists the catalog's sets in name order, each
 //! `{"name", "problem", "publication_id", "record_count", "row_counts"}`: `problem` is null for
 //! a sound set (else why it is hidden, the other keys then null), `row_counts` is the set root's
 //! `sds.row_counts` (`{"failed", "skipped", "success"}`) or null when the set was not tallied.
 //! Listing sets reads the catalog pointer, its revision and each set root, nothing more. `first_record` is `null` for an empty dataset, else
 //! `{"fields": {<name>: {"dtype": <NumPy name>, "shape": [<int>, ...]}}, "id", "scene_id"}`
-//! (`scene_id` may be `null`). It is written as pretty deterministic JSON (keys sorted, one
+//! (`scene_id` may be `null`). `annotations_problem` is `null`, or why the catalog pointer or its
+//! revision could not be read (`annotations` is then empty). When record 0's row cannot be read, `first_record` is `null` and
+//! `first_record_problem` says why (otherwise it is `null`): a damaged shard is `sds verify`'s to
+//! report, and the documents are still worth showing (the exit status stays 0). It is written as pretty deterministic JSON (keys sorted, one
 //! final newline), so scripts can rely on both the keys and the bytes.
 
 use crate::annotations::AnnotationStatus;
@@ -30,10 +33,14 @@ pub struct Info {
     pub shard_count: u64,
     pub stored_bytes: u64,
     pub manifest_pages: u64,
-    /// Metadata row of record 0; `None` for an empty dataset.
+    /// Metadata row of record 0; `None` for an empty dataset or an unreadable row.
     pub first_record: Option<RecordMeta>,
-    /// The catalog's annotation sets, in name order.
+    /// Why record 0's row could not be read.
+    pub first_record_problem: Option<String>,
+    /// The catalog's annotation sets, in name order (empty when the catalog is unreadable).
     pub annotations: Vec<SetInfo>,
+    /// Why the catalog pointer or its revision could not be read.
+    pub annotations_problem: Option<String>,
 }
 
 /// One annotation set as `sds info` reports it.
@@ -74,16 +81,22 @@ fn annotation_sets(dataset: &Dataset) -> Result<Vec<SetInfo>, String> {
 /// Gathers the report: the open dataset's documents plus, when there is one, record 0's row.
 pub fn gather(dataset: &Dataset) -> Result<Info, String> {
     let snapshot = dataset.snapshot();
-    let first_record = if dataset.is_empty() {
-        None
+    let annotations = annotation_sets(dataset);
+    let annotations_problem = annotations.as_ref().map(|_| ()).map_err(Clone::clone);
+    let annotations = annotations.ok();
+    let (first_record, first_record_problem) = if dataset.is_empty() {
+        (None, None)
     } else {
-        let row = dataset.record_meta(0).map_err(|e| {
-            location::one_line(&format!(
-                "cannot read the metadata row of record 0: {}",
-                location::describe(&e, dataset.store().as_ref())
-            ))
-        })?;
-        Some(row)
+        match dataset.record_meta(0) {
+            Ok(row) => (Some(row), None),
+            Err(e) => (
+                None,
+                Some(location::one_line(&format!(
+                    "cannot read the metadata row of record 0: {}",
+                    location::describe(&e, dataset.store().as_ref())
+                ))),
+            ),
+        }
     };
     Ok(Info {
         dataset_id: dataset.root().dataset_id.clone(),
@@ -94,7 +107,9 @@ pub fn gather(dataset: &Dataset) -> Result<Info, String> {
         stored_bytes: snapshot.stored_bytes,
         manifest_pages: snapshot.manifests.len() as u64,
         first_record,
-        annotations: annotation_sets(dataset)?,
+        first_record_problem,
+        annotations: annotations.unwrap_or_default(),
+        annotations_problem: annotations_problem.err(),
     })
 }
 
@@ -121,13 +136,17 @@ pub fn to_text(info: &Info) -> String {
         format!("{} ({})", info.stored_bytes, format_size(info.stored_bytes)),
     );
     line("manifest_pages", info.manifest_pages.to_string());
-    match &info.first_record {
-        None => line("first_record", "none (the dataset is empty)".into()),
-        Some(row) => {
+    match (&info.first_record, &info.first_record_problem) {
+        (_, Some(problem)) => line("first_record", format!("unreadable: {problem}")),
+        (None, None) => line("first_record", "none (the dataset is empty)".into()),
+        (Some(row), None) => {
             let scene = row.scene_id.as_deref().unwrap_or("none");
             line("first_record", format!("id {}, scene {scene}", row.id));
             out.push_str(&fields_table(row));
         }
+    }
+    if let Some(problem) = &info.annotations_problem {
+        out.push_str(&format!("{:<16}unreadable: {problem}\n", "annotations"));
     }
     if !info.annotations.is_empty() {
         out.push_str(&format!("annotations ({}):\n", info.annotations.len()));
@@ -190,8 +209,18 @@ pub fn to_json(info: &Info) -> String {
         .as_ref()
         .map_or(Value::Null, first_record_json);
     doc.insert("first_record".into(), first);
+    let problem = info
+        .first_record_problem
+        .as_deref()
+        .map_or(Value::Null, Value::from);
+    doc.insert("first_record_problem".into(), problem);
     let sets: Vec<Value> = info.annotations.iter().map(set_json).collect();
     doc.insert("annotations".into(), sets.into());
+    let problem = info
+        .annotations_problem
+        .as_deref()
+        .map_or(Value::Null, Value::from);
+    doc.insert("annotations_problem".into(), problem);
     object_to_pretty(&doc)
 }
 

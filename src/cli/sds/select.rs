@@ -1,17 +1,23 @@
 //! `sds select SOURCE DEST --indices SPEC [--scene ID ...] --dataset-id D --snapshot-id S
 //! [--materialize]`: a selection of records published as a new dataset.
 //!
-//! The selection is the `--indices` ordinals in the order given, then the records of every
-//! `--scene` (found from the metadata rows, never a data shard) in ordinal order, each ordinal
-//! kept once. By default it is published as a reference view pointing at the source's shards
+//! The selection is the `--indices` ordinals in the order given, repeats included (as the
+//! library's `Dataset.select` keeps them), then the records of every `--scene` (found from the
+//! metadata rows, never a data shard) in ordinal order that `--indices` did not already name. By default it is published as a reference view pointing at the source's shards
 //! by absolute location (nothing copied); `--materialize` re-encodes into new shards. The
 //! library side is [`crate::dataset::view`].
+//!
+//! Either way the source's annotation sets follow the selection, as the library's
+//! `DatasetView.publish` / `materialize` re-publish them: each sound set is published again on
+//! the new dataset under the same name and set metadata, row `k` being the source row of the
+//! `k`-th selected record (its `source_index` renumbered), with the library's default options.
 
 use std::collections::BTreeSet;
 
+use crate::annotations::{self, AnnotationOptions, AnnotationRecord};
 use crate::cli::location::{self, open_dataset};
 use crate::dataset::{
-    dedup_in_order, materialize, parse_indices, select_view, Dataset, PublishOptions, ShardOptions,
+    materialize, parse_indices, select_view, Dataset, PublishOptions, ShardOptions,
 };
 
 /// What to select and how to publish it.
@@ -33,6 +39,7 @@ pub fn ordinals(dataset: &Dataset, selection: &Selection) -> Result<Vec<u64>, St
     };
     if !selection.scenes.is_empty() {
         let scenes: BTreeSet<&str> = selection.scenes.iter().map(String::as_str).collect();
+        let named: BTreeSet<u64> = chosen.iter().copied().collect();
         for ordinal in 0..dataset.len() {
             let row = dataset.record_meta(ordinal).map_err(|e| {
                 format!(
@@ -40,12 +47,13 @@ pub fn ordinals(dataset: &Dataset, selection: &Selection) -> Result<Vec<u64>, St
                     location::describe(&e, dataset.store().as_ref())
                 )
             })?;
-            if row.scene_id.as_deref().is_some_and(|s| scenes.contains(s)) {
+            let in_scene = row.scene_id.as_deref().is_some_and(|s| scenes.contains(s));
+            if in_scene && !named.contains(&ordinal) {
                 chosen.push(ordinal);
             }
         }
     }
-    Ok(dedup_in_order(chosen))
+    Ok(chosen)
 }
 
 /// Runs `sds select`: returns the summary line.
@@ -62,7 +70,7 @@ pub fn run(
     let chosen = ordinals(&dataset, selection)?;
     let store = super::distributed::writable_root(dest)?;
     let describe = |e: crate::dataset::DatasetError| location::describe(&e, store.as_ref());
-    if selection.materialize {
+    let published = if selection.materialize {
         let summary = materialize(
             &dataset,
             &chosen,
@@ -72,17 +80,59 @@ pub fn run(
             &selection.shard,
         )
         .map_err(describe)?;
-        Ok(format!(
+        format!(
             "materialized {} records of {source} into {dest}: {} new shards, {} manifest pages, {} bytes\n",
             summary.record_count, summary.shard_count, summary.manifest_pages, summary.stored_bytes
-        ))
+        )
     } else {
         let summary = select_view(&dataset, &chosen, store.as_ref(), options).map_err(describe)?;
-        Ok(format!(
+        format!(
             "published a reference view of {} records of {source} in {dest}: {} shard entries, {} manifest pages\n",
             summary.publication.record_count,
             summary.publication.shard_count,
             summary.publication.manifest_pages
-        ))
+        )
+    };
+    let sets = republish_annotations(&dataset, &chosen, dest)?;
+    Ok(match sets {
+        0 => published,
+        n => format!("{published}re-published {n} annotation sets for the selection\n"),
+    })
+}
+
+/// Publishes every sound annotation set of `source` again on the dataset just published at
+/// `dest`, projected onto `chosen`; returns how many. A set the source cannot read is an error
+/// naming it: a view silently missing its labels is worse than no view.
+fn republish_annotations(source: &Dataset, chosen: &[u64], dest: &str) -> Result<usize, String> {
+    let catalog = annotations::read_catalog(source)
+        .map_err(|e| format!("cannot read the annotation catalog of the source: {e}"))?;
+    if catalog.sets.is_empty() {
+        return Ok(0);
     }
+    let view = open_dataset(dest).map_err(|e| e.0)?;
+    let options = AnnotationOptions {
+        root_location: Some(dest.to_string()),
+        ..AnnotationOptions::default()
+    };
+    let mut count = 0;
+    for (name, set) in &catalog.sets {
+        let set = set
+            .as_ref()
+            .map_err(|e| format!("annotation set {name:?} of the source is unreadable: {e}"))?;
+        let rows = chosen
+            .iter()
+            .enumerate()
+            .map(|(k, &ordinal)| {
+                set.get(source, ordinal).map(|row| AnnotationRecord {
+                    source_index: k as u64,
+                    ..row
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("annotation set {name:?}: {e}"))?;
+        annotations::publish_annotations(&view, name, &rows, &set.root().metadata, &options)
+            .map_err(|e| format!("re-publishing annotation set {name:?} on {dest}: {e}"))?;
+        count += 1;
+    }
+    Ok(count)
 }
