@@ -6,7 +6,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::datasets::{local_store, obj, publish_dataset, write_shards, Published};
+use common::datasets::{
+    local_store, obj, publish_dataset, write_shards, write_shards_at, Published,
+};
 use sdsfs::annotations::{
     publish_annotations, publish_set, read_catalog, verify_sets, write_annotation_shard,
     AnnotationError, AnnotationOptions, AnnotationRecord, AnnotationStatus,
@@ -205,7 +207,7 @@ fn verify_reports_a_damaged_object_once_per_object() {
 fn republish_source(published: &Published, sizes: &[usize]) -> Dataset {
     std::fs::remove_file(published.file("root.json")).unwrap();
     let store = local_store(published.root());
-    let (receipts, _) = write_shards(store.as_ref(), sizes);
+    let (receipts, _) = write_shards_at(store.as_ref(), sizes, 1);
     let mut options = PublishOptions::new("ds-test", "snap-2");
     options.shards_per_manifest = 10;
     publish(store.as_ref(), &receipts, &options).unwrap();

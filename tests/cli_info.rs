@@ -115,8 +115,10 @@ fn json_on_the_demo_dataset() {
         keys,
         [
             "annotations",
+            "annotations_problem",
             "dataset_id",
             "first_record",
+            "first_record_problem",
             "layout_version",
             "manifest_pages",
             "record_count",
@@ -126,6 +128,8 @@ fn json_on_the_demo_dataset() {
         ]
     );
     assert_eq!(doc["annotations"], Value::Array(Vec::new()));
+    assert_eq!(doc["annotations_problem"], Value::Null);
+    assert_eq!(doc["first_record_problem"], Value::Null);
     assert_eq!(text(&doc["dataset_id"]), "sds-demo");
     assert_eq!(text(&doc["snapshot_id"]), "sds-demo-v1");
     assert_eq!(text(&doc["layout_version"]), "0.1");
@@ -218,6 +222,37 @@ fn empty_dataset_has_no_first_record() {
     let out = sds(&["info", dir.path().to_str().unwrap()]);
     assert!(
         out.stdout.contains("first_record    none"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn an_unreadable_first_row_is_reported_beside_the_documents() {
+    let dir = tiny_dataset();
+    // Truncate the metadata shard: the documents still open, record 0's row does not.
+    let meta = std::fs::read_dir(dir.path().join("objects/metadata"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .next()
+        .unwrap();
+    std::fs::write(&meta, vec![0u8; 16]).unwrap();
+    let out = sds(&["info", "--json", dir.path().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = parse(&out.stdout);
+    assert_eq!(text(&doc["dataset_id"]), "tiny");
+    assert_eq!(int(&doc["record_count"]), 2);
+    assert_eq!(doc["first_record"], Value::Null);
+    let problem = text(&doc["first_record_problem"]);
+    let name = meta.file_name().unwrap().to_str().unwrap();
+    assert!(
+        problem.contains("record 0") && problem.contains(name),
+        "{problem}"
+    );
+    let out = sds(&["info", dir.path().to_str().unwrap()]);
+    assert!(
+        out.stdout.contains("first_record    unreadable: "),
         "{}",
         out.stdout
     );

@@ -443,10 +443,10 @@ fn bad_inputs_give_one_line_naming_the_file() {
         "{stray}"
     );
     std::fs::remove_file(dir.join("fields/a/new%25.raw")).unwrap();
-    // Ids must be portable.
-    let id = fails(&["create", o, "--from-dir", from, "--dataset-id", "no spaces"]);
+    // Ids are any nonempty string (the library's rule), so an empty one is refused.
+    let id = fails(&["create", o, "--from-dir", from, "--dataset-id", ""]);
     assert!(
-        id.contains("--dataset-id") && id.contains("portable"),
+        id.contains("--dataset-id") && id.contains("nonempty"),
         "{id}"
     );
     // A record.json that is not JSON.

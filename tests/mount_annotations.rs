@@ -194,7 +194,7 @@ fn a_set_published_for_an_earlier_source_stays_hidden_beside_a_new_one() {
     // The source changes in place: a new snapshot with other records.
     std::fs::remove_file(published.file("root.json")).unwrap();
     let store = common::datasets::local_store(published.root());
-    let (receipts, _) = common::datasets::write_shards(store.as_ref(), &[2, 3]);
+    let (receipts, _) = common::datasets::write_shards_at(store.as_ref(), &[2, 3], 1);
     let publish_options = sdsfs::dataset::PublishOptions::new("ds-test", "snap-2");
     sdsfs::dataset::publish(store.as_ref(), &receipts, &publish_options).unwrap();
     let dataset = published.open();

@@ -52,7 +52,7 @@ fn a_dataset_with_generation_references_is_refused_clearly_on_s3() {
     let message = err.to_string();
     assert!(
         message.contains("s3://pinned/ds/snapshots/")
-            && message.contains("no numeric object generations"),
+            && message.contains("only GCS objects have generations"),
         "{message}"
     );
     // The CLI says the same in one line.
@@ -60,7 +60,8 @@ fn a_dataset_with_generation_references_is_refused_clearly_on_s3() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no numeric object generations") && stderr.trim_end().lines().count() == 1,
+        stderr.contains("only GCS objects have generations")
+            && stderr.trim_end().lines().count() == 1,
         "{stderr}"
     );
 }

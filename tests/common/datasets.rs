@@ -172,6 +172,17 @@ pub fn write_shards(
     store: &dyn ObjectStore,
     shard_sizes: &[usize],
 ) -> (Vec<ShardReceipt>, Vec<Record>) {
+    write_shards_at(store, shard_sizes, 0)
+}
+
+/// [`write_shards`] as attempt `attempt` of every work id: a re-publication of other records
+/// under the same work ids needs a new attempt, since a shard pair's name is its work id and
+/// attempt (writing other bytes under a taken name is a collision).
+pub fn write_shards_at(
+    store: &dyn ObjectStore,
+    shard_sizes: &[usize],
+    attempt: u64,
+) -> (Vec<ShardReceipt>, Vec<Record>) {
     let mut receipts = Vec::new();
     let mut all = Vec::new();
     let mut serial = 0;
@@ -182,7 +193,7 @@ pub fn write_shards(
             store,
             records.clone(),
             &work_id(i),
-            0,
+            attempt,
             &ShardOptions::default(),
         )
         .unwrap();
