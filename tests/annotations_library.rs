@@ -6,9 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::datasets::{
-    local_store, obj, publish_dataset, write_shards, write_shards_at, Published,
-};
+use common::datasets::{local_store, obj, publish_dataset, write_shards_at, Published};
 use sdsfs::annotations::{
     publish_annotations, publish_set, read_catalog, verify_sets, write_annotation_shard,
     AnnotationError, AnnotationOptions, AnnotationRecord, AnnotationStatus,
