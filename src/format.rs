@@ -1,6 +1,6 @@
 //! The SDS layout 0.1 format: everything that is bytes and rules, nothing that does I/O.
 //!
-//! - [`json`]: the strict JSON reader and the deterministic writer (profile section 1).
+//! - [`json`]: the strict JSON reader and the deterministic writer (FORMAT.md section 1).
 //! - [`path`]: validated dataset-relative paths (section 4, "References").
 //! - [`limits`]: the configurable limits of section 9.
 //! - [`dtype`]: the dtype table of section 2.

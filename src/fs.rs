@@ -1,4 +1,4 @@
-//! The mounted tree (`mount-tree.md`).
+//! The mounted tree (`docs/MOUNT.md`).
 //!
 //! - [`names`]: field names and ids as path names (the encoding rule).
 //! - [`views`]: the files a field shows (`.raw`, `.json`, `.npy`, SigMF pair).

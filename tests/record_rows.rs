@@ -25,7 +25,7 @@ fn known_row_is_exact() {
                 .unwrap()
                 .with_axes(vec![Axis::new("n", 2).with_role("time")]),
         );
-    // Written by hand from profile section 3.
+    // Written by hand from FORMAT.md section 3.
     let expected = r#"{"fields":{"x":{"axes":[{"coordinate":null,"id":null,"length":2,"metadata":{},"name":"n","role":"time"}],"dtype":"|u1","metadata":{},"shape":[2]}},"id":"r1","metadata":{"snr":3.5},"scene_id":null}"#;
     assert_eq!(record.meta().to_row_json(), expected);
     assert_eq!(

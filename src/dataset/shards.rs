@@ -116,7 +116,7 @@ fn open_shard(objects: &Objects, reference: &ObjectRef) -> Result<ShardReader, D
 
 /// Checks that the record at `location` exists in `shard`, naming the ordinal and, for a view,
 /// the `record_indices` entry that points past the end. Done per record rather than once per
-/// shard so that one bad index fails only the records it addresses (profile section 4).
+/// shard so that one bad index fails only the records it addresses (FORMAT.md section 4).
 pub(crate) fn check_in_shard(
     shard: &ShardReader,
     location: &RecordLocation,

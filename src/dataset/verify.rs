@@ -243,7 +243,7 @@ impl Verifier<'_> {
                     &data_object,
                     None,
                     format!(
-                        "holds {} records but its metadata shard {metadata_object} holds {}: the shards of an entry are aligned (profile section 4)",
+                        "holds {} records but its metadata shard {metadata_object} holds {}: the shards of an entry are aligned (FORMAT.md section 4)",
                         d.len(),
                         m.len()
                     ),
@@ -273,7 +273,7 @@ impl Verifier<'_> {
                         page,
                         Some(ordinal),
                         format!(
-                            "{how} is out of range: {} holds {} records (profile section 4)",
+                            "{how} is out of range: {} holds {} records (FORMAT.md section 4)",
                             shard.name(),
                             shard.len()
                         ),

@@ -1,4 +1,4 @@
-//! Field names and ids as path names (`mount-tree.md`, "Field names as paths").
+//! Field names and ids as path names (`docs/MOUNT.md`, "Field names as paths").
 //!
 //! Field names are arbitrary strings, but a file name cannot be empty, `.` or `..`, cannot hold
 //! `/` or NUL, and is limited to 255 bytes. A field name is split on `/` into segments and each

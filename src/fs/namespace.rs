@@ -1,7 +1,7 @@
 //! The mounted tree as a FUSE-free core: lookups, attributes, listings, links and reads over an
 //! open [`Dataset`], in terms of computed inode numbers ([`Ino`]).
 //!
-//! What each operation costs (the promises of `mount-tree.md`):
+//! What each operation costs (the promises of `docs/MOUNT.md`):
 //! - the top level and `records/` come from the snapshot alone: listing `records/` reads
 //!   nothing, and `records/<n>/` exists for every ordinal without a read;
 //! - anything inside a record needs its metadata row (one small chunk read, then cached in an

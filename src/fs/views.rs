@@ -76,7 +76,7 @@ pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
     json::object_to_pretty(&doc).into_bytes()
 }
 
-/// The `.sigmf-meta` view (`mount-tree.md`, "Views of a field").
+/// The `.sigmf-meta` view (`docs/MOUNT.md`, "Views of a field").
 pub fn sigmf_meta(field: &FieldMeta) -> Vec<u8> {
     let mut global = Object::new();
     global.insert("core:datatype".into(), Value::from("cf32_le"));

@@ -1,4 +1,4 @@
-//! `--from-dir DIR`: records laid out as the mount shows them (`mount-tree.md`), so that
+//! `--from-dir DIR`: records laid out as the mount shows them (`docs/MOUNT.md`), so that
 //! mount → `cp -r MOUNT/records DIR/` → edit → `sds create --from-dir DIR` is a round trip.
 //!
 //! Each `records/<n>/` directory is one record, in numeric order of `<n>`. Its `record.json`

@@ -1,4 +1,4 @@
-//! Local directory storage (profile section 7).
+//! Local directory storage (FORMAT.md section 8).
 //!
 //! **Confinement.** The root directory is opened once; every access then walks the path one
 //! segment at a time with `openat(O_NOFOLLOW | O_DIRECTORY)` from that descriptor and opens the

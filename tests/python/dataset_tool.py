@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent reader and writer of the SDS layout 0.1 profile, for the Rust dataset tests.
 
-Written from the layout profile (sds-layout-0.1.md), not from the Rust code, and using only the reference
+Written from the layout profile (docs/FORMAT.md), not from the Rust code, and using only the reference
 packages (array_record, safetensors, numpy) plus json/hashlib, so that agreement with the Rust
 `Dataset` means both follow the profile rather than each other.
 

@@ -1,4 +1,4 @@
-//! `sds write-shard` and `sds publish`: distributed publication (profile section 5) from the
+//! `sds write-shard` and `sds publish`: distributed publication (FORMAT.md section 5) from the
 //! command line, one process per worker and one for the coordinator.
 //!
 //! A worker writes one shard pair and prints its receipt (one line of compact JSON) on stdout;

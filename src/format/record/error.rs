@@ -10,10 +10,10 @@ use crate::format::json::{JsonError, JsonErrorKind};
 /// Why a record, descriptor, metadata row or payload was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RecordError {
-    /// The record breaks a validation rule of profile section 2 (on write, or found on read).
+    /// The record breaks a validation rule of FORMAT.md section 2 (on write, or found on read).
     #[error("invalid record: {rule}: {detail}")]
     Validation { rule: &'static str, detail: String },
-    /// A limit of profile section 9 was exceeded; raised before the memory is committed.
+    /// A limit of FORMAT.md section 9 was exceeded; raised before the memory is committed.
     #[error("record limit exceeded: {limit} is {value}, the limit is {max}")]
     Limit {
         limit: &'static str,
@@ -136,7 +136,7 @@ pub mod limit {
 
 /// Names of the rules reported in [`RecordError::Validation`] and [`RecordError::Corrupt`].
 pub mod rule {
-    // Validation (profile section 2).
+    // Validation (FORMAT.md section 2).
     pub const ID_NONEMPTY: &str = "id must be a nonempty string";
     pub const FIELDS_NONEMPTY: &str = "fields must be a nonempty object";
     pub const FIELD_NAME_NONEMPTY: &str = "field names must be nonempty";

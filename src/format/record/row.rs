@@ -1,4 +1,4 @@
-//! Metadata shard rows (profile section 3): one compact JSON document per data record, carrying
+//! Metadata shard rows (FORMAT.md section 3): one compact JSON document per data record, carrying
 //! everything about the record except its tensor values, so listings and sizes never touch a
 //! data shard. When a data record is decoded its descriptor must agree with its row; a
 //! disagreement means one of the two shards is damaged, and is reported as corruption naming

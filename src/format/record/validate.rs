@@ -1,4 +1,4 @@
-//! The validation rules of profile section 2 and the record limits of section 9.
+//! The validation rules of FORMAT.md section 2 and the record limits of section 9.
 //!
 //! The same checks run on write (a record offered to `encode`) and on read (a decoded
 //! descriptor joined with its SafeTensors header, or a metadata row), so a writer can never
