@@ -1,4 +1,4 @@
-//! Objects behind a trait (profile sections 5 to 7): local directories ([`LocalStore`]) and
+//! Objects behind a trait (FORMAT.md sections 5 to 8): local directories ([`LocalStore`]) and
 //! S3/GCS object stores ([`CloudStore`]).
 //!
 //! The SDS layout needs very little from storage, and this trait asks for exactly that:

@@ -1,4 +1,4 @@
-//! The record codec of profile sections 2 and 3: one record is one SafeTensors payload holding a
+//! The record codec of FORMAT.md sections 2 and 3: one record is one SafeTensors payload holding a
 //! JSON descriptor tensor (`__sds_descriptor__`) and one tensor per field; its metadata shard
 //! row is the same description without the tensor values.
 //!
