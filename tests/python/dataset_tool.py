@@ -20,8 +20,6 @@ from array_record.python.array_record_module import ArrayRecordReader
 from safetensors.numpy import load as st_load
 
 DESCRIPTOR = "__sds_descriptor__"
-DTYPES = {"bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-          "float16", "float32", "float64", "complex64"}
 
 
 class Corrupt(Exception):
