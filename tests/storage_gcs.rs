@@ -12,9 +12,10 @@ use common::annotate::race_rows;
 use common::cli::sds_env;
 use common::cloud::{
     annotation_race, assert_info_and_mount_match, compare_and_swap_race_on, demo,
-    explicit_store_options_reach, info_and_mount_match_local, live_generation, object_operations,
-    publish_read_back_and_measure, race_is_caught_on_a_server_ignoring_preconditions, rel,
-    write_pinned_dataset, CloudServer, FakeGcsServer,
+    explicit_store_options_reach, info_and_mount_match_local, library_dataset_matches_local,
+    live_generation, object_operations, publish_read_back_and_measure,
+    race_is_caught_on_a_server_ignoring_preconditions, rel, write_pinned_dataset, CloudServer,
+    FakeGcsServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::documents::ids::snapshot_path;
@@ -196,6 +197,14 @@ fn publish_to_gcs_read_back_and_bytes_per_random_record() {
 fn sds_info_and_a_fuse_mount_of_a_gcs_copy_match_the_local_dataset() {
     let gcs = CloudServer::gcs(&["demo"]);
     info_and_mount_match_local(&gcs, "demo");
+}
+
+/// A dataset the `signal-dataset` library wrote, served from GCS: `sds info`, `sds verify
+/// --deep` and the mount agree with the local copy.
+#[test]
+fn a_dataset_the_library_wrote_reads_through_gcs_as_it_does_locally() {
+    let gcs = CloudServer::gcs(&["lib"]);
+    assert!(library_dataset_matches_local(&gcs, "lib") > 0);
 }
 
 #[test]

@@ -960,6 +960,64 @@ pub fn info_and_mount_match_local(server: &CloudServer, bucket: &str) -> usize {
     )
 }
 
+/// A dataset the `signal-dataset` library wrote (`tests/python/graph_tool.py publish`: two work
+/// ids, one of them in two attempts, an empty shard, two manifest pages, Unicode ids and root
+/// metadata), uploaded to `bucket/library` on `server`: `sds info`, `sds verify --deep` and a
+/// mount through the object store must say and show exactly what they do for the local copy.
+/// Returns how many mounted files were compared.
+pub fn library_dataset_matches_local(server: &CloudServer, bucket: &str) -> usize {
+    let local = tempfile::tempdir().expect("tempdir");
+    let spec = serde_json::json!({
+        "dataset_id": "library ✓", "snapshot_id": "snap é",
+        "metadata": {"campaign": "loopback"}, "shards_per_manifest": 2,
+        "shards": [
+            {"work_id": "w-b", "records": [0, 1]},
+            {"work_id": "w-a", "attempt": 0, "records": [2]},
+            {"work_id": "w-a", "attempt": 1, "records": [3, 4, 5]},
+            {"work_id": "w-c", "records": []},
+        ],
+    });
+    let root = local.path().join("ds");
+    super::run_python(
+        "graph_tool.py",
+        &["publish", root.to_str().expect("utf-8"), &spec.to_string()],
+        b"",
+    );
+    let rest = format!("{bucket}/library");
+    upload_tree(&server.store(&rest), &root);
+    let url = server.url(&rest);
+    let env = server.env();
+    let local_info = sds_env(&["info", "--json", root.to_str().expect("utf-8")], &[]);
+    let remote_info = sds_env(&["info", "--json", &url], &env);
+    assert!(
+        remote_info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&remote_info.stderr)
+    );
+    assert_eq!(remote_info.stdout, local_info.stdout);
+    let info: serde_json::Value = serde_json::from_slice(&remote_info.stdout).expect("json");
+    assert_eq!(info["dataset_id"], "library ✓");
+    assert_eq!(info["record_count"], 5, "{info}");
+    assert_eq!(info["shard_count"], 3, "{info}");
+    let verify = sds_env(&["verify", "--deep", &url], &env);
+    assert!(
+        verify.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let remote = MountGuard::mount_with_env(std::ffi::OsStr::new(&url), &[], &env_refs);
+    let reference = MountGuard::mount(&root, &[]);
+    let tree = assert_same_trees(&remote.mountpoint, &reference.mountpoint);
+    assert!(
+        tree.keys().any(|k| k.ends_with("iq.raw")),
+        "{:?}",
+        tree.keys()
+    );
+    tree.len()
+}
+
 /// Checks, through the environment `env`, that `sds info URL` prints what it prints for the
 /// local demo dataset, that `sds info NOWHERE` (no dataset there) is one line naming it, and
 /// that a FUSE mount of `url` is file for file identical to a mount of the local dataset.
