@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::cloud::{
     annotation_race, compare_and_swap_race_on, explicit_store_options_reach, free_port,
-    info_and_mount_match_local, library_dataset_matches_local, object_operations,
-    publish_read_back_and_measure, race_is_caught_on_a_server_ignoring_preconditions, rel,
-    write_pinned_dataset, CloudServer,
+    info_and_mount_match_local, library_dataset_matches_local, library_reference_view_on_s3,
+    object_operations, publish_read_back_and_measure,
+    race_is_caught_on_a_server_ignoring_preconditions, rel, write_pinned_dataset, CloudServer,
 };
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::storage::{CloudOptions, CloudStore, ErrorKind, ObjectStore, RetryPolicy, StorageError};
@@ -95,6 +95,12 @@ fn sds_info_and_a_fuse_mount_of_an_s3_copy_match_the_local_dataset() {
 
 /// A dataset the `signal-dataset` library wrote, served from S3: `sds info`, `sds verify
 /// --deep` and the mount agree with the local copy.
+#[test]
+fn a_reference_view_the_library_published_on_s3_mounts_with_the_library_s_bytes() {
+    let moto = CloudServer::moto(&["views"]);
+    assert_eq!(library_reference_view_on_s3(&moto, "views"), 9);
+}
+
 #[test]
 fn a_dataset_the_library_wrote_reads_through_s3_as_it_does_locally() {
     let moto = CloudServer::moto(&["lib"]);

@@ -1018,6 +1018,89 @@ pub fn library_dataset_matches_local(server: &CloudServer, bucket: &str) -> usiz
     tree.len()
 }
 
+/// Runs `tests/python/graph_tool.py ARGS` under `env` (the library then reaches the loopback
+/// server itself, through boto3's standard `AWS_*` environment) and returns its stdout.
+fn graph_tool_env(args: &[&str], env: &[(&str, String)]) -> Vec<u8> {
+    let script = super::repo_root().join("tests/python/graph_tool.py");
+    let out = Command::new(super::python())
+        .arg(script)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run graph_tool.py");
+    assert!(
+        out.status.success(),
+        "graph_tool.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The library publishes a dataset straight into `bucket/source` on the S3 `server`, then a
+/// reference view of it into `bucket/view` (its shard references are absolute `s3://` URIs).
+/// `sds verify --deep` accepts both, and every field file of a mount of the view holds the bytes
+/// the library reads for that record. Returns how many fields were compared.
+pub fn library_reference_view_on_s3(server: &CloudServer, bucket: &str) -> usize {
+    let env = server.env();
+    let source = server.url(&format!("{bucket}/source"));
+    let view = server.url(&format!("{bucket}/view"));
+    let spec = serde_json::json!({
+        "dataset_id": "src", "snapshot_id": "src-1",
+        "shards": [{"work_id": "a", "records": [0, 1, 2]}, {"work_id": "b", "records": [3, 4]}],
+    });
+    graph_tool_env(&["publish", &source, &spec.to_string()], &env);
+    let selection =
+        serde_json::json!({"dataset_id": "view", "snapshot_id": "view-1", "indices": [4, 0, 2]});
+    graph_tool_env(&["view", &source, &view, &selection.to_string()], &env);
+    for url in [&source, &view] {
+        let verify = sds_env(&["verify", "--deep", url], &env);
+        assert!(
+            verify.status.success(),
+            "{url}: {}{}",
+            String::from_utf8_lossy(&verify.stdout),
+            String::from_utf8_lossy(&verify.stderr)
+        );
+    }
+    let page = server
+        .list_keys(bucket, "view/manifests/")
+        .into_iter()
+        .next()
+        .expect("the view's manifest page");
+    let page_bytes = server
+        .store(bucket)
+        .read(&rel(&page), None)
+        .expect("read the view's page");
+    let page_text = String::from_utf8(page_bytes.to_vec()).expect("utf-8");
+    assert!(
+        page_text.contains(&format!("\"{source}/objects/data/")),
+        "{page_text}"
+    );
+    let dump: serde_json::Value =
+        serde_json::from_slice(&graph_tool_env(&["dump", &view], &env)).expect("dump");
+    let records = dump["records"].as_array().expect("records");
+    assert_eq!(records.len(), 3);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mount = MountGuard::mount_with_env(std::ffi::OsStr::new(&view), &[], &env_refs);
+    let mut compared = 0;
+    for (ordinal, record) in records.iter().enumerate() {
+        let dir = mount.mountpoint.join(format!("records/{ordinal}"));
+        let shown: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("record.json")).expect("record.json"))
+                .expect("json");
+        assert_eq!(shown["id"], record["id"]);
+        for (name, field) in record["fields"].as_object().expect("fields") {
+            let bytes = std::fs::read(dir.join(format!("fields/{name}.raw"))).expect("raw");
+            assert_eq!(
+                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)),
+                field["sha256"].as_str().expect("sha256"),
+                "record {ordinal} field {name}"
+            );
+            compared += 1;
+        }
+    }
+    compared
+}
+
 /// Checks, through the environment `env`, that `sds info URL` prints what it prints for the
 /// local demo dataset, that `sds info NOWHERE` (no dataset there) is one line naming it, and
 /// that a FUSE mount of `url` is file for file identical to a mount of the local dataset.
