@@ -1,6 +1,7 @@
 //! Bad-input corpus: hostile datasets built programmatically from a good one, one case per rule
-//! of the layout profile and of `mount-tree.md` "Errors a user sees". Each case asserts where
-//! the failure surfaces:
+//! of `docs/FORMAT.md` (sections 4, 8 and 9, the rules of the `signal-dataset` 0.4.0 reader)
+//! and of `docs/MOUNT.md` "Errors a user sees". What the library opens is opened: a case is
+//! hostile only if the library refuses it too. Each case asserts where the failure surfaces:
 //! - `sdsfs mount -f` refused before mounting: nonzero exit and one stderr line naming the
 //!   document and the rule;
 //! - or EIO on exactly the affected records' files of a real mount, every other record's files
@@ -25,6 +26,17 @@ use sdsfs::format::record::{decode, parse_layout};
 use sdsfs::storage::{ObjectReader, ObjectStore};
 
 const BAD_PATHS: [&str; 4] = ["../x", "/etc/passwd", "objects//data", "objects\\data\\x"];
+
+/// Relative paths the library's `safe_relative_path` refuses (a `..` segment, a backslash, NUL,
+/// `#`, `?`); absolute locations are valid references (reference views) and tested apart.
+const UNSAFE_RELATIVE_PATHS: [&str; 6] = [
+    "../x",
+    "manifests/../root.json",
+    "objects\\data\\x",
+    "objects/x\u{0}y",
+    "objects/x#y",
+    "objects/x?y",
+];
 
 /// 9 records in shards of 3, 2 and 4; two shards per page: page 0 holds ordinals 0..5, page 1
 /// (one shard, the third) holds 5..9.
@@ -76,18 +88,16 @@ fn reseal(dir: &Path) {
             let page_path = dir.join(&page_rel);
             let mut page = read_json(&page_path);
             let mut page_total = 0;
+            // Entries and pages carry no size of their own: the snapshot's manifest reference
+            // holds the sum of its entries' data and metadata `stored_bytes`.
             for s in page["shards"].as_array_mut().unwrap() {
-                let mut entry = 0;
                 for kind in ["data", "metadata"] {
                     let rel = s[kind]["path"].as_str().unwrap().to_string();
                     let len = file_len(dir, &rel).unwrap_or(as_u64(&s[kind]["stored_bytes"]));
                     s[kind]["stored_bytes"] = len.into();
-                    entry += len;
+                    page_total += len;
                 }
-                s["stored_bytes"] = entry.into();
-                page_total += entry;
             }
-            page["stored_bytes"] = page_total.into();
             write_json(&page_path, &page);
             m["object"]["stored_bytes"] = file_len(dir, &page_rel).unwrap().into();
             m["stored_bytes"] = page_total.into();
@@ -228,6 +238,12 @@ fn assert_eio(path: &Path) {
 /// exactly the pristine library's; the mount stays up. Returns the mount for more checks.
 fn assert_mount_eio(dir: &Path, pristine: &Published, affected: &[u64]) -> MountGuard {
     let mount = MountGuard::mount(dir, &["--cache-size", "1M"]);
+    assert_records_eio(&mount, pristine, affected);
+    mount
+}
+
+/// [`assert_mount_eio`] on a mount already made (with other options).
+fn assert_records_eio(mount: &MountGuard, pristine: &Published, affected: &[u64]) {
     let good = pristine.open();
     for ordinal in 0..good.len() {
         let record_dir = mount.path(&format!("records/{ordinal}"));
@@ -242,8 +258,24 @@ fn assert_mount_eio(dir: &Path, pristine: &Published, affected: &[u64]) -> Mount
             );
         }
     }
-    assert_mount_up(&mount);
-    mount
+    assert_mount_up(mount);
+}
+
+/// `sds verify --no-absolute-references DIR` fails naming `location` as refused.
+fn assert_verify_refuses_absolute(dir: &Path, location: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sds"))
+        .args(["verify", "--no-absolute-references"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(location), "{location} not in {text}");
+    assert!(text.contains("absolute reference refused"), "{text}");
 }
 
 fn assert_mount_up(mount: &MountGuard) {
@@ -272,8 +304,10 @@ fn snapshot_ref_traversal_is_refused_naming_root_json() {
 
 #[test]
 fn manifest_ref_traversal_is_refused_naming_the_snapshot() {
+    // The library checks a relative manifest path when it reads the snapshot, so an unsafe
+    // one refuses the whole dataset; this is a snapshot defect, not a page defect.
     let published = pristine();
-    for bad in BAD_PATHS {
+    for bad in UNSAFE_RELATIVE_PATHS {
         let dir = damaged_copy(&published);
         let snap_path = dir.path().join(snapshot_rel(dir.path()));
         let mut snap = read_json(&snap_path);
@@ -282,6 +316,60 @@ fn manifest_ref_traversal_is_refused_naming_the_snapshot() {
         reseal(dir.path());
         assert_refused(dir.path(), &["snapshot", "path"]);
     }
+}
+
+/// Points the snapshot's second manifest reference at `location` (and reseals).
+fn absolute_manifest_reference(published: &Published, location: &str) -> tempfile::TempDir {
+    let dir = damaged_copy(published);
+    edit_snapshot(dir.path(), |s| {
+        s["manifests"][1]["object"]["path"] = location.into()
+    });
+    dir
+}
+
+#[test]
+fn absolute_manifest_reference_gives_eio_on_that_page_or_is_refused_when_told() {
+    // An absolute path is a valid reference shape, so the snapshot is sound and the dataset
+    // opens (as in the library); but only shard references may reach outside the root, so the
+    // page is never read: its records fail, with or without absolute references turned off.
+    let published = pristine();
+    for location in ["/etc/passwd", "file:///etc/passwd"] {
+        for options in [&[][..], &["-o", "no_absolute_references"][..]] {
+            let dir = absolute_manifest_reference(&published, location);
+            let mount = MountGuard::mount(dir.path(), options);
+            assert_records_eio(&mount, &published, &[5, 6, 7, 8]);
+            let log = mount.log_text();
+            assert!(log.contains(location), "{location} not in the log: {log}");
+            assert!(
+                log.contains("must be relative to the dataset root"),
+                "{log}"
+            );
+            drop(mount);
+            assert_verify_names(dir.path(), &[location, "must be relative"]);
+        }
+    }
+}
+
+#[test]
+fn absolute_manifest_reference_to_a_valid_page_outside_a_local_root_is_not_followed() {
+    // Absolute locations are the reference views' pointers to another dataset's *shards*
+    // (FORMAT.md section 6, MOUNT.md "Reference views and trust"). A manifest page is read
+    // through the dataset's own store, which the library confines to a local root: 0.4.0
+    // opens this dataset and fails page 1's records with "path ... is outside local backend
+    // root", even though the page outside is byte-identical to the real one.
+    let published = pristine();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = damaged_copy(&published);
+    let page = outside.path().join("page.json");
+    std::fs::copy(dir.path().join(page_rel(dir.path(), 1)), &page).unwrap();
+    let location = page.to_str().unwrap().to_string();
+    edit_snapshot(dir.path(), |s| {
+        s["manifests"][1]["object"]["path"] = location.as_str().into()
+    });
+    let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+    assert!(mount.log_text().contains(&location), "{}", mount.log_text());
+    drop(mount);
+    assert_verify_names(dir.path(), &[&location]);
 }
 
 #[test]
@@ -348,54 +436,137 @@ fn json_nested_10000_deep_is_refused() {
 #[test]
 fn min_reader_version_too_new_or_unparseable_is_refused() {
     let published = pristine();
-    for (version, needles) in [
-        ("0.3", vec!["root.json", "0.3", "0.2"]),
-        ("1", vec!["root.json", "1", "0.2"]),
-        ("0.2.1", vec!["root.json", "0.2.1"]),
-        ("zero", vec!["root.json", "min_reader_version"]),
-    ] {
+    let set_version = |version: Option<serde_json::Value>| {
         let dir = damaged_copy(&published);
         let root_path = dir.path().join("root.json");
         let mut root = read_json(&root_path);
-        root["min_reader_version"] = version.into();
+        match version {
+            Some(version) => root["min_reader_version"] = version,
+            None => {
+                root.as_object_mut().unwrap().remove("min_reader_version");
+            }
+        }
         write_json(&root_path, &root);
-        assert_refused(dir.path(), &needles);
+        dir
+    };
+    // Newer than this reader (0.4.0), compared as the library compares (leading digits of each
+    // component, padded to three): the message names both versions.
+    for version in ["0.5", "1", "0.4.1", "0.4.0.1", "0.10"] {
+        let dir = set_version(Some(version.into()));
+        assert_refused(dir.path(), &["root.json", version, "0.4.0"]);
     }
-    // Equal to ours (missing components count as 0) mounts.
-    let dir = damaged_copy(&published);
-    let root_path = dir.path().join("root.json");
-    let mut root = read_json(&root_path);
-    root["min_reader_version"] = "0.2.0".into();
-    write_json(&root_path, &root);
-    let mount = MountGuard::mount(dir.path(), &[]);
-    assert_mount_up(&mount);
+    // Unreadable (no leading digits in the first component) and not a string.
+    for version in ["abc", "", "v0.4", ".4"] {
+        let dir = set_version(Some(version.into()));
+        assert_refused(dir.path(), &["root.json", "min_reader_version"]);
+    }
+    for version in [
+        serde_json::json!(4),
+        serde_json::json!(0.5),
+        serde_json::json!(true),
+        serde_json::json!(["0.3.0"]),
+        serde_json::json!({"release": "0.3.0"}),
+    ] {
+        let dir = set_version(Some(version));
+        assert_refused(dir.path(), &["root.json", "min_reader_version"]);
+    }
+    // Not newer than 0.4.0 as the library reads it ("0.3" is "0.3.0", pre-release and local
+    // segments are ignored), or absent (releases before 0.3.0), or null: mounts and reads.
+    let good = published.open();
+    for version in [
+        Some(serde_json::json!("0.3")),
+        Some(serde_json::json!("0.2.0")),
+        Some(serde_json::json!("0.4")),
+        Some(serde_json::json!("0.4.0")),
+        Some(serde_json::json!("0.4.0rc1")),
+        Some(serde_json::json!("0.4.0+local")),
+        Some(serde_json::Value::Null),
+        None,
+    ] {
+        let dir = set_version(version.clone());
+        let mount = MountGuard::mount(dir.path(), &[]);
+        assert_mount_up(&mount);
+        assert_eq!(
+            mounted_record_files(&mount.path("records/8")),
+            expected_record_files(&good, 8),
+            "{version:?}"
+        );
+    }
 }
 
 #[test]
 fn unknown_formats_and_layouts_are_refused() {
     let published = pristine();
-    let dir = damaged_copy(&published);
-    let root_path = dir.path().join("root.json");
-    let mut root = read_json(&root_path);
-    root["format"] = "signal-dataset.other".into();
-    write_json(&root_path, &root);
-    assert_refused(dir.path(), &["root.json", "format"]);
+    let root_edits: Vec<(&str, serde_json::Value, &[&str])> = vec![
+        (
+            "format",
+            "signal-dataset.other".into(),
+            &["root.json", "format"],
+        ),
+        (
+            "format",
+            "signal-dataset.snapshot".into(),
+            &["root.json", "format"],
+        ),
+        (
+            "layout_version",
+            "0.2".into(),
+            &["root.json", "layout_version"],
+        ),
+        (
+            "layout_version",
+            0.1.into(),
+            &["root.json", "layout_version"],
+        ),
+        (
+            "record_codec",
+            serde_json::json!({"name": "pickle"}),
+            &["root.json", "record codec"],
+        ),
+        (
+            "record_codec",
+            serde_json::json!({"name": "safetensors", "level": 1}),
+            &["root.json", "record codec"],
+        ),
+        (
+            "record_codec",
+            "safetensors".into(),
+            &["root.json", "record codec"],
+        ),
+        (
+            "shard_format",
+            serde_json::json!({"name": "tfrecord"}),
+            &["root.json", "shard format"],
+        ),
+        (
+            "shard_format",
+            serde_json::json!({}),
+            &["root.json", "shard format"],
+        ),
+    ];
+    for (key, value, needles) in root_edits {
+        let dir = damaged_copy(&published);
+        edit_doc(dir.path(), "root.json", |r| r[key] = value.clone());
+        assert_refused(dir.path(), needles);
+    }
+    for key in ["record_codec", "shard_format"] {
+        let dir = damaged_copy(&published);
+        edit_doc(dir.path(), "root.json", |r| {
+            r.as_object_mut().unwrap().remove(key);
+        });
+        assert_refused(dir.path(), &["root.json", key]);
+    }
 
-    let dir = damaged_copy(&published);
-    let snap_path = dir.path().join(snapshot_rel(dir.path()));
-    let mut snap = read_json(&snap_path);
-    snap["format"] = "signal-dataset.other".into();
-    write_json(&snap_path, &snap);
-    reseal(dir.path());
-    assert_refused(dir.path(), &["snapshot", "format"]);
-
-    let dir = damaged_copy(&published);
-    let snap_path = dir.path().join(snapshot_rel(dir.path()));
-    let mut snap = read_json(&snap_path);
-    snap["record_codec"] = "pickle".into();
-    write_json(&snap_path, &snap);
-    reseal(dir.path());
-    assert_refused(dir.path(), &["snapshot", "record_codec"]);
+    let snapshot_edits: Vec<(&str, serde_json::Value)> = vec![
+        ("format", "signal-dataset.other".into()),
+        ("format", "signal-dataset.manifest".into()),
+        ("layout_version", "0.2".into()),
+    ];
+    for (key, value) in snapshot_edits {
+        let dir = damaged_copy(&published);
+        edit_snapshot(dir.path(), |s| s[key] = value.clone());
+        assert_refused(dir.path(), &["snapshot", key]);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -403,16 +574,45 @@ fn unknown_formats_and_layouts_are_refused() {
 
 #[test]
 fn shard_ref_traversal_gives_eio_on_that_page_only() {
+    // An unsafe relative shard path makes its page invalid (the library refuses the page when it
+    // reads it): EIO on that page's records, the mount up, `sds verify` naming the page.
+    // `objects//data` is normalized by the library to a directory, which fails the same way.
     let published = pristine();
     for kind in ["data", "metadata"] {
-        for bad in BAD_PATHS {
+        for bad in UNSAFE_RELATIVE_PATHS.iter().chain(&["objects//data"]) {
             let dir = damaged_copy(&published);
-            edit_last_entry(dir.path(), |entry| entry[kind]["path"] = bad.into());
+            edit_last_entry(dir.path(), |entry| entry[kind]["path"] = (*bad).into());
             let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
             drop(mount);
             let page = page_rel(dir.path(), 1);
             assert_verify_names(dir.path(), &[&page]);
         }
+    }
+}
+
+#[test]
+fn absolute_shard_reference_is_followed_and_fails_as_a_corrupt_shard_or_is_refused_when_told() {
+    let published = pristine();
+    for kind in ["data", "metadata"] {
+        let location = "/etc/passwd";
+        let dir = damaged_copy(&published);
+        edit_last_entry(dir.path(), |entry| entry[kind]["path"] = location.into());
+
+        // Followed by default (a reference view's pointer): `/etc/passwd` is read as a shard
+        // and is not an ArrayRecord file, so the page's records fail with EIO, the rest read.
+        let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+        assert!(mount.log_text().contains(location), "{}", mount.log_text());
+        drop(mount);
+        assert_verify_names(dir.path(), &[location]);
+
+        // `-o no_absolute_references`: refused, naming the reference, for the same records.
+        let mount = MountGuard::mount(dir.path(), &["-o", "no_absolute_references"]);
+        assert_records_eio(&mount, &published, &[5, 6, 7, 8]);
+        let log = mount.log_text();
+        assert!(log.contains(location), "{location} not in the log: {log}");
+        assert!(log.contains("absolute reference refused"), "{log}");
+        drop(mount);
+        assert_verify_refuses_absolute(dir.path(), location);
     }
 }
 
@@ -878,7 +1078,7 @@ fn verify_of_the_pristine_dataset_is_clean() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The remaining rules of the control graph (profile section 4), one case each, table-driven:
+// The remaining rules of the control graph (FORMAT.md section 4), one case each, table-driven:
 // what breaks, and where it must surface.
 
 /// Edits a JSON document of the copy in place, without resealing sizes above it.
@@ -938,26 +1138,65 @@ fn control_graph_rules_refuse_the_mount_naming_document_and_rule() {
             &["snapshot", "bytes"],
         ),
         (
-            "root and snapshot disagree on snapshot_id",
+            "the pre-release dialect: snapshot_id in the root, no codecs",
             |d| {
                 edit_doc(d, "root.json", |r| {
-                    r["snapshot_id"] = "another-snapshot".into()
+                    let r = r.as_object_mut().unwrap();
+                    r.remove("record_codec");
+                    r.remove("shard_format");
+                    r.insert("snapshot_id".into(), "snap-1".into());
                 })
             },
-            &["snapshot_id"],
+            &["root.json", "snapshot_id", "record_codec", "pre-release"],
         ),
         (
-            "dataset_id not portable",
-            |d| edit_doc(d, "root.json", |r| r["dataset_id"] = "not portable!".into()),
+            "dataset_id empty",
+            |d| edit_doc(d, "root.json", |r| r["dataset_id"] = "".into()),
             &["root.json", "dataset_id"],
         ),
         (
-            "required key missing",
+            "dataset_id not a string",
+            |d| edit_doc(d, "root.json", |r| r["dataset_id"] = 7.into()),
+            &["root.json", "dataset_id"],
+        ),
+        (
+            "dataset_id missing",
             |d| {
                 edit_doc(d, "root.json", |r| {
-                    r.as_object_mut().unwrap().remove("metadata");
+                    r.as_object_mut().unwrap().remove("dataset_id");
                 })
             },
+            &["root.json", "dataset_id"],
+        ),
+        (
+            "snapshot reference missing",
+            |d| {
+                edit_doc(d, "root.json", |r| {
+                    r.as_object_mut().unwrap().remove("snapshot");
+                })
+            },
+            &["root.json", "snapshot"],
+        ),
+        (
+            "snapshot reference without stored_bytes",
+            |d| {
+                edit_doc(d, "root.json", |r| {
+                    r["snapshot"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("stored_bytes");
+                })
+            },
+            &["root.json", "stored_bytes"],
+        ),
+        (
+            "snapshot reference carries a generation on a local store",
+            |d| edit_doc(d, "root.json", |r| r["snapshot"]["generation"] = 5.into()),
+            &["snapshot", "generation"],
+        ),
+        (
+            "metadata not an object",
+            |d| edit_doc(d, "root.json", |r| r["metadata"] = "campaign".into()),
             &["root.json", "metadata"],
         ),
         (
@@ -970,14 +1209,47 @@ fn control_graph_rules_refuse_the_mount_naming_document_and_rule() {
             &["root.json", "duplicate"],
         ),
         (
+            "root is not an object",
+            |d| std::fs::write(d.join("root.json"), "[]\n").unwrap(),
+            &["root.json", "object"],
+        ),
+        (
             "layout_version unknown",
             |d| edit_doc(d, "root.json", |r| r["layout_version"] = "9.9".into()),
             &["root.json", "layout_version"],
         ),
         (
-            "shard_container not array_record",
-            |d| edit_snapshot(d, |s| s["shard_container"] = "tfrecord".into()),
-            &["snapshot", "shard_container"],
+            "snapshot_id empty",
+            |d| edit_snapshot(d, |s| s["snapshot_id"] = "".into()),
+            &["snapshot", "snapshot_id"],
+        ),
+        (
+            "snapshot_id not a string",
+            |d| edit_snapshot(d, |s| s["snapshot_id"] = 1.into()),
+            &["snapshot", "snapshot_id"],
+        ),
+        (
+            "snapshot_id missing",
+            |d| {
+                edit_snapshot(d, |s| {
+                    s.as_object_mut().unwrap().remove("snapshot_id");
+                })
+            },
+            &["snapshot", "snapshot_id"],
+        ),
+        (
+            "manifests missing",
+            |d| {
+                let snap = snapshot_rel(d);
+                edit_doc(d, &snap, |s| {
+                    s.as_object_mut().unwrap().remove("manifests");
+                });
+                let len = file_len(d, &snap).unwrap();
+                edit_doc(d, "root.json", |r| {
+                    r["snapshot"]["stored_bytes"] = len.into()
+                });
+            },
+            &["snapshot", "manifests"],
         ),
         (
             "manifests do not tile: gap",
@@ -1018,6 +1290,16 @@ fn control_graph_rules_refuse_the_mount_naming_document_and_rule() {
             |d| edit_snapshot(d, |s| s["record_count"] = 9.0.into()),
             &["snapshot", "record_count"],
         ),
+        (
+            "count written as a boolean",
+            |d| edit_snapshot(d, |s| s["shard_count"] = true.into()),
+            &["snapshot", "shard_count"],
+        ),
+        (
+            "count written as a string",
+            |d| edit_snapshot(d, |s| s["manifests"][1]["shard_count"] = "1".into()),
+            &["snapshot", "shard_count"],
+        ),
     ];
     let published = pristine();
     for (name, damage, needles) in cases {
@@ -1037,13 +1319,78 @@ fn control_graph_rules_refuse_the_mount_naming_document_and_rule() {
 }
 
 #[test]
+fn unknown_keys_of_the_control_graph_are_ignored() {
+    // The library ignores unknown keys in roots, snapshots, pages, entries and references, so
+    // the old dialect's `snapshot_id` in a root that has the codecs, or a page's `page_id`,
+    // are not defects: the dataset mounts and reads as the pristine one.
+    let published = pristine();
+    let dir = damaged_copy(&published);
+    edit_doc(dir.path(), "root.json", |r| {
+        r["snapshot_id"] = "another-snapshot".into();
+        r["snapshot"]["note"] = "x".into();
+    });
+    edit_snapshot(dir.path(), |s| s["shard_container"] = "tfrecord".into());
+    edit_last_entry(dir.path(), |entry| {
+        entry["stored_bytes"] = 1.into();
+        entry["data"]["note"] = "x".into();
+    });
+    edit_page_raw(dir.path(), 1, |p| {
+        p["page_id"] = "other-00000001".into();
+        p["snapshot_id"] = "another-snapshot".into();
+    });
+    let mount = assert_mount_eio(dir.path(), &published, &[]);
+    drop(mount);
+    let (code, stdout) = sds_verify(dir.path());
+    assert_eq!(code, Some(0), "{stdout}");
+}
+
+#[test]
 fn manifest_page_and_shard_rules_give_eio_on_that_page_only() {
     let cases: Vec<(&str, Damage)> = vec![
-        ("page_id is not the page's", |d| {
-            edit_page_raw(d, 1, |p| p["page_id"] = "other-00000001".into())
+        ("page format unknown", |d| {
+            edit_page_raw(d, 1, |p| p["format"] = "signal-dataset.other".into())
         }),
-        ("page names another snapshot", |d| {
-            edit_page_raw(d, 1, |p| p["snapshot_id"] = "another-snapshot".into())
+        ("page layout_version unknown", |d| {
+            edit_page_raw(d, 1, |p| p["layout_version"] = "9.9".into())
+        }),
+        ("page is not an object", |d| {
+            edit_page_raw(d, 1, |p| *p = serde_json::json!([]))
+        }),
+        ("page shards missing", |d| {
+            edit_page_raw(d, 1, |p| {
+                p.as_object_mut().unwrap().remove("shards");
+            })
+        }),
+        ("page range disagrees with its reference", |d| {
+            // Internally consistent (the entry tiles the page), but not the referenced range.
+            edit_page_raw(d, 1, |p| {
+                p["first_ordinal"] = 6.into();
+                p["record_count"] = 3.into();
+                p["shards"][0]["first_ordinal"] = 6.into();
+                p["shards"][0]["record_count"] = 3.into();
+            })
+        }),
+        (
+            "page holds fewer entries than its reference's shard_count",
+            |d| {
+                // The snapshot's own sums still hold; only page 1 disagrees with its reference.
+                edit_snapshot(d, |s| {
+                    s["manifests"][1]["shard_count"] = 2.into();
+                    s["shard_count"] = 4.into();
+                })
+            },
+        ),
+        ("entries' stored_bytes do not sum to the reference's", |d| {
+            let snap = snapshot_rel(d);
+            edit_doc(d, &snap, |s| {
+                let m = &mut s["manifests"][1]["stored_bytes"];
+                *m = (as_u64(m) + 1).into();
+                s["stored_bytes"] = (as_u64(&s["stored_bytes"]) + 1).into();
+            });
+            let len = file_len(d, &snap).unwrap();
+            edit_doc(d, "root.json", |r| {
+                r["snapshot"]["stored_bytes"] = len.into()
+            });
         }),
         ("page size differs from its reference", |d| {
             let snap = snapshot_rel(d);
@@ -1059,16 +1406,31 @@ fn manifest_page_and_shard_rules_give_eio_on_that_page_only() {
         ("shard entries do not tile the page", |d| {
             edit_page_raw(d, 1, |p| p["shards"][0]["first_ordinal"] = 6.into())
         }),
-        ("entry stored_bytes is not data + metadata", |d| {
+        ("entry record_count written as a float", |d| {
+            edit_page_raw(d, 1, |p| p["shards"][0]["record_count"] = 4.0.into())
+        }),
+        ("entry without its metadata reference", |d| {
             edit_page_raw(d, 1, |p| {
-                let entry = &mut p["shards"][0];
-                entry["stored_bytes"] = (as_u64(&entry["stored_bytes"]) + 1).into();
-                p["stored_bytes"] = (as_u64(&p["stored_bytes"]) + 1).into();
+                p["shards"][0].as_object_mut().unwrap().remove("metadata");
             })
         }),
+        (
+            "entry data reference carries a generation on a local store",
+            |d| edit_page_raw(d, 1, |p| p["shards"][0]["data"]["generation"] = 5.into()),
+        ),
         ("record_indices of the wrong length", |d| {
             edit_page_raw(d, 1, |p| {
                 p["shards"][0]["record_indices"] = serde_json::json!([0, 1])
+            })
+        }),
+        ("record_indices holding a string", |d| {
+            edit_page_raw(d, 1, |p| {
+                p["shards"][0]["record_indices"] = serde_json::json!([0, 1, 2, "3"])
+            })
+        }),
+        ("record_indices holding a negative index", |d| {
+            edit_page_raw(d, 1, |p| {
+                p["shards"][0]["record_indices"] = serde_json::json!([0, 1, 2, -3])
             })
         }),
         ("data shard size differs from its reference", |d| {

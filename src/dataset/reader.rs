@@ -82,12 +82,24 @@ fn read_checked(
     Ok(bytes)
 }
 
-/// [`read_control`] for a control-graph reference, which may be absolute.
+/// [`read_control`] for a control-graph reference (the snapshot, a manifest page).
+///
+/// Only shard references may be absolute (a reference view names another dataset's shards); a
+/// control document is always read below the dataset's root, as the library reads it through
+/// the root's own store. An absolute one is refused naming it, so that a document cannot pull
+/// the rest of the graph from outside the root.
 pub(crate) fn read_object_control(
     objects: &Objects,
     reference: &ObjectRef,
     limits: &JsonLimits,
 ) -> Result<Bytes, DatasetError> {
+    if let ObjectPath::Absolute(location) = &reference.path {
+        return Err(DatasetError::corrupt(
+            location.as_str(),
+            "a control document's reference must be relative to the dataset root (only shard \
+             references of reference views may be absolute)",
+        ));
+    }
     let resolved = objects.resolve(&reference.path, reference.generation)?;
     read_checked(
         resolved.store.as_ref(),
