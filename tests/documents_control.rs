@@ -73,6 +73,15 @@ fn root_optional_keys_and_unknown_keys() {
     assert_eq!(parsed.min_reader_version, None);
     let null_version = edit(ROOT, |d| set(d, "", "min_reader_version", Value::Null));
     assert_eq!(root(&null_version).unwrap().min_reader_version, None);
+    // The library reads `metadata` as `value or {}`: every falsy value is an empty mapping.
+    for falsy in ["null", "[]", "\"\"", "0", "false"] {
+        let text = edit(ROOT, |d| set(d, "", "metadata", json(falsy)));
+        assert!(root(&text).unwrap().metadata.is_empty(), "{falsy}");
+    }
+    for refused in ["[1]", "\"x\"", "1", "true"] {
+        let text = edit(ROOT, |d| set(d, "", "metadata", json(refused)));
+        assert_refused(root(&text), &["metadata must be an object"]);
+    }
 }
 
 #[test]
@@ -260,10 +269,18 @@ fn record_indices_and_absolute_references() {
         set(d, "shards.0", "record_indices", Value::Null)
     });
     assert_eq!(page(&null).unwrap().shards[0].record_indices, None);
-    for bad in ["a/../b", "a#b", "http://x/y", ""] {
+    for bad in ["a/../b", "a#b", ".", ""] {
         let text = edit(MANIFEST, |d| set(d, "shards.0.data", "path", bad.into()));
         assert!(page(&text).is_err(), "{bad:?} accepted");
     }
+    // Read as the library reads it: an unregistered scheme is a relative path, normalized.
+    let normalized = edit(MANIFEST, |d| {
+        set(d, "shards.0.data", "path", "http://x//y".into())
+    });
+    assert_eq!(
+        page(&normalized).unwrap().shards[0].data.path.as_str(),
+        "http:/x/y"
+    );
     let relative = edit(MANIFEST, |d| {
         set(d, "shards.0.data", "path", "gs:x/y".into())
     });

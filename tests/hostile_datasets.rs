@@ -584,8 +584,14 @@ fn shard_ref_traversal_gives_eio_on_that_page_only() {
             edit_last_entry(dir.path(), |entry| entry[kind]["path"] = (*bad).into());
             let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
             drop(mount);
-            let page = page_rel(dir.path(), 1);
-            assert_verify_names(dir.path(), &[&page]);
+            // The unsafe paths make the page invalid; the normalized one names a directory,
+            // reported as the object it is.
+            let named = if *bad == "objects//data" {
+                "objects/data".to_string()
+            } else {
+                page_rel(dir.path(), 1)
+            };
+            assert_verify_names(dir.path(), &[&named]);
         }
     }
 }

@@ -59,6 +59,30 @@ impl RelPath {
         Ok(RelPath(path))
     }
 
+    /// A reference's relative path read as the library reads one (its `safe_relative_path`,
+    /// Python's `PurePosixPath`): empty and `.` segments are dropped (`a//b/./c` is `a/b/c`),
+    /// then the rules of [`RelPath::new`] apply (so `..`, a backslash, NUL, `#` and `?` are
+    /// still refused). Writers never produce such paths; readers accept what the library reads.
+    pub fn normalized(path: &str) -> Result<RelPath, PathError> {
+        if path.is_empty() || path.starts_with('/') {
+            return RelPath::new(path);
+        }
+        let kept: Vec<&str> = path
+            .split('/')
+            .filter(|segment| !segment.is_empty() && *segment != ".")
+            .collect();
+        if kept.is_empty() {
+            return Err(PathError {
+                path: path.to_string(),
+                rule: "path names no object (only empty and '.' segments)",
+            });
+        }
+        RelPath::new(kept.join("/")).map_err(|e| PathError {
+            path: path.to_string(),
+            rule: e.rule,
+        })
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -142,7 +166,7 @@ impl ObjectPath {
     pub fn new(text: &str) -> Result<ObjectPath, PathError> {
         match Location::new(text) {
             Some(location) => Ok(ObjectPath::Absolute(location)),
-            None => RelPath::new(text).map(ObjectPath::Relative),
+            None => RelPath::normalized(text).map(ObjectPath::Relative),
         }
     }
 
@@ -226,7 +250,28 @@ mod tests {
                 "{relative}"
             );
         }
-        assert!(ObjectPath::new("http://x/y").is_err());
+        // Not a registered scheme: a relative path, normalized as the library does.
+        assert_eq!(
+            ObjectPath::new("http://x/y")
+                .unwrap()
+                .relative()
+                .map(RelPath::as_str),
+            Some("http:/x/y")
+        );
+    }
+
+    #[test]
+    fn relative_references_are_normalized_as_the_library_reads_them() {
+        for (written, read) in [
+            ("a//b", "a/b"),
+            ("./a/./b/", "a/b"),
+            ("manifests//ea/p.json", "manifests/ea/p.json"),
+        ] {
+            assert_eq!(RelPath::normalized(written).unwrap().as_str(), read);
+        }
+        for refused in ["", ".", "./", "a/../b", "..", "a\\b", "a#b", "a?b", "a\0b"] {
+            assert!(RelPath::normalized(refused).is_err(), "{refused:?}");
+        }
         let location = Location::new("gs://b/p/objects/x.arrayrecord").unwrap();
         assert_eq!(
             location.split_name(),

@@ -84,7 +84,7 @@ impl DatasetRoot {
         }
         Ok(DatasetRoot {
             dataset_id: dataset_id.to_string(),
-            metadata: doc.opt_object("metadata")?.cloned().unwrap_or_default(),
+            metadata: read_metadata(doc)?,
             min_reader_version,
             snapshot: read_reference(doc, "snapshot", Keys::IgnoreUnknown)?,
         })
@@ -173,5 +173,23 @@ fn read_min_reader(doc: &Object, reader: &str) -> Result<Option<String>, Documen
             document,
             format!("min_reader_version {required:?} does not start with a release number"),
         )),
+    }
+}
+
+/// The root's `metadata`: an object, or absent. The library then reads it as
+/// `frozen_mapping(value or {})`, so every falsy JSON value (`null`, `[]`, `""`, `0`, `false`)
+/// is an empty mapping there, and is read as one here; any other non-object is refused.
+fn read_metadata(doc: &Object) -> RuleResult<Object> {
+    match doc.get("metadata") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(Object::new()),
+        Some(Value::Object(metadata)) => Ok(metadata.clone()),
+        Some(Value::Array(items)) if items.is_empty() => Ok(Object::new()),
+        Some(Value::String(text)) if text.is_empty() => Ok(Object::new()),
+        Some(Value::Int(0)) => Ok(Object::new()),
+        Some(Value::Float(zero)) if *zero == 0.0 => Ok(Object::new()),
+        Some(other) => Err(Rule::new(format!(
+            "metadata must be an object, not {}",
+            other.type_name()
+        ))),
     }
 }
