@@ -390,6 +390,8 @@ fn our_annotation_sets(case: &str, spec: &Path, library_out: &Path, root: &Path)
         let per_shard = key("records_per_shard");
         let rows = library_out.join("rows").join(format!("{name}.rows.jsonl"));
         let mut common = strings(&["--name", &name, "--records-per-shard", &per_shard]);
+        // The library writes annotation objects with the options its dataset was opened with.
+        common.extend(writer_option_args(spec));
         let publication = key("publication_id");
         if publication != "null" {
             common.extend(strings(&["--publication-id", &publication]));

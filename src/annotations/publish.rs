@@ -62,7 +62,9 @@ pub struct AnnotationOptions {
     pub catalog_retry_limit: u32,
     /// `None`: the library's default, derived from the source snapshot id and the set name.
     pub publication_id: Option<String>,
-    /// ArrayRecord options of annotation objects; the layout requires `group_size:1`.
+    /// ArrayRecord options of annotation objects (default `group_size:1`). The library writes
+    /// them with the options the dataset was opened with, so `sds annotate --writer-options`
+    /// must name the same string for byte-identical objects.
     pub writer_options: WriterOptions,
     pub record_limits: RecordLimits,
     /// The dataset root as the caller addressed it (`/data/ds`, `gs://bucket/ds`): worker
@@ -206,7 +208,6 @@ pub fn publish_annotations(
             dataset.len()
         )));
     }
-    check_group_size(options)?;
     let per = usize::try_from(options.records_per_shard.max(1)).unwrap_or(usize::MAX);
     let mut shards = Vec::new();
     for (index, chunk) in rows.chunks(per).enumerate() {
@@ -232,16 +233,6 @@ pub fn publish_annotations(
         options,
         counts,
     )
-}
-
-fn check_group_size(options: &AnnotationOptions) -> Result<(), AnnotationError> {
-    if options.writer_options.group_size == 1 {
-        Ok(())
-    } else {
-        Err(AnnotationError::refused(
-            "annotation objects must be written with group_size:1 (docs/FORMAT.md, annotations)",
-        ))
-    }
 }
 
 /// Checks `rows` against the source ordinals from `first` and encodes each as a carrier.
@@ -318,7 +309,6 @@ pub fn write_annotation_shard(
 ) -> Result<ShardOutcome, AnnotationError> {
     check_id("set name", name)?;
     check_id("publication id", publication_id)?;
-    check_group_size(options)?;
     let range = options.shard_range(dataset, shard_index);
     let shard_id = logical_shard_id(shard_index);
     if range.is_empty() || rows.len() as u64 != range.end - range.start {

@@ -49,6 +49,10 @@ pub struct SetArgs {
     /// Rows per logical shard.
     #[arg(long, default_value_t = 10_000)]
     pub records_per_shard: u64,
+    /// ArrayRecord writer options of the annotation objects, e.g. group_size:1 (the default),
+    /// zstd:9 (the library uses the options its dataset was opened with).
+    #[arg(long, value_name = "OPTIONS", default_value = "group_size:1")]
+    pub writer_options: String,
 }
 
 /// `sds annotate DATASET ...` and its distributed forms.
@@ -96,15 +100,17 @@ pub enum AnnotateAction {
     },
 }
 
-fn options(set: &SetArgs) -> AnnotationOptions {
-    AnnotationOptions {
+fn options(set: &SetArgs) -> Result<AnnotationOptions, String> {
+    let shard = super::distributed::shard_options(&set.writer_options)?;
+    Ok(AnnotationOptions {
         records_per_shard: set.records_per_shard.max(1),
+        writer_options: shard.writer_options,
         publication_id: set.publication_id.clone(),
         // Worker pointers record object locations under the root as the user spelled it, as
         // the library does.
         root_location: Some(set.dataset.trim_end_matches('/').to_string()),
         ..AnnotationOptions::default()
-    }
+    })
 }
 
 fn fill(arg: Option<FillArg>) -> Fill {
@@ -145,7 +151,7 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
             fill: fill_arg,
         }) => {
             let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
-            let options = options(&set);
+            let options = options(&set)?;
             let publication_id = options
                 .publication_id_for(&dataset, &set.name)
                 .map_err(|e| e.to_string())?;
@@ -176,7 +182,7 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
             metadata: text,
         }) => {
             let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
-            let options = options(&set);
+            let options = options(&set)?;
             let publication_id = options
                 .publication_id_for(&dataset, &set.name)
                 .map_err(|e| e.to_string())?;
@@ -196,7 +202,7 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
                 .ok_or("sds annotate needs DATASET and --name (or a subcommand)")?;
             let rows = args.rows.ok_or("sds annotate needs --rows ROWS.jsonl")?;
             let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
-            let options = options(&set);
+            let options = options(&set)?;
             let rows = read_rows(&dataset, &rows, 0..dataset.len(), fill(args.fill))?;
             let published = publish_annotations(
                 &dataset,
