@@ -1,6 +1,6 @@
 //! A native ArrayRecord reader and writer, byte-compatible with the reference
-//! (`array-record` 0.8.6, riegeli 2025-07-17). The wire format is documented in
-//! `shared/spec/arrayrecord-format.md`; section numbers in comments refer to it.
+//! (`array-record` 0.8.6, riegeli 2025-07-17). The wire format is described in
+//! `docs/ARRAYRECORD.md`; section numbers in comments refer to it.
 //!
 //! # Layers inside this module
 //!
