@@ -23,23 +23,27 @@
 //!   bounded by the file size and [`ReaderLimits`]); corrupt input gives [`Error::Corrupt`]
 //!   naming the file, the chunk offset and the rule broken, and only affects reads of the
 //!   records in the damaged chunk.
-//! * The writer reproduces the reference bytes: same chunk layout, same padding, same
-//!   footer, and the same zstd frame mode choice (one-shot vs streamed, spec 8.1) with the
-//!   same libzstd. Brotli matches at the tested qualities; snappy (the `snap` crate) matches
-//!   only small inputs. Different compressed bytes are still valid for the reference reader.
+//! * The writer reproduces the reference bytes for every option string: same chunk layout,
+//!   padding and footer, and the same compressor output (docs/ARRAYRECORD.md section 8):
+//!   `feed` replays how riegeli's buffers hand input to a compressor; zstd and brotli are the
+//!   reference's C libraries at its releases, driven with those pieces; snappy is a port of
+//!   the reference's match finder (`snappy_encode`).
 //! * Transposed chunks (`transpose:true`) are neither written nor read
 //!   ([`Error::Unsupported`]).
 
+mod brotli_encode;
 mod chunk;
 mod compress;
 mod cursor;
 mod error;
+mod feed;
 mod hash;
 mod layout;
 mod options;
 mod position;
 mod proto;
 mod reader;
+mod snappy_encode;
 mod source;
 mod stream;
 mod varint;

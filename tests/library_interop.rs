@@ -33,11 +33,13 @@ use serde_json::Value;
 
 /// ArrayRecord writer options the library accepts (any string of the ArrayRecord writer);
 /// "default" leaves the library's default (`group_size:1`, zstd).
-const WRITER_OPTIONS: [&str; 6] = [
+const WRITER_OPTIONS: [&str; 8] = [
     "default",
     "group_size:3",
     "brotli:6",
+    "brotli:0",
     "snappy",
+    "snappy:2",
     "uncompressed",
     "zstd:9",
 ];
@@ -435,18 +437,24 @@ struct LibraryCase {
 }
 
 /// Writer options for the cases compared byte for byte, picked by `seed`: every option string
-/// whose compressor is the library's own (zstd 1.5.6 as the reference bundles it, or none).
-/// brotli and snappy are read in every release case above, but our writer's brotli and snappy
-/// libraries are not the reference's, so their bytes may differ (docs/COMPATIBILITY.md).
+/// the library's cases use, plus the other compressor levels (our brotli is the reference's C
+/// brotli, our snappy a port of its match finder, so all of them must match).
 fn byte_exact_writer_options(seed: u64) -> &'static str {
-    const OPTIONS: [&str; 5] = [
+    const OPTIONS: [&str; 10] = [
         "default",
         "group_size:1",
         "group_size:3",
+        "brotli:6",
+        "brotli:1,group_size:2",
+        "brotli:11",
+        "snappy",
+        "snappy:2,group_size:3",
         "uncompressed",
         "zstd:9",
     ];
-    OPTIONS[(seed % OPTIONS.len() as u64) as usize]
+    // Mixed, so that each test (whose seed is `run * 10 + k`) sees every option across runs.
+    let mixed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+    OPTIONS[(mixed % OPTIONS.len() as u64) as usize]
 }
 
 impl LibraryCase {

@@ -10,6 +10,7 @@ use bytes::Bytes;
 
 use super::compress;
 use super::error::{corrupt, Fault};
+use super::feed::{Feed, Write};
 use super::hash::hash;
 use super::options::Compression;
 use super::varint;
@@ -83,10 +84,8 @@ impl ChunkHeader {
 
 /// Payload of a simple chunk holding `sizes.len()` records whose bytes are `values`.
 ///
-/// The zstd frame mode reproduces riegeli's 4096-byte buffering (spec 8.1): the values frame
-/// is streamed once more than 4096 bytes were written or the first non-empty record alone
-/// fills the buffer; the sizes frame once more than 4086 bytes of size varints preceded a
-/// write.
+/// The chunk encoder writes each record's size as a varint into the sizes compressor and its
+/// bytes into the values compressor; `Feed` says where riegeli's buffering cuts those writes.
 pub fn encode_simple(
     compression: &Compression,
     sizes: &[u64],
@@ -96,26 +95,16 @@ pub fn encode_simple(
     for &s in sizes {
         varint::put(&mut sizes_buf, s);
     }
-    let first_nonempty = sizes.iter().copied().find(|&s| s > 0).unwrap_or(0);
-    let values_one_shot = values.len() <= 4096 && first_nonempty < 4096;
-    let before_last: usize = match sizes.split_last() {
-        Some((_, rest)) => rest.iter().map(|&s| varint::len(s)).sum(),
-        None => 0,
-    };
-    let sizes_one_shot = before_last <= 4086;
+    let sizes_feed = Feed::of(sizes.iter().map(|&s| Write::Varint(varint::len(s))));
+    let values_feed = Feed::of(sizes.iter().map(|&s| Write::Bytes(s as usize)));
 
     let mut compressed_sizes = Vec::new();
-    compress::compress_buffer(
-        compression,
-        &sizes_buf,
-        sizes_one_shot,
-        &mut compressed_sizes,
-    )?;
+    compress::compress_buffer(compression, &sizes_buf, &sizes_feed, &mut compressed_sizes)?;
     let mut data = Vec::with_capacity(values.len() + compressed_sizes.len() + 16);
     data.push(compression.type_byte());
     varint::put(&mut data, compressed_sizes.len() as u64);
     data.extend_from_slice(&compressed_sizes);
-    compress::compress_buffer(compression, values, values_one_shot, &mut data)?;
+    compress::compress_buffer(compression, values, &values_feed, &mut data)?;
     Ok(data)
 }
 

@@ -2,9 +2,11 @@
 //!
 //! Writing: each of the two buffers of a simple chunk (record sizes, record values) is
 //! `varint(uncompressed length) ++ compressor output`, or the raw bytes when uncompressed.
-//! To reproduce the reference bytes, zstd has two modes: a one-shot frame (content size
-//! known) when riegeli's 4096-byte buffer would have held everything, and a streamed frame
-//! (no content size) otherwise; the caller decides which (see `writer`).
+//! Every compressor reproduces the reference's bytes: zstd through libzstd, with a one-shot
+//! frame (content size known) when the whole buffer reaches the compressor at close and a
+//! streamed frame otherwise; brotli through the reference's C brotli, fed in the same pieces
+//! (`brotli_encode`); snappy through our port of the reference's match finder
+//! (`snappy_encode`). Where the pieces fall is `feed`'s model of riegeli's buffering.
 //!
 //! Reading: decompression is always capped at the size the chunk header promises, so a
 //! hostile frame cannot make us allocate more than the (already limit-checked) header says.
@@ -13,14 +15,19 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use super::error::{corrupt, Fault};
+use super::feed::Feed;
 use super::options::Compression;
-use super::varint;
+use super::{brotli_encode, snappy_encode, varint};
 
-/// Appends the framed compressed form of `input` to `out`.
+/// Brotli's window when the options name none.
+const DEFAULT_BROTLI_WINDOW_LOG: u32 = 22;
+
+/// Appends the framed compressed form of `input` to `out`; `feed` is how the reference's
+/// writer would have handed `input` to the compressor.
 pub(crate) fn compress_buffer(
     compression: &Compression,
     input: &[u8],
-    one_shot: bool,
+    feed: &Feed,
     out: &mut Vec<u8>,
 ) -> io::Result<()> {
     if let Compression::None = compression {
@@ -29,20 +36,18 @@ pub(crate) fn compress_buffer(
     }
     varint::put(out, input.len() as u64);
     match *compression {
-        Compression::Zstd { level, window_log } if one_shot => {
+        Compression::Zstd { level, window_log } if feed.is_one_shot() => {
             out.extend_from_slice(&zstd_one_shot(level, window_log, input)?)
         }
         Compression::Zstd { level, window_log } => zstd_streamed(level, window_log, input, out)?,
         Compression::Brotli {
             quality,
             window_log,
-        } => brotli_compress(quality, window_log, input, out)?,
-        Compression::Snappy => {
-            let compressed = snap::raw::Encoder::new()
-                .compress_vec(input)
-                .map_err(io::Error::other)?;
-            out.extend_from_slice(&compressed);
+        } => {
+            let window_log = window_log.unwrap_or(DEFAULT_BROTLI_WINDOW_LOG);
+            brotli_encode::compress(quality, window_log, input, feed, out)?
         }
+        Compression::Snappy { level } => snappy_encode::compress(input, level, out)?,
         Compression::None => {}
     }
     Ok(())
@@ -108,25 +113,6 @@ fn with_cctx<T>(
     let result = f(&mut c);
     CCTX.with(|slot| *slot.borrow_mut() = Some(c));
     result
-}
-
-fn brotli_compress(
-    quality: u32,
-    window_log: Option<u32>,
-    input: &[u8],
-    out: &mut Vec<u8>,
-) -> io::Result<()> {
-    let lgwin = window_log.unwrap_or(22);
-    let params = brotli::enc::BrotliEncoderParams {
-        quality: quality as i32,
-        lgwin: lgwin as i32,
-        large_window: lgwin > 24,
-        size_hint: input.len(),
-        ..Default::default()
-    };
-    let mut reader = input;
-    brotli::enc::BrotliCompress(&mut reader, out, &params)?;
-    Ok(())
 }
 
 /// Decompression caps and settings, derived from the reader limits.
@@ -560,10 +546,24 @@ mod tests {
         zstd_window_log_max: 31,
     };
 
+    /// All of `len` bytes at close, or a first piece passed on before.
+    fn feed(len: usize, one_shot: bool) -> Feed {
+        match one_shot {
+            true => Feed {
+                flushed: vec![],
+                last: len,
+            },
+            false => Feed {
+                flushed: vec![len / 2],
+                last: len - len / 2,
+            },
+        }
+    }
+
     fn round_trip(c: Compression, one_shot: bool) {
         let input: Vec<u8> = (0..20000u32).map(|i| (i % 251) as u8).collect();
         let mut buf = Vec::new();
-        compress_buffer(&c, &input, one_shot, &mut buf).unwrap();
+        compress_buffer(&c, &input, &feed(input.len(), one_shot), &mut buf).unwrap();
         let out = decompress_buffer(c.type_byte(), &buf, input.len() as u64, true, CAPS).unwrap();
         assert_eq!(out, input);
         // A cap below the real size is an error, not a truncation.
@@ -578,14 +578,17 @@ mod tests {
         };
         round_trip(zstd, true);
         round_trip(zstd, false);
-        round_trip(
-            Compression::Brotli {
-                quality: 6,
-                window_log: None,
-            },
-            true,
-        );
-        round_trip(Compression::Snappy, true);
+        for quality in [0, 1, 6, 11] {
+            for one_shot in [true, false] {
+                let brotli = Compression::Brotli {
+                    quality,
+                    window_log: None,
+                };
+                round_trip(brotli, one_shot);
+            }
+        }
+        round_trip(Compression::Snappy { level: 1 }, true);
+        round_trip(Compression::Snappy { level: 2 }, true);
         round_trip(Compression::None, true);
     }
 
@@ -596,13 +599,13 @@ mod tests {
             window_log: 20,
         };
         let mut one = Vec::new();
-        compress_buffer(&zstd, b"\x05", true, &mut one).unwrap();
+        compress_buffer(&zstd, b"\x05", &feed(1, true), &mut one).unwrap();
         assert_eq!(
             hex::encode(&one),
             "0128b52ffd2001090000 05".replace(' ', "")
         );
         let mut streamed = Vec::new();
-        compress_buffer(&zstd, &[7u8; 5000], false, &mut streamed).unwrap();
+        compress_buffer(&zstd, &[7u8; 5000], &feed(5000, false), &mut streamed).unwrap();
         // Prefix 5000 = 88 27, magic, FHD without content size / single segment, window 0x50.
         assert_eq!(
             &streamed[..8],

@@ -581,7 +581,7 @@ mod tests {
                 quality: 1,
                 window_log: None,
             },
-            Compression::Snappy,
+            Compression::Snappy { level: 1 },
         ] {
             let (file, begin, end) = file_with(c, &[b"ab", &big, b""]);
             let (header, records) = decode_chunk(&file, begin, end, CAPS, u64::MAX).unwrap();

@@ -23,8 +23,8 @@ pub enum Compression {
         quality: u32,
         window_log: Option<u32>,
     },
-    /// Raw snappy blocks (`snappy:2` is accepted, but the output is that of `snap`).
-    Snappy,
+    /// Snappy at `level` 1 (the default) or 2 (the reference's double-hash match finder).
+    Snappy { level: u32 },
 }
 
 impl Compression {
@@ -34,7 +34,7 @@ impl Compression {
             Compression::None => 0,
             Compression::Zstd { .. } => b'z',
             Compression::Brotli { .. } => b'b',
-            Compression::Snappy => b's',
+            Compression::Snappy { .. } => b's',
         }
     }
 }
@@ -43,6 +43,7 @@ impl Compression {
 const DEFAULT_ZSTD_LEVEL: i32 = 3;
 const DEFAULT_ZSTD_WINDOW_LOG: u32 = 20;
 const DEFAULT_BROTLI_QUALITY: u32 = 6;
+const DEFAULT_SNAPPY_LEVEL: u32 = 1;
 
 /// Parsed writer options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +220,9 @@ impl Parser<'_> {
             _ if raw.window_log.is_some() => {
                 return Err(self.err(format!("window_log is not allowed with {name}")));
             }
-            "snappy" => Compression::Snappy,
+            "snappy" => Compression::Snappy {
+                level: level.map_or(DEFAULT_SNAPPY_LEVEL, |l| l as u32),
+            },
             _ => Compression::None,
         };
         Ok(WriterOptions {
@@ -254,7 +257,8 @@ impl fmt::Display for WriterOptions {
         )?;
         match self.compression {
             Compression::None => f.write_str("uncompressed")?,
-            Compression::Snappy => f.write_str("snappy")?,
+            // The reference names the compressor only, whatever its level.
+            Compression::Snappy { .. } => f.write_str("snappy")?,
             Compression::Zstd { level, window_log } => {
                 write!(f, "zstd:{level},window_log:{window_log}")?
             }
@@ -296,6 +300,14 @@ mod tests {
         assert_eq!(
             render("brotli,group_size:2"),
             "group_size:2,transpose:false,pad_to_block_boundary:false,brotli:6,max_parallelism:1"
+        );
+        assert_eq!(
+            WriterOptions::parse("snappy:2").unwrap().compression,
+            Compression::Snappy { level: 2 }
+        );
+        assert_eq!(
+            WriterOptions::parse("snappy").unwrap().compression,
+            Compression::Snappy { level: 1 }
         );
         assert_eq!(
             render("snappy:2"),
