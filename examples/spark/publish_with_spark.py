@@ -201,7 +201,7 @@ def load_rows(dataset, path, first, count):
             for name, spec in (row.get("fields") or {}).items():
                 data = np.load(os.path.join(os.path.dirname(path), spec["npy"]))
                 names = spec.get("axes") or [f"dim_{d}" for d in range(data.ndim)]
-                axes = tuple(sds.Axis(n, int(n_)) for n, n_ in zip(names, data.shape))
+                axes = tuple(sds.Axis(axis, int(length)) for axis, length in zip(names, data.shape))
                 fields[name] = sds.Field(data, axes, metadata=spec.get("metadata") or {})
             rows[index] = sds.AnnotationRecord(
                 dataset.record_metadata[index].id, index, sds.AnnotationStatus(row["status"]),
@@ -242,17 +242,20 @@ def spark_conf(args, event_dir):
 
     conf = (SparkConf().setMaster(args.master).setAppName(f"sds-{args.command}")
             .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
             .set("spark.eventLog.enabled", "true")
             .set("spark.eventLog.dir", "file://" + event_dir)
             .set("spark.eventLog.compress", "false")
             .set("spark.eventLog.rolling.enabled", "false")
             .set("spark.executor.memory", "512m"))
     if args.speculation:
-        # Fire as soon as half the tasks are done and a straggler runs 1.5x their median.
+        # A copy once half the tasks are done and a straggler has run 1.5x their median and
+        # at least 5 s (a Python worker's first start alone can take seconds: no copy for it).
         conf = (conf.set("spark.speculation", "true")
                 .set("spark.speculation.interval", "100ms")
                 .set("spark.speculation.quantile", "0.5")
-                .set("spark.speculation.multiplier", "1.5"))
+                .set("spark.speculation.multiplier", "1.5")
+                .set("spark.speculation.minTaskRuntime", "5s"))
     return conf
 
 
@@ -264,6 +267,7 @@ def run_on_spark(args, job, units):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     event_dir = os.path.join(job["state"], "spark-events")
     os.makedirs(event_dir, exist_ok=True)
+    started = time.perf_counter()
     context = SparkContext(conf=spark_conf(args, event_dir))
     context.setLogLevel("ERROR")
     application = context.applicationId
@@ -273,7 +277,9 @@ def run_on_spark(args, job, units):
 
         # One partition per unit: one task per shard.
         rdd = context.parallelize(units, numSlices=max(1, len(units)))
+        ready = time.perf_counter()
         results = rdd.map(task).collect()
+        job["timing"].update(spark_start_s=ready - started, tasks_s=time.perf_counter() - ready)
     finally:
         context.stop()
     print_spark_attempts(event_dir, application, units)
@@ -470,12 +476,16 @@ def main(argv=None):
     args = arguments(argv)
     job, units = plan(args)
     runner = run_locally if args.no_spark else run_on_spark
+    job["timing"] = {}
     results = runner(args, job, units)
+    started = time.perf_counter()
     if args.command == "publish":
         publish_dataset(args, job, units)
     else:
         publish_annotation_set(args, job, results)
+    job["timing"]["publish_s"] = time.perf_counter() - started
     print(f"published {args.command}: {len(units)} tasks", flush=True)
+    print("timing " + json.dumps(job["timing"], sort_keys=True), flush=True)
     return 0
 
 
