@@ -38,8 +38,9 @@ of W writes its shard and receipt and then fails (or then sleeps).
         --source /data/src --out /data/out --records-per-task 1000 \\
         --dataset-id my-ds --snapshot-id 2024-06-01
 
-The output root must be storage every executor can write (a shared filesystem here; with an
-object-store URL the same code writes to a bucket).
+The output root must be a directory every executor can write (a shared filesystem: NFS, a
+ReadWriteMany volume). `sds` and the library also write s3:// and gs:// roots; this example
+takes local paths only.
 """
 
 import argparse
@@ -439,35 +440,38 @@ def dataset_info(sds_binary, root):
                                      capture_output=True, text=True).stdout)
 
 
+def plan_publish(args, job):
+    if args.sigmf and args.worker != "sds":
+        raise SystemExit("SigMF recordings are read by sds workers (--worker sds)")
+    out = args.out.rstrip("/")
+    job.update(out=os.path.abspath(out), segment_samples=args.segment_samples,
+               receipts=os.path.abspath(args.receipts or out + ".receipts"),
+               state=os.path.abspath(args.state or out + ".state"))
+    os.makedirs(job["receipts"], exist_ok=True)
+    if args.sigmf:
+        return sigmf_units([os.path.abspath(f) for f in args.sigmf], args.files_per_task)
+    job["source"] = os.path.abspath(args.source)
+    count = dataset_info(args.sds, job["source"])["record_count"]
+    return range_units(count, args.records_per_task, args.worker)
+
+
+def plan_annotate(args, job):
+    info = dataset_info(args.sds, args.dataset)
+    # The library's and sds's default id: stable across re-runs of the same set.
+    publication_id = hashlib.sha256(f"{info['snapshot_id']}:{args.name}".encode()).hexdigest()
+    job.update(dataset=os.path.abspath(args.dataset), name=args.name,
+               rows=os.path.abspath(args.rows), records_per_shard=args.records_per_shard,
+               publication_id=publication_id[:32],
+               state=os.path.abspath(args.state or args.dataset.rstrip("/") + ".state"))
+    return annotation_units(info["record_count"], args.records_per_shard, args.worker)
+
+
 def plan(args):
     """The job description every task receives, and its units."""
     job = {"kind": args.command, "sds": os.path.abspath(args.sds) if os.sep in args.sds
            else args.sds, "inject_failure": set(args.inject_failure),
            "inject_slow": parse_slow(args.inject_slow)}
-    if args.command == "publish":
-        if args.sigmf and args.worker != "sds":
-            raise SystemExit("SigMF recordings are read by sds workers (--worker sds)")
-        job.update(out=os.path.abspath(args.out), segment_samples=args.segment_samples,
-                   receipts=os.path.abspath(args.receipts or args.out.rstrip("/") + ".receipts"),
-                   state=os.path.abspath(args.state or args.out.rstrip("/") + ".state"))
-        os.makedirs(job["receipts"], exist_ok=True)
-        if args.source:
-            job["source"] = os.path.abspath(args.source)
-            count = dataset_info(args.sds, job["source"])["record_count"]
-            units = range_units(count, args.records_per_task, args.worker)
-        else:
-            files = [os.path.abspath(f) for f in args.sigmf]
-            units = sigmf_units(files, args.files_per_task)
-    else:
-        info = dataset_info(args.sds, args.dataset)
-        # The library's and sds's default id: stable across re-runs of the same set.
-        publication_id = hashlib.sha256(
-            f"{info['snapshot_id']}:{args.name}".encode()).hexdigest()[:32]
-        job.update(dataset=os.path.abspath(args.dataset), name=args.name,
-                   rows=os.path.abspath(args.rows), records_per_shard=args.records_per_shard,
-                   publication_id=publication_id,
-                   state=os.path.abspath(args.state or args.dataset.rstrip("/") + ".state"))
-        units = annotation_units(info["record_count"], args.records_per_shard, args.worker)
+    units = (plan_publish if args.command == "publish" else plan_annotate)(args, job)
     os.makedirs(job["state"], exist_ok=True)
     return job, units
 
