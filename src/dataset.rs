@@ -35,7 +35,7 @@ pub use verify::{
     verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem,
     VerifyOptions, VerifyReport,
 };
-pub use view::{dedup_in_order, materialize, parse_indices, select_view, ViewSummary};
+pub use view::{materialize, parse_indices, select_view, ViewSummary};
 
 use crate::format::limits::{JsonLimits, RecordLimits};
 

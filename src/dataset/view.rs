@@ -18,9 +18,7 @@
 //!
 //! Index specifications (`0:100,250,300:`) are parsed by [`parse_indices`]: comma-separated
 //! ordinals and half-open ranges `A:B` with either end optional, checked against the record
-//! count. The selection keeps the order given; a repeated ordinal is kept once (first place).
-
-use std::collections::BTreeSet;
+//! count. The selection keeps the order given, repeated ordinals included (as the library does).
 
 use super::error::DatasetError;
 use super::publish::{
@@ -86,12 +84,6 @@ pub fn parse_indices(spec: &str, record_count: u64) -> Result<Vec<u64>, DatasetE
         }
     }
     Ok(out)
-}
-
-/// Removes repeated ordinals, keeping each one's first place.
-pub fn dedup_in_order(ordinals: impl IntoIterator<Item = u64>) -> Vec<u64> {
-    let mut seen = BTreeSet::new();
-    ordinals.into_iter().filter(|o| seen.insert(*o)).collect()
 }
 
 /// The absolute form of a source reference: kept when already absolute, else the source
