@@ -12,14 +12,16 @@
 //! `du` and `ls -l` would then look every entry up). A warm `find`/`du` of 10,000 records
 //! sends two `STATFS` and nothing else (`tests/mount_walk_requests.rs`).
 //!
-//! The annotation overlay is the exception: its entries and attributes are valid for the
-//! metadata TTL only, its files are opened without `FOPEN_KEEP_CACHE`, and its entries carry
-//! as mtime the time the mount first saw the current catalog. With `FUSE_AUTO_INVAL_DATA`
-//! the kernel refreshes a cached directory's expired attributes before serving its listing
-//! from the cache and drops the listing when the mtime changed, so a catalog change shows
-//! after at most one TTL; the price is one request per overlay directory visited after its
-//! TTL (a `LOOKUP` of `records/<n>/annotations` in a walk). Without that flag, directories
-//! are opened as before (`FOPEN_CACHE_DIR` except in the overlay).
+//! The annotation overlay is the one mutable part. In a mount (`sdsfs mount`), the catalog
+//! watcher ([`super::catalog_watch`]) re-reads the catalog every metadata TTL and invalidates
+//! what the kernel holds of the overlay when the sets change, so the overlay gets the
+//! immutable TTL too and a walk after the TTL still costs nothing. Without a watcher its
+//! entries and attributes are valid for the metadata TTL only. Either way its files are opened
+//! without `FOPEN_KEEP_CACHE`, and its entries carry as mtime the time the mount first saw the
+//! current catalog: with `FUSE_AUTO_INVAL_DATA` the kernel refreshes a cached directory's
+//! expired attributes before serving its listing from the cache, and drops the listing when
+//! the mtime changed. Without that flag, directories are opened as before (`FOPEN_CACHE_DIR`
+//! except in the overlay).
 //!
 //! Requests are dispatched by several threads (`fuser`'s `n_threads`), and the core never
 //! holds a lock across storage I/O, so independent reads proceed in parallel.
@@ -46,6 +48,8 @@ use fuser::{
     ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
 };
 
+use super::catalog_watch::KnownRecords;
+use super::inode::Ino;
 use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
 
@@ -106,6 +110,9 @@ pub struct SdsFuse {
     /// listing: only when it revalidates cached listings against the mtime
     /// (`FUSE_AUTO_INVAL_DATA`), which the annotation overlay's freshness needs.
     cache_all_dirs: bool,
+    /// With a catalog watcher (`catalog_watch`): where the kernel was given a record's
+    /// `annotations/`, and the overlay is cached as long as the rest.
+    watched: Option<Arc<KnownRecords>>,
 }
 
 /// How an inode that may be served by passthrough is open, and how often.
@@ -150,6 +157,7 @@ impl SdsFuse {
             passthrough_wanted: true,
             candidate_opens: Mutex::new(HashMap::new()),
             cache_all_dirs: false,
+            watched: None,
         }
     }
 
@@ -158,6 +166,23 @@ impl SdsFuse {
     pub fn with_passthrough(mut self, wanted: bool) -> SdsFuse {
         self.passthrough_wanted = wanted;
         self
+    }
+
+    /// Caches the annotation overlay as long as the rest, a catalog watcher
+    /// ([`super::catalog_watch::watch`] with the same `known`) invalidating it on a change.
+    pub fn with_catalog_watch(mut self, known: Arc<KnownRecords>) -> SdsFuse {
+        self.watched = Some(known);
+        self
+    }
+
+    /// Notes an entry handed to the kernel: the watcher invalidates the records'
+    /// `annotations/` directories the kernel may hold.
+    fn handing_out(&self, ino: u64) {
+        if let (Some(known), Some(Ino::RecordAnnotations(ordinal))) =
+            (&self.watched, Ino::decode(ino))
+        {
+            known.mark(ordinal);
+        }
     }
 
     /// The status report (JSON), as of now.
@@ -253,7 +278,7 @@ impl SdsFuse {
 
     /// The TTL of `ino`'s entry and attributes.
     fn ttl(&self, ino: u64) -> Duration {
-        if self.namespace.is_annotation(ino) {
+        if self.watched.is_none() && self.namespace.is_annotation(ino) {
             self.namespace.metadata_ttl()
         } else {
             IMMUTABLE_TTL
@@ -418,7 +443,10 @@ impl Filesystem for SdsFuse {
             return reply.entry(&STATUS_TTL, &self.status_attr(), Generation(0));
         }
         match self.namespace.lookup(parent.0, name) {
-            Ok(attr) => reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0)),
+            Ok(attr) => {
+                self.handing_out(attr.ino);
+                reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0))
+            }
             Err(FsError::NotFound) => reply.error(Errno::ENOENT),
             Err(e) => reply.error(self.errno("lookup", parent.0, e)),
         }
@@ -585,6 +613,7 @@ impl Filesystem for SdsFuse {
                     return true;
                 }
             };
+            self.handing_out(entry.ino);
             reply.add(
                 INodeNo(entry.ino),
                 next,

@@ -242,6 +242,12 @@ impl Namespace {
         self.overlay.visible(&self.dataset).seen_at
     }
 
+    /// The annotation sets shown now, the catalog re-read first (the same `Arc` when its
+    /// bytes did not change).
+    pub fn refresh_annotations(&self) -> Arc<super::overlay::Visible> {
+        self.overlay.refresh(&self.dataset)
+    }
+
     /// How long the annotation catalog is trusted.
     pub fn metadata_ttl(&self) -> Duration {
         self.overlay.ttl()

@@ -156,7 +156,18 @@ impl Overlay {
                 _ => state.visible.clone(),
             }
         };
-        let visible = self.reload(dataset, &previous);
+        self.load(dataset, &previous)
+    }
+
+    /// The sets to show now, the catalog re-read whatever the age of the last read (the
+    /// catalog watcher's tick). Unchanged catalog bytes return the same `Arc`.
+    pub fn refresh(&self, dataset: &Dataset) -> Arc<Visible> {
+        let previous = lock(&self.state).visible.clone();
+        self.load(dataset, &previous)
+    }
+
+    fn load(&self, dataset: &Dataset, previous: &Arc<Visible>) -> Arc<Visible> {
+        let visible = self.reload(dataset, previous);
         let mut state = lock(&self.state);
         state.loaded_at = Some(Instant::now());
         state.visible = visible.clone();
