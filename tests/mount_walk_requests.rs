@@ -114,7 +114,7 @@ fn a_warm_walk_is_answered_by_the_kernel() {
     assert_eq!(second, first, "the warm walk saw another tree");
     // find: records/ and, per record, at least the record, record.json, annotations/,
     // fields/ and the field files (iq: 5 views, label: 3 or more).
-    assert!(first.0 >= 1 + records as usize * 12, "{first:?}");
+    assert!(first.0 > records as usize * 12, "{first:?}");
     assert_eq!(
         warm,
         counts(&[("statfs", 2)]),

@@ -31,6 +31,7 @@ use super::overlay::Visible;
 /// The ordinals whose `records/<n>/annotations` directory the kernel was given.
 #[derive(Debug)]
 pub struct KnownRecords {
+    records: u64,
     words: Vec<AtomicU64>,
 }
 
@@ -38,12 +39,16 @@ impl KnownRecords {
     pub fn new(records: u64) -> KnownRecords {
         let words = usize::try_from(records.div_ceil(64)).unwrap_or(0);
         KnownRecords {
+            records,
             words: (0..words).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
     /// Records that the kernel was given `records/<ordinal>/annotations`.
     pub fn mark(&self, ordinal: u64) {
+        if ordinal >= self.records {
+            return;
+        }
         let Ok(word) = usize::try_from(ordinal / 64) else {
             return;
         };
