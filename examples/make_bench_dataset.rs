@@ -6,7 +6,7 @@
 //!                                          RAW, when given, receives the field's bytes as a
 //!                                          plain local file
 //! make_bench_dataset many OUT N            N small records `r<n>` (fields `iq`, complex64[4],
-//!                                          and `snr_db`, float32 scalar), scene `s<n/10>`,
+//!                                          and `snr_db`, float32[1]), scene `s<n/10>`,
 //!                                          10,000 records per shard, 10 shards per manifest page
 //! make_bench_dataset noise OUT MIB [RAW]   like `large`, but the samples are Gaussian noise
 //!                                          (complex64 of two N(0,1) floats: what a receiver
@@ -144,7 +144,7 @@ fn small_record(n: u64, rng: &mut XorShift) -> Result<Record, Error> {
         .with_field("iq", iq_field(4, rng.bytes(32))?)
         .with_field(
             "snr_db",
-            Field::new(DType::F32, vec![], snr.to_le_bytes().to_vec())?,
+            Field::new(DType::F32, vec![1], snr.to_le_bytes().to_vec())?,
         ))
 }
 

@@ -8,8 +8,10 @@
 //! - [`spill`]: writing a large record into temporary files, large tensors in files of their own.
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
+//! - [`catalog_watch`]: invalidates the kernel's caches of the annotation overlay on a change.
 
 pub mod cache;
+pub mod catalog_watch;
 pub mod fuse;
 pub mod inode;
 pub mod names;

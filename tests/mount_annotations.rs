@@ -171,6 +171,11 @@ fn annotation_overlay_of_a_real_mount() {
         listing(&mount.path("annotations")),
         ["flaky", "labels", "late"]
     );
+    // A record's listing, cached by the kernel since the loop above, shows the new set too.
+    assert_eq!(
+        listing(&mount.path("records/2/annotations")),
+        ["flaky", "labels", "late"]
+    );
     let json = read(&mount.path("records/2/annotations/late/annotation.json")).unwrap();
     assert_eq!(
         String::from_utf8(json).unwrap(),

@@ -33,6 +33,7 @@ use clap::{Args, Parser, Subcommand};
 use super::size::parse_size;
 use crate::dataset::Dataset;
 use crate::fs::cache::CacheConfig;
+use crate::fs::catalog_watch::{watch, KnownRecords};
 use crate::fs::fuse::{MountInfo, Ownership, SdsFuse};
 use crate::fs::namespace::{Namespace, NamespaceConfig};
 use crate::fs::stats::{CountingStore, MountStats};
@@ -508,8 +509,10 @@ fn serve(
             .display()
             .to_string(),
     };
-    let filesystem =
-        SdsFuse::with_stats(namespace, owner, stats, info).with_passthrough(!args.no_passthrough);
+    let known = Arc::new(KnownRecords::new(dataset.len()));
+    let filesystem = SdsFuse::with_stats(namespace.clone(), owner, stats, info)
+        .with_passthrough(!args.no_passthrough)
+        .with_catalog_watch(known.clone());
     let mut fuse_config = fuser::Config::default();
     fuse_config.mount_options = vec![
         fuser::MountOption::FSName(format!("sdsfs:{}", args.dataset)),
@@ -524,9 +527,14 @@ fn serve(
     fuse_config.n_threads = Some(args.threads.max(1));
     let session = fuser::Session::new(filesystem, &args.mountpoint, &fuse_config)
         .map_err(|e| format!("cannot mount on {}: {e}", args.mountpoint.display()))?;
+    let notifier = session.notifier();
     let background = session
         .spawn()
         .map_err(|e| format!("cannot start the session: {e}"))?;
+    std::thread::Builder::new()
+        .name("sdsfs-catalog".into())
+        .spawn(move || watch(namespace, known, Box::new(notifier)))
+        .map_err(|e| format!("cannot start the catalog watcher: {e}"))?;
     match crate::fs::fuse::raise_read_ahead(&args.mountpoint) {
         Ok(kib) => tracing::debug!(read_ahead_kib = kib, "read-ahead window"),
         Err(why) => tracing::debug!(%why, "read-ahead window left at the kernel's default"),

@@ -3,12 +3,27 @@
 //! the causes. No tree logic lives here.
 //!
 //! Caching policy: everything but the annotation catalog is immutable, so attributes and entries
-//! get long TTLs, files are opened with `FOPEN_KEEP_CACHE` (the kernel page cache survives
-//! across opens, and `mmap` works because no `direct_io` is used), and directories with
-//! `FOPEN_CACHE_DIR`. The annotation overlay is the exception: its entries and attributes are
-//! valid for the metadata TTL only, and its files and directories are opened without
-//! `FOPEN_KEEP_CACHE`/`FOPEN_CACHE_DIR`, so a catalog change shows after at most one TTL. Requests are dispatched by several threads (`fuser`'s `n_threads`), and the
-//! core never holds a lock across storage I/O, so independent reads proceed in parallel.
+//! get long TTLs and files are opened with `FOPEN_KEEP_CACHE` (the kernel page cache survives
+//! across opens, and `mmap` works because no `direct_io` is used). Walks are answered by the
+//! kernel on its own once it has seen a tree: `OPENDIR` is answered with ENOSYS, so the kernel
+//! stops opening directories (no `OPENDIR`/`RELEASEDIR` round trip per directory) and keeps
+//! every listing in its readdir cache; entries and attributes come with the listing
+//! (`READDIRPLUS`) or a `LOOKUP`, once. A warm `find`/`du` of 10,000 records sends two
+//! `STATFS` and nothing else (`tests/mount_walk_requests.rs`).
+//!
+//! The annotation overlay is the one mutable part. In a mount (`sdsfs mount`), the catalog
+//! watcher ([`super::catalog_watch`]) re-reads the catalog every metadata TTL and invalidates
+//! what the kernel holds of the overlay when the sets change, so the overlay gets the
+//! immutable TTL too and a walk after the TTL still costs nothing. Without a watcher its
+//! entries and attributes are valid for the metadata TTL only. Either way its files are opened
+//! without `FOPEN_KEEP_CACHE`, and its entries carry as mtime the time the mount first saw the
+//! current catalog: with `FUSE_AUTO_INVAL_DATA` the kernel refreshes a cached directory's
+//! expired attributes before serving its listing from the cache, and drops the listing when
+//! the mtime changed. Without that flag, directories are opened as before (`FOPEN_CACHE_DIR`
+//! except in the overlay).
+//!
+//! Requests are dispatched by several threads (`fuser`'s `n_threads`), and the core never
+//! holds a lock across storage I/O, so independent reads proceed in parallel.
 //!
 //! Observability: every request runs in a `tracing` span (level debug: `SDSFS_LOG=debug`)
 //! named after the operation with its inode; an EIO is logged at error level with its cause and
@@ -32,8 +47,10 @@ use fuser::{
     ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
 };
 
+use super::catalog_watch::KnownRecords;
+use super::inode::Ino;
 use super::namespace::{Attr, FsError, Kind, Namespace};
-use super::stats::{MountStats, STATUS_FILE};
+use super::stats::{FuseOp, MountStats, STATUS_FILE};
 
 /// Inode of the hidden status file: a static number the core never hands out.
 const STATUS_INO: u64 = 8;
@@ -88,6 +105,13 @@ pub struct SdsFuse {
     passthrough_wanted: bool,
     /// Open passthrough candidates (see [`Namespace::passthrough_candidate`]) and their mode.
     candidate_opens: Mutex<HashMap<u64, CandidateOpen>>,
+    /// Whether directories are left unopened (ENOSYS to `OPENDIR`), so the kernel caches every
+    /// listing: only when it revalidates cached listings against the mtime
+    /// (`FUSE_AUTO_INVAL_DATA`), which the annotation overlay's freshness needs.
+    cache_all_dirs: bool,
+    /// With a catalog watcher (`catalog_watch`): where the kernel was given a record's
+    /// `annotations/`, and the overlay is cached as long as the rest.
+    watched: Option<Arc<KnownRecords>>,
 }
 
 /// How an inode that may be served by passthrough is open, and how often.
@@ -131,6 +155,8 @@ impl SdsFuse {
             passthrough: AtomicBool::new(false),
             passthrough_wanted: true,
             candidate_opens: Mutex::new(HashMap::new()),
+            cache_all_dirs: false,
+            watched: None,
         }
     }
 
@@ -139,6 +165,23 @@ impl SdsFuse {
     pub fn with_passthrough(mut self, wanted: bool) -> SdsFuse {
         self.passthrough_wanted = wanted;
         self
+    }
+
+    /// Caches the annotation overlay as long as the rest, a catalog watcher
+    /// ([`super::catalog_watch::watch`] with the same `known`) invalidating it on a change.
+    pub fn with_catalog_watch(mut self, known: Arc<KnownRecords>) -> SdsFuse {
+        self.watched = Some(known);
+        self
+    }
+
+    /// Notes an entry handed to the kernel: the watcher invalidates the records'
+    /// `annotations/` directories the kernel may hold.
+    fn handing_out(&self, ino: u64) {
+        if let (Some(known), Some(Ino::RecordAnnotations(ordinal))) =
+            (&self.watched, Ino::decode(ino))
+        {
+            known.mark(ordinal);
+        }
     }
 
     /// The status report (JSON), as of now.
@@ -173,6 +216,7 @@ impl SdsFuse {
             },
             "requests": {
                 "fuse": self.stats.requests.load(Ordering::Relaxed),
+                "by_op": self.stats.requests_by_op_json(),
                 "eio": self.stats.eio.load(Ordering::Relaxed),
             },
             "passthrough": {
@@ -194,11 +238,19 @@ impl SdsFuse {
         attr
     }
 
-    fn count(&self) {
-        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+    fn count(&self, op: FuseOp) {
+        self.stats.count_request(op);
     }
 
+    /// The attributes the kernel gets. The overlay's mtime changes with the catalog, which is
+    /// what makes the kernel drop its cached listings of the overlay's directories (directories
+    /// are all cached: see [`Filesystem::opendir`] below, and `FUSE_AUTO_INVAL_DATA`).
     fn file_attr(&self, attr: &Attr) -> FileAttr {
+        let mtime = if self.namespace.is_annotation(attr.ino) {
+            self.namespace.annotations_modified()
+        } else {
+            self.owner.mtime
+        };
         let (kind, perm, nlink, blksize) = match attr.kind {
             Kind::Dir => (FileType::Directory, 0o555, 2, BLOCK_SIZE),
             Kind::File => (FileType::RegularFile, 0o444, 1, IO_SIZE),
@@ -208,10 +260,10 @@ impl SdsFuse {
             ino: INodeNo(attr.ino),
             size: attr.size,
             blocks: attr.size.div_ceil(512),
-            atime: self.owner.mtime,
-            mtime: self.owner.mtime,
-            ctime: self.owner.mtime,
-            crtime: self.owner.mtime,
+            atime: mtime,
+            mtime,
+            ctime: mtime,
+            crtime: mtime,
             kind,
             perm,
             nlink,
@@ -225,19 +277,29 @@ impl SdsFuse {
 
     /// The TTL of `ino`'s entry and attributes.
     fn ttl(&self, ino: u64) -> Duration {
-        if self.namespace.is_annotation(ino) {
+        if self.watched.is_none() && self.namespace.is_annotation(ino) {
             self.namespace.metadata_ttl()
         } else {
             IMMUTABLE_TTL
         }
     }
 
-    /// Open flags: the page cache is kept only for immutable files and directories.
-    fn open_flags(&self, ino: u64, dir: bool) -> FopenFlags {
-        match (self.namespace.is_annotation(ino), dir) {
-            (true, _) => FopenFlags::empty(),
-            (false, false) => FopenFlags::FOPEN_KEEP_CACHE,
-            (false, true) => FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+    /// Open flags of directories, when they are opened: listings are cached only for
+    /// immutable ones.
+    fn dir_open_flags(&self, ino: u64) -> FopenFlags {
+        if self.namespace.is_annotation(ino) {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR
+        }
+    }
+
+    /// Open flags of files: the page cache is kept only for immutable ones.
+    fn open_flags(&self, ino: u64) -> FopenFlags {
+        if self.namespace.is_annotation(ino) {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
         }
     }
 
@@ -282,7 +344,7 @@ impl SdsFuse {
                 self.stats.passthrough_opens.fetch_add(1, Ordering::Relaxed);
                 reply.opened_passthrough(FileHandle(0), FopenFlags::empty(), id);
             }
-            None => reply.opened(FileHandle(0), self.open_flags(ino, false)),
+            None => reply.opened(FileHandle(0), self.open_flags(ino)),
         }
     }
 
@@ -350,6 +412,9 @@ impl Filesystem for SdsFuse {
         // Each capability is optional: an older kernel simply keeps its default.
         for capability in [
             InitFlags::FUSE_DO_READDIRPLUS,
+            // Attributes with a listing's first batch only: a bare `ls` of a million records
+            // is 4x faster than with every batch a READDIRPLUS (the kernel builds an inode
+            // per entry), `ls -l` of them 1.3x, and a first `find` + `du` the same.
             InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_CACHE_SYMLINKS,
             InitFlags::FUSE_PARALLEL_DIROPS,
@@ -357,6 +422,11 @@ impl Filesystem for SdsFuse {
         ] {
             let _ = config.add_capabilities(capability);
         }
+        // The kernel checks a cached listing against the directory's mtime (refreshing expired
+        // attributes first) only with this flag: the overlay's freshness rule.
+        self.cache_all_dirs = config
+            .add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA)
+            .is_ok();
         if self.passthrough_wanted
             && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(1).is_ok()
@@ -368,7 +438,7 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(parent = parent.0, name = ?name))]
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.count();
+        self.count(FuseOp::Lookup);
         let Some(name) = name.to_str() else {
             return reply.error(Errno::ENOENT);
         };
@@ -376,7 +446,10 @@ impl Filesystem for SdsFuse {
             return reply.entry(&STATUS_TTL, &self.status_attr(), Generation(0));
         }
         match self.namespace.lookup(parent.0, name) {
-            Ok(attr) => reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0)),
+            Ok(attr) => {
+                self.handing_out(attr.ino);
+                reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0))
+            }
             Err(FsError::NotFound) => reply.error(Errno::ENOENT),
             Err(e) => reply.error(self.errno("lookup", parent.0, e)),
         }
@@ -384,7 +457,7 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.count();
+        self.count(FuseOp::Getattr);
         if ino.0 == STATUS_INO {
             return reply.attr(&STATUS_TTL, &self.status_attr());
         }
@@ -396,7 +469,7 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.count();
+        self.count(FuseOp::Readlink);
         match self.namespace.readlink(ino.0) {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(self.errno("readlink", ino.0, e)),
@@ -405,7 +478,7 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.count();
+        self.count(FuseOp::Open);
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
@@ -423,7 +496,7 @@ impl Filesystem for SdsFuse {
             Ok(_) if self.namespace.passthrough_candidate(ino.0) => {
                 self.open_candidate(ino.0, reply)
             }
-            Ok(_) => reply.opened(FileHandle(0), self.open_flags(ino.0, false)),
+            Ok(_) => reply.opened(FileHandle(0), self.open_flags(ino.0)),
             Err(e) => reply.error(self.errno("open", ino.0, e)),
         }
     }
@@ -440,7 +513,7 @@ impl Filesystem for SdsFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.count();
+        self.count(FuseOp::Read);
         if ino.0 == STATUS_INO {
             let report = lock(&self.reports).get(&fh.0).cloned().unwrap_or_default();
             let start = usize::try_from(offset)
@@ -466,6 +539,7 @@ impl Filesystem for SdsFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.count(FuseOp::Release);
         if ino.0 == STATUS_INO {
             lock(&self.reports).remove(&fh.0);
         }
@@ -481,12 +555,22 @@ impl Filesystem for SdsFuse {
         reply.ok();
     }
 
+    /// Directories are not opened: ENOSYS tells the kernel (on its first `OPENDIR`) never to
+    /// send `OPENDIR` or `RELEASEDIR` again, and to treat every directory as opened with
+    /// `FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR`. A walk then costs no round trip per directory
+    /// once its listing is in the kernel's readdir cache. The annotation overlay's directories
+    /// stay fresh through their mtime instead of their open flags (see `file_attr`). A kernel
+    /// without `FUSE_AUTO_INVAL_DATA` would not look at the mtime: there, directories are
+    /// opened, the overlay's without `FOPEN_CACHE_DIR`.
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        self.count();
+        self.count(FuseOp::Opendir);
+        if self.cache_all_dirs {
+            return reply.error(Errno::ENOSYS);
+        }
         match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => {
-                reply.opened(FileHandle(0), self.open_flags(ino.0, true))
+                reply.opened(FileHandle(0), self.dir_open_flags(ino.0))
             }
             Ok(_) => reply.error(Errno::ENOTDIR),
             Err(e) => reply.error(self.errno("opendir", ino.0, e)),
@@ -502,7 +586,7 @@ impl Filesystem for SdsFuse {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        self.count();
+        self.count(FuseOp::Readdir);
         let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
             reply.add(INodeNo(entry.ino), next, kind_of(entry.kind), &entry.name)
         });
@@ -521,7 +605,7 @@ impl Filesystem for SdsFuse {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        self.count();
+        self.count(FuseOp::Readdirplus);
         let mut failure = None;
         let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
             // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
@@ -532,6 +616,7 @@ impl Filesystem for SdsFuse {
                     return true;
                 }
             };
+            self.handing_out(entry.ino);
             reply.add(
                 INodeNo(entry.ino),
                 next,
@@ -549,7 +634,7 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all)]
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        self.count();
+        self.count(FuseOp::Statfs);
         let snapshot = self.namespace.dataset().snapshot();
         let blocks = snapshot.stored_bytes.div_ceil(u64::from(BLOCK_SIZE));
         reply.statfs(
@@ -566,7 +651,7 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        self.count();
+        self.count(FuseOp::Access);
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
@@ -590,11 +675,31 @@ impl Filesystem for SdsFuse {
         _size: u32,
         reply: ReplyXattr,
     ) {
+        self.count(FuseOp::Getxattr);
         reply.error(Errno::ENOSYS);
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+        self.count(FuseOp::Listxattr);
         reply.error(Errno::ENOSYS);
+    }
+
+    // Inodes are numbers computed from the tree, so there is nothing to forget; forgets are
+    // counted (one per inode: `fuser` splits a BATCH_FORGET into them) as the kernel's work.
+    fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {
+        self.count(FuseOp::Forget);
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.count(FuseOp::Releasedir);
+        reply.ok();
     }
 
     // Every write is refused: the dataset is immutable.

@@ -236,6 +236,18 @@ impl Namespace {
             .unwrap_or_else(|| format!("(record {ordinal})"))
     }
 
+    /// The mtime of the annotation overlay's entries: when this mount first saw the catalog
+    /// it shows now (re-read if older than the metadata TTL).
+    pub fn annotations_modified(&self) -> std::time::SystemTime {
+        self.overlay.visible(&self.dataset).seen_at
+    }
+
+    /// The annotation sets shown now, the catalog re-read first (the same `Arc` when its
+    /// bytes did not change).
+    pub fn refresh_annotations(&self) -> Arc<super::overlay::Visible> {
+        self.overlay.refresh(&self.dataset)
+    }
+
     /// How long the annotation catalog is trusted.
     pub fn metadata_ttl(&self) -> Duration {
         self.overlay.ttl()

@@ -15,12 +15,16 @@
 //!   another snapshot, hides that set only (logged once per catalog change). A carrier that
 //!   cannot be read, or whose id is not the source record's, fails that set's files of that
 //!   record only (EIO), never the directory listing or other records.
+//! - **Changes show in the mtime.** Every directory and file of the overlay carries the time
+//!   the mount first saw the current catalog as its mtime, so a kernel that caches listings
+//!   (the readdir cache, asked to revalidate it against the mtime) drops them when it
+//!   changes; unchanged catalog bytes keep the time.
 //! - Carriers are decoded whole and kept in a small LRU keyed by set root and ordinal (a
 //!   republished set has a new root, so nothing stale is served); annotation rows are small.
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -43,10 +47,23 @@ pub struct VisibleSet {
 }
 
 /// The sets shown after one catalog read, sorted by name.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Visible {
     pub sets: Vec<Arc<VisibleSet>>,
     pointer: Bytes,
+    /// When this mount first saw these sets (the overlay's mtime).
+    pub seen_at: SystemTime,
+}
+
+impl Visible {
+    /// No sets, as of now.
+    fn empty() -> Visible {
+        Visible {
+            sets: Vec::new(),
+            pointer: Bytes::new(),
+            seen_at: SystemTime::now(),
+        }
+    }
 }
 
 impl Visible {
@@ -117,7 +134,7 @@ impl Overlay {
             ttl,
             state: Mutex::new(State {
                 loaded_at: None,
-                visible: Arc::new(Visible::default()),
+                visible: Arc::new(Visible::empty()),
             }),
             registry: Mutex::new(Vec::new()),
             carriers: Mutex::new(LruCache::new(
@@ -139,7 +156,18 @@ impl Overlay {
                 _ => state.visible.clone(),
             }
         };
-        let visible = self.reload(dataset, &previous);
+        self.load(dataset, &previous)
+    }
+
+    /// The sets to show now, the catalog re-read whatever the age of the last read (the
+    /// catalog watcher's tick). Unchanged catalog bytes return the same `Arc`.
+    pub fn refresh(&self, dataset: &Dataset) -> Arc<Visible> {
+        let previous = lock(&self.state).visible.clone();
+        self.load(dataset, &previous)
+    }
+
+    fn load(&self, dataset: &Dataset, previous: &Arc<Visible>) -> Arc<Visible> {
+        let visible = self.reload(dataset, previous);
         let mut state = lock(&self.state);
         state.loaded_at = Some(Instant::now());
         state.visible = visible.clone();
@@ -156,7 +184,7 @@ impl Overlay {
             Ok(catalog) => catalog,
             Err(e) => {
                 tracing::error!(error = %e, "annotation catalog unreadable: every annotations/ directory is empty");
-                return Arc::new(Visible::default());
+                return Arc::new(Visible::empty());
             }
         };
         let mut sets = Vec::new();
@@ -182,6 +210,7 @@ impl Overlay {
         Arc::new(Visible {
             sets,
             pointer: catalog.pointer_bytes,
+            seen_at: SystemTime::now(),
         })
     }
 

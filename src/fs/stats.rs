@@ -27,6 +27,69 @@ struct ObjectErrors {
     last: String,
 }
 
+/// The FUSE operations counted one by one in the status report (`requests.by_op`): what a
+/// walk or a scan costs in round trips to the daemon, by kind, is what tells whether the
+/// kernel answered from its caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FuseOp {
+    Lookup,
+    Forget,
+    Getattr,
+    Readlink,
+    Open,
+    Read,
+    Release,
+    Opendir,
+    Readdir,
+    Readdirplus,
+    Releasedir,
+    Statfs,
+    Access,
+    Getxattr,
+    Listxattr,
+}
+
+impl FuseOp {
+    const ALL: [FuseOp; 15] = [
+        FuseOp::Lookup,
+        FuseOp::Forget,
+        FuseOp::Getattr,
+        FuseOp::Readlink,
+        FuseOp::Open,
+        FuseOp::Read,
+        FuseOp::Release,
+        FuseOp::Opendir,
+        FuseOp::Readdir,
+        FuseOp::Readdirplus,
+        FuseOp::Releasedir,
+        FuseOp::Statfs,
+        FuseOp::Access,
+        FuseOp::Getxattr,
+        FuseOp::Listxattr,
+    ];
+
+    /// The name in the status report: the kernel's opcode name, lower case.
+    pub fn name(self) -> &'static str {
+        match self {
+            FuseOp::Lookup => "lookup",
+            FuseOp::Forget => "forget",
+            FuseOp::Getattr => "getattr",
+            FuseOp::Readlink => "readlink",
+            FuseOp::Open => "open",
+            FuseOp::Read => "read",
+            FuseOp::Release => "release",
+            FuseOp::Opendir => "opendir",
+            FuseOp::Readdir => "readdir",
+            FuseOp::Readdirplus => "readdirplus",
+            FuseOp::Releasedir => "releasedir",
+            FuseOp::Statfs => "statfs",
+            FuseOp::Access => "access",
+            FuseOp::Getxattr => "getxattr",
+            FuseOp::Listxattr => "listxattr",
+        }
+    }
+}
+
 /// Storage traffic of one backend.
 #[derive(Debug, Default)]
 pub struct BackendCounters {
@@ -42,6 +105,8 @@ pub struct MountStats {
     started_at: Instant,
     /// FUSE requests served (every operation), and those answered with EIO.
     pub requests: AtomicU64,
+    /// The same requests by operation, indexed like [`FuseOp::ALL`].
+    by_op: [AtomicU64; FuseOp::ALL.len()],
     pub eio: AtomicU64,
     /// Opens answered with FUSE passthrough (their reads never reach the daemon).
     pub passthrough_opens: AtomicU64,
@@ -55,6 +120,7 @@ impl Default for MountStats {
             started: SystemTime::now(),
             started_at: Instant::now(),
             requests: AtomicU64::new(0),
+            by_op: Default::default(),
             eio: AtomicU64::new(0),
             passthrough_opens: AtomicU64::new(0),
             backends: Mutex::new(BTreeMap::new()),
@@ -71,6 +137,24 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 const MAX_ERROR_OBJECTS: usize = 1000;
 
 impl MountStats {
+    /// Counts one FUSE request of kind `op`.
+    pub fn count_request(&self, op: FuseOp) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.by_op[op as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `{"lookup": n, ...}`: every operation counted at least once.
+    pub fn requests_by_op_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for op in FuseOp::ALL {
+            let count = self.by_op[op as usize].load(Ordering::Relaxed);
+            if count > 0 {
+                out.insert(op.name().to_string(), count.into());
+            }
+        }
+        serde_json::Value::Object(out)
+    }
+
     /// The counters of backend `name` (`local`, `s3`, ...), created on first use.
     pub fn backend(&self, name: &str) -> Arc<BackendCounters> {
         lock(&self.backends)
@@ -264,5 +348,30 @@ impl ObjectStore for CountingStore {
 
     fn as_local(&self) -> Option<&LocalStore> {
         self.inner.as_local()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_are_indexed_by_their_position() {
+        for (index, op) in FuseOp::ALL.into_iter().enumerate() {
+            assert_eq!(op as usize, index, "{}", op.name());
+        }
+    }
+
+    #[test]
+    fn requests_are_counted_by_operation() {
+        let stats = MountStats::default();
+        stats.count_request(FuseOp::Lookup);
+        stats.count_request(FuseOp::Lookup);
+        stats.count_request(FuseOp::Readdirplus);
+        assert_eq!(stats.requests.load(Ordering::Relaxed), 3);
+        assert_eq!(
+            stats.requests_by_op_json(),
+            serde_json::json!({"lookup": 2, "readdirplus": 1})
+        );
     }
 }

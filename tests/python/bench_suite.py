@@ -4,7 +4,8 @@
 Usage: bench_suite.py BIN_DIR WORK_DIR quick|full REPEAT [ROWS]
 
 BIN_DIR holds sdsfs, sds, make_bench_dataset and bench_zstd; WORK_DIR is an empty scratch
-directory (the caller deletes it). ROWS: comma-separated workload numbers (default 1-7).
+directory (the caller deletes it). ROWS: comma-separated workload numbers (default all: 1-9
+and W1, W2, W3, S1, S2, S3, M1).
 Every time is the median of REPEAT runs; "cpu" is the CPU time of the processes doing the work
 (the reading process plus the sdsfs daemon, or the Python interpreter, or sds), which the other
 builds sharing the machine disturb less than wall time. Prints one markdown table, then the
@@ -25,13 +26,19 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PY = sys.executable
 CACHE_MIB = 256  # --cache-size of the mounts of workloads 1, 3 and 7
+WALK_CACHE_MIB = 128  # --cache-size of the mounts of the W, S and M rows
+WALK_SAMPLES = 2048  # complex64 samples per record in the W, S and M rows: 16 KiB
+WALK_ROWS = {"W1", "W2", "W3", "S1", "S2", "S3", "M1"}
 SIZES = {
     # field MiB, scan records, scan samples, metadata records, scaling (small, large),
     # create records, create samples
+    # walk: records of the W/S/M rows (one 16 KiB field each); walk_scale: W3's two sizes
     "quick": dict(large_mib=64, scan=1_000, scan_samples=16384, meta=10_000,
-                  scale=(1_000, 100_000), create=1_000, create_samples=2048, lib=1_000),
+                  scale=(1_000, 100_000), create=1_000, create_samples=2048, lib=1_000,
+                  walk=2_000, walk_scale=(1_000, 100_000)),
     "full": dict(large_mib=256, scan=10_000, scan_samples=16384, meta=100_000,
-                 scale=(1_000, 1_000_000), create=10_000, create_samples=2048, lib=10_000),
+                 scale=(1_000, 1_000_000), create=10_000, create_samples=2048, lib=10_000,
+                 walk=10_000, walk_scale=(1_000, 1_000_000)),
 }
 CLK = os.sysconf("SC_CLK_TCK")
 
@@ -443,6 +450,188 @@ def against_library(bins, work, size, repeat, res):
     subprocess.run(["rm", "-rf", ds], check=True)
 
 
+
+# ---------------------------------------------------------------------------------------------
+# W1-W3, S1-S3, M1: walk and scan at local-filesystem speed (issue 18)
+# ---------------------------------------------------------------------------------------------
+
+def status_requests(mnt):
+    """The mount's FUSE requests by operation (`.sdsfs-status`)."""
+    with open(f"{mnt}/.sdsfs-status") as f:
+        return json.load(f)["requests"]["by_op"]
+
+
+class RequestMeter:
+    """FUSE requests by operation during a command, without those of reading the status."""
+
+    def __init__(self, mnt):
+        self.mnt = mnt
+        status_requests(mnt)
+        a = status_requests(mnt)
+        b = status_requests(mnt)
+        self.overhead = {k: b.get(k, 0) - a.get(k, 0) for k in b}
+
+    def __enter__(self):
+        self.before = status_requests(self.mnt)
+        return self
+
+    def __exit__(self, *exc):
+        after = status_requests(self.mnt)
+        diff = {k: after[k] - self.before.get(k, 0) - self.overhead.get(k, 0) for k in after}
+        self.counts = {k: v for k, v in diff.items() if v}
+        return False
+
+
+def drop_dentries():
+    """Drops the kernel's reclaimable dentries and inodes (not the page cache)."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+
+
+def walk_cmd(root):
+    """`find ROOT/records` and `du -sb ROOT/records`, in one shell (outputs discarded)."""
+    return ["sh", "-c", f"find '{root}/records' >/dev/null && du -sb '{root}/records' >/dev/null"]
+
+
+def build_twin(mnt, twin):
+    """The tmpfs twin of the mount's records/: same names, sparse files of the same sizes.
+    Returns (entries below records/, apparent bytes)."""
+    entries = total = 0
+    for d, dirs, files in os.walk(f"{mnt}/records"):
+        rel = os.path.relpath(d, mnt)
+        os.makedirs(os.path.join(twin, rel), exist_ok=True)
+        entries += len(dirs) + len(files)
+        for name in files:
+            size = os.stat(os.path.join(d, name)).st_size
+            with open(os.path.join(twin, rel, name), "wb") as f:
+                f.truncate(size)
+            total += size
+    return entries, total
+
+
+def fill_twin(mnt, twin, names):
+    """Writes the real bytes of `names` (relative paths) from the mount into the twin."""
+    for name in names:
+        with open(f"{mnt}/{name}", "rb") as src, open(f"{twin}/{name}", "wb") as out:
+            out.write(src.read())
+
+
+def walk_and_scan(bins, work, size, repeat, wanted, res):
+    n = size["walk"]
+    ds, mnt = f"{work}/walk", f"{work}/mnt"
+    twin = tempfile.mkdtemp(prefix="sdsfs-twin-", dir="/dev/shm")
+    try:
+        log(f"W/S rows: {n:,} records of one {WALK_SAMPLES}-sample complex64 field, written by the library")
+        subprocess.run([PY, f"{REPO}/tests/python/create_bench.py", "iq", ds, str(n), str(WALK_SAMPLES), "1000"],
+                       check=True)
+        warm(shard_files(ds))
+        with Mount(bins, ds, mnt, WALK_CACHE_MIB):
+            entries, apparent = build_twin(mnt, twin)
+        out = dict(records=n, entries=entries, bytes=apparent, hwm=[])
+        if wanted & {"W1", "W2"}:
+            out.update(walks(bins, ds, mnt, twin, repeat, out))
+        names = [f"records/{pad(o, n)}/fields/iq.raw" for o in range(n)]
+        if wanted & {"S1", "S2", "S3", "M1"}:
+            out.update(scans(bins, ds, mnt, twin, names, repeat, out))
+        res["walk"] = out
+    finally:
+        subprocess.run(["rm", "-rf", twin, ds], check=True)
+    if "W3" in wanted:
+        res["walk_scale"] = walk_scale(bins, work, size, repeat)
+
+
+def walks(bins, ds, mnt, twin, repeat, out):
+    t = {k: [] for k in ("first", "first_cpu", "warm", "warm_cpu", "twin_cold", "twin_warm")}
+    requests = []
+    for _ in range(repeat):
+        drop_dentries()
+        with Mount(bins, ds, mnt, WALK_CACHE_MIB) as m:
+            meter = RequestMeter(mnt)
+            w, c, _ = timed_in_mount(m, walk_cmd(mnt))
+            t["first"].append(w)
+            t["first_cpu"].append(c)
+            for _ in range(3):  # interleaved with the twin's warm walks: the same load
+                with meter:
+                    w, c, _ = timed_in_mount(m, walk_cmd(mnt))
+                t["warm"].append(w)
+                t["warm_cpu"].append(c)
+                requests.append(meter.counts)
+                t["twin_warm"].append(run(walk_cmd(twin), capture=False)[0])
+            out["hwm"].append(m.hwm_bytes())
+        drop_dentries()
+        t["twin_cold"].append(run(walk_cmd(twin), capture=False)[0])
+    worst = max(requests, key=lambda c: sum(c.values()))
+    return dict(walk={k: med(v) for k, v in t.items()}, warm_requests=worst)
+
+
+def scans(bins, ds, mnt, twin, names, repeat, out):
+    n = len(names)
+    t = {k: [] for k in ("cat", "cat_cpu", "again", "again_cpu", "twin_cat", "npy", "lib_iter",
+                         "lib_getitems")}
+    for i in range(repeat):
+        with Mount(bins, ds, mnt, WALK_CACHE_MIB) as m:
+            paths = [f"{mnt}/{name}" for name in names]
+            w, c, _ = timed_in_mount(m, ["cat", *paths])
+            t["cat"].append(w)
+            t["cat_cpu"].append(c)
+            if i == 0:
+                fill_twin(mnt, twin, names)
+            twin_paths = [f"{twin}/{name}" for name in names]
+            for _ in range(3):  # interleaved: the mount's second scans and the twin's
+                w, c, _ = timed_in_mount(m, ["cat", *paths])
+                t["again"].append(w)
+                t["again_cpu"].append(c)
+                t["twin_cat"].append(run(["cat", *twin_paths], capture=False)[0])
+            out["hwm"].append(m.hwm_bytes())
+        with Mount(bins, ds, mnt, WALK_CACHE_MIB) as m:
+            d = json.loads(run([PY, f"{REPO}/tests/python/bench_npy.py", f"{mnt}/records", str(n)])[2])
+            if d["records"] != n:
+                raise RuntimeError(f"bench_npy.py read {d}")
+            t["npy"].append(d["seconds"])
+            out["hwm"].append(m.hwm_bytes())
+        for mode in ("iter", "getitems"):
+            d = library(ds, mode, "iq")
+            if d["records"] != n or d["bytes"] != n * WALK_SAMPLES * 8:
+                raise RuntimeError(f"the library's {mode} read {d}")
+            t[f"lib_{mode}"].append(d["seconds"])
+    return dict(scan={k: med(v) for k, v in t.items()})
+
+
+def walk_scale(bins, work, size, repeat):
+    """W3: the first `ls -l records/` and `ls -l records/<middle>` of a fresh mount, at two
+    sizes; the same `ls -l` of a tmpfs directory of as many empty directories for reference."""
+    out = {}
+    mnt = f"{work}/mnt"
+    for n in size["walk_scale"]:
+        ds = f"{work}/walk-scale{n}"
+        log(f"W3: generating {n:,} records")
+        make(bins, "many", ds, n)
+        warm(shard_files(ds))
+        rec = f"records/{pad(n // 2, n)}"
+        t = {"records": [], "one": [], "tmpfs": []}
+        requests = []
+        for _ in range(3 * repeat):  # milliseconds each, on a noisy machine
+            with Mount(bins, ds, mnt):
+                t["records"].append(run(["ls", "-l", f"{mnt}/records"], capture=False)[0])
+            with Mount(bins, ds, mnt):
+                meter = RequestMeter(mnt)
+                with meter:
+                    t["one"].append(run(["ls", "-l", f"{mnt}/{rec}"], capture=False)[0])
+                requests.append(meter.counts)
+        subprocess.run(["rm", "-rf", ds], check=True)
+        base = tempfile.mkdtemp(dir="/dev/shm")
+        try:
+            os.makedirs(f"{base}/records")
+            for o in range(n):
+                os.mkdir(f"{base}/records/{pad(o, n)}")
+            for _ in range(3 * repeat):
+                t["tmpfs"].append(run(["ls", "-l", f"{base}/records"], capture=False)[0])
+        finally:
+            subprocess.run(["rm", "-rf", base], check=True)
+        out[str(n)] = dict({k: med(v) for k, v in t.items()}, one_requests=max(requests, key=lambda c: sum(c.values())))
+    return dict(small=size["walk_scale"][0], large=size["walk_scale"][1], **out)
+
 # ---------------------------------------------------------------------------------------------
 # the table
 # ---------------------------------------------------------------------------------------------
@@ -552,6 +741,51 @@ def rows(res):
         out.append(("9", "sds write-shard and the library: same files",
                     "identical" if r["identical"] else "DIFFERENT", "-", "-", "byte-identical",
                     "pass" if r["identical"] else "MISS"))
+    if "walk" in res:
+        r = res["walk"]
+        n, entries = r["records"], r["entries"]
+        if "walk" in r:
+            w = r["walk"]
+            sent = sum(r["warm_requests"].values())
+            x = w["warm"] / w["twin_warm"]
+            row("W1", f"warm find + du -sb records/, {n:,} records ({entries:,} entries)",
+                secs(w["warm"], w["warm_cpu"]), f"tmpfs twin {secs(w['twin_warm'])}", f"{x:.2f}x",
+                "<= 1.5x", x <= 1.5)
+            share = sent / entries
+            ops = ", ".join(f"{k} {v}" for k, v in sorted(r["warm_requests"].items())) or "none"
+            row("W1'", "FUSE requests during the warm walk", f"{sent:,} ({ops})", f"{entries:,} entries",
+                f"{100 * share:.3f}%", "<= 1%", share <= 0.01)
+            y = w["first"] / w["twin_cold"]
+            row("W2", "first find + du -sb after mounting", secs(w["first"], w["first_cpu"]),
+                f"tmpfs twin, dentries dropped {secs(w['twin_cold'])}", f"{y:.2f}x", "<= 3x", y <= 3)
+        if "scan" in r:
+            c = r["scan"]
+            a = c["lib_iter"] / c["cat"]
+            row("S1", f"cat every iq.raw of {n:,} records in order", secs(c["cat"], c["cat_cpu"]),
+                f"library iter_records() {secs(c['lib_iter'])}", f"{a:.2f}x", ">= 1.0x", a >= 1.0)
+            b = c["twin_cat"] / c["again"]
+            row("S2", "the same cat again", secs(c["again"], c["again_cpu"]),
+                f"cat of the tmpfs twin {secs(c['twin_cat'])}", f"{b:.2f}x", ">= 0.8x", b >= 0.8)
+            d = c["lib_getitems"] / c["npy"]
+            row("S3", f"np.load(mmap_mode='r') of every iq.npy, one sample summed", secs(c["npy"]),
+                f"library __getitems__, batches of 256, {secs(c['lib_getitems'])}", f"{d:.2f}x",
+                ">= 1.0x", d >= 1.0)
+        if r["hwm"]:
+            h = max(r["hwm"])
+            row("M1", "daemon peak RSS over W1-S3", f"{h / 2**20:.0f} MiB", f"--cache-size {WALK_CACHE_MIB} MiB",
+                f"{h / (WALK_CACHE_MIB << 20):.2f}x", "<= cache + 64 MiB", h <= (WALK_CACHE_MIB + 64) << 20)
+    if "walk_scale" in res:
+        r = res["walk_scale"]
+        s, l = r[str(r["small"])], r[str(r["large"])]
+        x = l["records"] / s["records"]
+        row("W3a", f"first ls -l records/, {r['large']:,} records", secs(l["records"]),
+            f"{r['small']:,} records {secs(s['records'])}", f"{x:.2f}x", "<= 1.2x", x <= 1.2)
+        info("W3a'", f"ls -l of a tmpfs directory of {r['large']:,} directories", secs(l["tmpfs"]),
+             f"{r['small']:,} {secs(s['tmpfs'])}", f"{l['tmpfs'] / s['tmpfs']:.2f}x")
+        y = l["one"] / s["one"]
+        sent = ", ".join(f"{k} {v}" for k, v in sorted(l["one_requests"].items()))
+        row("W3b", f"first ls -l of one record directory, {r['large']:,} records ({sent})", secs(l["one"]),
+            f"{r['small']:,} records {secs(s['one'])}", f"{y:.2f}x", "<= 1.2x", y <= 1.2)
     for key, label in (("large", "1"), ("scan", "3")):
         if key in res:
             h = res[key]["hwm"]
@@ -590,7 +824,7 @@ def s3_rows(mode):
 
 def main(argv):
     bins, work, mode, repeat = argv[1], argv[2], argv[3], int(argv[4])
-    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8,9").split(","))
+    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8,9,W1,W2,W3,S1,S2,S3,M1").split(","))
     size = SIZES[mode]
     res = {}
     started = time.time()
@@ -607,6 +841,8 @@ def main(argv):
         create(bins, work, size, repeat, res)
     if "9" in wanted:
         against_library(bins, work, size, repeat, res)
+    if wanted & WALK_ROWS:
+        walk_and_scan(bins, work, size, repeat, wanted, res)
     extra, s3_output = s3_rows(mode) if "8" in wanted else ([], "")
     uname = os.uname()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")

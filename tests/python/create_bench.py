@@ -6,6 +6,10 @@
   write ROOT DIR PER_SHARD publish DIR's records with the `signal-dataset` library, the way
                            `sds create --records-per-shard PER_SHARD` does: shard k is work id
                            `%012d` of its first position (attempt 0), ids bench/bench-v1
+  iq ROOT N SAMPLES PER_SHARD
+                           publish N records with the library, each one complex64 field `iq` of
+                           SAMPLES samples of Gaussian noise (`PER_SHARD` records per shard),
+                           scene `scene-<n // 4>`: the walk and scan rows' dataset
 
 Field names in `gen` need no path encoding, so `write` maps a name to fields/<name>.raw directly.
 """
@@ -85,10 +89,27 @@ def write(root, directory, per_shard):
     sds.publish(root, receipts, dataset_id="bench", snapshot_id="bench-v1")
 
 
+def iq_dataset(root, count, samples, per_shard):
+    rng = np.random.default_rng(11)
+    time = sds.Coordinate(values=None, start=0.0, step=1e-06, reference=None, unit="s", metadata={})
+    receipts = []
+    for start in range(0, count, per_shard):
+        records = []
+        for n in range(start, min(start + per_shard, count)):
+            iq = (rng.standard_normal(samples) + 1j * rng.standard_normal(samples)).astype(np.complex64)
+            axes = (sds.Axis("time", samples, None, None, time, {}),)
+            field = sds.Field(iq, axes, {"time_coordinates": {"kind": "uniform", "sample_rate_hz": 1e6}})
+            records.append(sds.Record("rec-%07d" % n, {"iq": field}, "scene-%d" % (n // 4), {"n": n}))
+        receipts.append(sds.write_shard(records, root, work_id="%012d" % start))
+    sds.publish(root, receipts, dataset_id="walk", snapshot_id="walk-v1")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "iq":
+        iq_dataset(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     else:
         sys.exit(__doc__)

@@ -1,0 +1,185 @@
+//! What a walk of a real mount costs in FUSE requests, by operation (`requests.by_op` of the
+//! status file): a count, so it does not depend on the machine's speed.
+//!
+//! A second `find records/` + `du -sb records/` is answered by the kernel on its own (every
+//! listing in its readdir cache, every entry and attribute cached): nothing reaches the daemon
+//! but `du`'s and `find`'s `STATFS`, also after the metadata TTL (the overlay, the one mutable
+//! part of the tree, is invalidated by the catalog watcher on a change instead of expiring).
+//! `ls -l` of one record directory costs the same number of requests whatever the number of
+//! records, and nothing the second time.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use common::datasets::publish_dataset;
+use common::mount::MountGuard;
+
+type Counts = BTreeMap<String, i64>;
+
+fn by_op(mount: &MountGuard) -> Counts {
+    let text = std::fs::read(mount.path(".sdsfs-status")).expect("status file");
+    let report: serde_json::Value = serde_json::from_slice(&text).expect("status JSON");
+    report["requests"]["by_op"]
+        .as_object()
+        .expect("requests.by_op")
+        .iter()
+        .map(|(op, n)| (op.clone(), n.as_i64().expect("a count")))
+        .collect()
+}
+
+/// Counts FUSE requests by operation while `action` runs, without the status file's own.
+struct Meter<'a> {
+    mount: &'a MountGuard,
+    /// What one reading of the status file costs (measured as two readings in a row).
+    overhead: Counts,
+}
+
+impl<'a> Meter<'a> {
+    fn new(mount: &'a MountGuard) -> Meter<'a> {
+        // The first reading looks the file up (and may find xattrs unsupported): settle first.
+        by_op(mount);
+        let first = by_op(mount);
+        let overhead = difference(&by_op(mount), &first, &Counts::new());
+        Meter { mount, overhead }
+    }
+
+    fn measure(&self, action: impl FnOnce()) -> Counts {
+        let before = by_op(self.mount);
+        action();
+        difference(&by_op(self.mount), &before, &self.overhead)
+    }
+}
+
+/// `after - before - overhead`, without zeros.
+fn difference(after: &Counts, before: &Counts, overhead: &Counts) -> Counts {
+    let get = |counts: &Counts, op: &str| counts.get(op).copied().unwrap_or(0);
+    after
+        .keys()
+        .map(|op| {
+            let n = get(after, op) - get(before, op) - get(overhead, op);
+            (op.clone(), n)
+        })
+        .filter(|(_, n)| *n != 0)
+        .collect()
+}
+
+fn counts(pairs: &[(&str, i64)]) -> Counts {
+    pairs.iter().map(|(op, n)| (op.to_string(), *n)).collect()
+}
+
+fn run(program: &str, args: &[&std::path::Path]) -> String {
+    let out = Command::new(program).args(args).output().expect(program);
+    assert!(out.status.success(), "{program}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `find records/` (returns its line count) and `du -sb records/` (returns the bytes).
+fn walk(mount: &MountGuard) -> (usize, u64) {
+    let records = mount.path("records");
+    let found = run("find", &[&records]).lines().count();
+    let du = run("du", &[std::path::Path::new("-sb"), &records]);
+    let bytes = du.split_whitespace().next().and_then(|n| n.parse().ok());
+    (found, bytes.expect("du's byte count"))
+}
+
+#[test]
+fn a_warm_walk_is_answered_by_the_kernel() {
+    let records = 300;
+    let published = publish_dataset(&[100, 100, 100], 2);
+    let mount = MountGuard::mount(published.root(), &["--metadata-ttl", "600"]);
+    let meter = Meter::new(&mount);
+
+    let mut first = (0, 0);
+    let cold = meter.measure(|| first = walk(&mount));
+    // Every directory listed once: a READDIRPLUS with its entries and their attributes (each
+    // listing here fits in one batch), a READDIR for the end; records/ and per record its
+    // directory, annotations/ and fields/. None opened after the first, and only records/
+    // looked up.
+    let directories = 1 + 3 * records;
+    assert_eq!(
+        cold,
+        counts(&[
+            ("lookup", 1),
+            ("opendir", 1),
+            ("readdir", directories),
+            ("readdirplus", directories),
+            ("statfs", 2)
+        ]),
+        "the first walk"
+    );
+
+    let mut second = (0, 0);
+    let warm = meter.measure(|| second = walk(&mount));
+    assert_eq!(second, first, "the warm walk saw another tree");
+    // find: records/ and, per record, at least the record, record.json, annotations/,
+    // fields/ and the field files (iq: 5 views, label: 3 or more).
+    assert!(first.0 > records as usize * 12, "{first:?}");
+    assert_eq!(
+        warm,
+        counts(&[("statfs", 2)]),
+        "the warm walk reached the daemon"
+    );
+}
+
+#[test]
+fn after_the_metadata_ttl_a_walk_still_costs_nothing() {
+    let published = publish_dataset(&[30, 30], 2);
+    let mount = MountGuard::mount(published.root(), &["--metadata-ttl", "1"]);
+    let meter = Meter::new(&mount);
+    let first = walk(&mount);
+    // Two ticks of the catalog watcher: it re-read the catalog, found it unchanged, and left
+    // the kernel's caches of records/<n>/annotations alone.
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut again = (0, 0);
+    let later = meter.measure(|| again = walk(&mount));
+    assert_eq!(again, first);
+    assert_eq!(later, counts(&[("statfs", 2)]), "after the TTL");
+}
+
+/// The requests of a first `ls -l records/<middle>` on a fresh mount of `records` records,
+/// after `ls -l records/`, and of the same `ls -l` again.
+fn ls_l_costs(shards: &[usize]) -> (Counts, Counts) {
+    let records: usize = shards.iter().sum();
+    let published = publish_dataset(shards, 4);
+    let mount = MountGuard::mount(published.root(), &[]);
+    let meter = Meter::new(&mount);
+    let listing = run("ls", &[std::path::Path::new("-l"), &mount.path("records")]);
+    assert_eq!(
+        listing.lines().count(),
+        1 + records,
+        "total + one line per record"
+    );
+    let dir = mount.path(&format!("records/{}", records / 2));
+    let first = meter.measure(|| {
+        let text = run("ls", &[std::path::Path::new("-l"), &dir]);
+        assert_eq!(
+            text.lines().count(),
+            4,
+            "total, annotations, fields, record.json"
+        );
+    });
+    let again = meter.measure(|| {
+        run("ls", &[std::path::Path::new("-l"), &dir]);
+    });
+    (first, again)
+}
+
+#[test]
+fn ls_l_of_a_record_directory_costs_the_same_at_any_size() {
+    // (Names of the same width, so both listings are laid out alike.)
+    let (small_first, small_again) = ls_l_costs(&[40, 60]);
+    let (large_first, large_again) = ls_l_costs(&[200, 200, 200, 200, 100]);
+    assert_eq!(small_first, large_first);
+    // The directory's listing (entries and an end), nothing else: the record directory's own
+    // entry and attributes came with the listing of records/.
+    assert_eq!(small_first, counts(&[("readdirplus", 2)]));
+    assert_eq!(
+        small_again,
+        Counts::new(),
+        "the second ls -l reached the daemon"
+    );
+    assert_eq!(large_again, Counts::new());
+}
