@@ -49,7 +49,14 @@ file (a fresh RSA key) to PATH and then accepts only requests whose `Authorizati
 a JWT signed with that key, naming that key id and account; that is what `object_store` sends
 when pointed at the file with `GOOGLE_APPLICATION_CREDENTIALS`.
 
-Not implemented (not used by sdsfs): listing, the JSON API; those answer 501 so a new use
+JSON API (google-cloud-storage 3, for `signal-dataset`'s own gs:// store): `POST
+/upload/storage/v1/b/B/o?uploadType=multipart` (with `ifGenerationMatch`, checking a sent
+`crc32c`/`md5Hash`), `GET /storage/v1/b/B/o/K` (object metadata) and `GET
+/download/storage/v1/b/B/o/K?alt=media` (media, `x-goog-hash` with CRC32C), `generation=N` on
+reads; errors as JSON. `--allow-anonymous` also serves requests without `Authorization` (the
+client sends none once `STORAGE_EMULATOR_HOST` is set); a token that is sent is still checked.
+
+Not implemented (not used by sdsfs): listing, resumable uploads; those answer 501 so a new use
 shows up as a clear failure rather than a silent wrong answer.
 
 Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--seed FILE]...
@@ -63,6 +70,7 @@ import email.utils
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -75,14 +83,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Version:
     """One stored generation of an object."""
 
-    def __init__(self, data, generation):
+    def __init__(self, data, generation, content_type="application/octet-stream"):
         self.data = data
         self.generation = generation
+        self.content_type = content_type
         self.md5 = hashlib.md5(data).digest()
-        self.modified = email.utils.formatdate(time.time(), usegmt=True)
+        self.created = time.time()
+        self.modified = email.utils.formatdate(self.created, usegmt=True)
 
     def etag(self):
         return '"%s"' % self.md5.hex()
+
+    def crc32c(self):
+        """Base64 of the big-endian CRC32C, as the JSON API reports it. Computed only for the
+        JSON API, whose one client here (google-cloud-storage) depends on google-crc32c."""
+        import google_crc32c
+
+        return base64.b64encode(google_crc32c.value(self.data).to_bytes(4, "big")).decode()
 
 
 class Store:
@@ -141,6 +158,11 @@ def split_gs_uri(path, uri):
     return bucket, key
 
 
+JSON_API_PREFIXES = ("/storage/v1/", "/download/storage/v1/", "/upload/storage/v1/")
+JSON_OBJECT = re.compile(r"^/(download/)?storage/v1/b/([^/]+)/o/([^/]+)$")
+JSON_UPLOAD = re.compile(r"^/upload/storage/v1/b/([^/]+)/o$")
+#: The JSON API's error `reason` for each status this server answers.
+JSON_REASONS = {400: "invalid", 401: "required", 404: "notFound", 412: "conditionNotMet", 416: "requestedRangeNotSatisfiable", 501: "notImplemented"}
 GENERATION_PRECONDITIONS = ("x-goog-if-generation-match", "x-goog-if-generation-not-match")
 
 
@@ -183,7 +205,125 @@ def unsatisfiable(size):
     )
 
 
-class Handler(BaseHTTPRequestHandler):
+class JsonApi:
+    """The JSON-API requests google-cloud-storage 3 sends for what `signal-dataset`'s GCS store
+    does (a mixin of `Handler`, sharing its store, preconditions and request log)."""
+
+    def json_request(self, method):
+        parsed = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
+        upload = JSON_UPLOAD.match(parsed.path)
+        found = JSON_OBJECT.match(parsed.path)
+        if upload is not None and method == "POST":
+            bucket = urllib.parse.unquote(upload.group(1))
+            self.json_upload(bucket, query)
+        elif found is not None and method in ("GET", "HEAD"):
+            bucket, key = (urllib.parse.unquote(found.group(i)) for i in (2, 3))
+            self.record(method, bucket, key, query)
+            if found.group(1) or query.get("alt") == "media":
+                self.object_get(bucket, key, query, head=method == "HEAD")
+            else:
+                self.json_metadata(bucket, key, query)
+        else:
+            raise Failure(501, "NotImplemented", "JSON API %s %s is not implemented by the test server" % (method, parsed.path))
+
+    def json_metadata(self, bucket, key, query):
+        with self.server.store.lock:
+            _, version = self.selected(bucket, key, query)
+            self.check_generation_preconditions(version.generation)
+        self.json_reply(200, self.json_resource(bucket, key, version))
+
+    def json_upload(self, bucket, query):
+        """`uploadType=multipart`: a JSON metadata part, then the media part."""
+        if query.get("uploadType") != "multipart":
+            raise Failure(501, "NotImplemented", "uploadType %r (only multipart)" % query.get("uploadType"))
+        metadata, data = self.multipart_related()
+        key = metadata.get("name") or query.get("name")
+        if not key:
+            raise Failure(400, "InvalidArgument", "the upload names no object")
+        self.check_upload_hashes(metadata, data)
+        self.record("POST", bucket, key, query)
+        store = self.server.store
+        ignore = self.conditional_write()
+        content_type = metadata.get("contentType", "application/octet-stream")
+        with store.lock:
+            entry = self.objects(bucket).setdefault(key, {"versions": {}, "live": None})
+            if not ignore:
+                self.check_generation_preconditions(entry["live"])
+            version = Version(data, store.next_generation(), content_type)
+            entry["versions"][version.generation] = version
+            entry["live"] = version.generation
+        self.json_reply(200, self.json_resource(bucket, key, version))
+
+    def multipart_related(self):
+        """(metadata, media) of a `multipart/related` body."""
+        found = re.search(r'boundary="?([^";]+)"?', self.headers.get("Content-Type", ""))
+        if found is None:
+            raise Failure(400, "InvalidArgument", "a multipart upload without a boundary")
+        parts = self.payload.split(b"--" + found.group(1).encode())
+        if len(parts) != 4 or parts[3].strip() != b"--":
+            raise Failure(400, "InvalidArgument", "a multipart upload needs exactly two parts")
+        bodies = []
+        for part in parts[1:3]:
+            head, separator, body = part.partition(b"\r\n\r\n")
+            if not separator or not body.endswith(b"\r\n"):
+                raise Failure(400, "InvalidArgument", "a malformed multipart part")
+            bodies.append(body[:-2])
+        try:
+            metadata = json.loads(bodies[0])
+        except ValueError:
+            raise Failure(400, "InvalidArgument", "the metadata part is not JSON")
+        return metadata, bodies[1]
+
+    def check_upload_hashes(self, metadata, data):
+        """A `crc32c` or `md5Hash` the client sends must match the media, as GCS checks."""
+        version = Version(data, 0)
+        for field, actual in (("crc32c", version.crc32c), ("md5Hash", lambda: base64.b64encode(version.md5).decode())):
+            if field in metadata and metadata[field] != actual():
+                raise Failure(400, "InvalidArgument", "Provided %s %r doesn't match calculated %r" % (field, metadata[field], actual()))
+
+    def json_resource(self, bucket, key, version):
+        base = "http://%s" % self.headers.get("Host", "")
+        quoted = "b/%s/o/%s" % (urllib.parse.quote(bucket, safe=""), urllib.parse.quote(key, safe=""))
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(version.created))
+        stamp += ".%03dZ" % (int(version.created * 1000) % 1000)
+        return {
+            "kind": "storage#object",
+            "id": "%s/%s/%d" % (bucket, key, version.generation),
+            "selfLink": "%s/storage/v1/%s" % (base, quoted),
+            "mediaLink": "%s/download/storage/v1/%s?generation=%d&alt=media" % (base, quoted, version.generation),
+            "name": key,
+            "bucket": bucket,
+            "generation": str(version.generation),
+            "metageneration": "1",
+            "contentType": version.content_type,
+            "storageClass": "STANDARD",
+            "size": str(len(version.data)),
+            "md5Hash": base64.b64encode(version.md5).decode(),
+            "crc32c": version.crc32c(),
+            "etag": version.etag().strip('"'),
+            "timeCreated": stamp,
+            "updated": stamp,
+        }
+
+    def json_reply(self, status, document, head=False):
+        body = json.dumps(document).encode()
+        self.reply(status, [("Content-Type", "application/json; charset=UTF-8")], body, head)
+
+    def json_fail(self, failure, head=False):
+        error = {"message": failure.message, "domain": "global", "reason": JSON_REASONS.get(failure.status, "invalid")}
+        self.send_response(failure.status)
+        for name, value in failure.headers:
+            self.send_header(name, value)
+        body = json.dumps({"error": {"code": failure.status, "message": failure.message, "errors": [error]}}).encode()
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+
+class Handler(JsonApi, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sds-test-gcs"
     # Headers and body go out in separate writes; with Nagle's algorithm on, each response on a
@@ -219,6 +359,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def fail(self, failure, head=False):
+        if self.json_api:
+            self.json_fail(failure, head)
+            return
         text = (
             "<?xml version='1.0' encoding='UTF-8'?><Error><Code>%s</Code><Message>%s</Message></Error>"
             % (failure.code, failure.message)
@@ -240,11 +383,15 @@ class Handler(BaseHTTPRequestHandler):
         # The body is read before anything can fail, so a refused request leaves a kept-alive
         # connection ready for the next one.
         self.payload = self.body() if method in ("PUT", "POST") else b""
+        self.json_api = self.path.startswith(JSON_API_PREFIXES)
         try:
             if self.path.startswith("/__test/"):
                 self.inspect()
                 return
             self.authenticate()
+            if self.json_api:
+                self.json_request(method)
+                return
             bucket, key, query = self.target()
             if bucket == "" or bucket == "storage":
                 raise Failure(501, "NotImplemented", "%s %s is not implemented by the test server" % (method, self.path))
@@ -262,7 +409,14 @@ class Handler(BaseHTTPRequestHandler):
         """Logs an object request for `GET /__test/requests`."""
         wanted = query.get("generation")
         generation = int(wanted) if wanted is not None and wanted.isdigit() else wanted
-        entry = {"method": method, "bucket": bucket, "key": key, "generation": generation}
+        entry = {
+            "method": method,
+            "bucket": bucket,
+            "key": key,
+            "generation": generation,
+            "api": "json" if self.json_api else "xml",
+            "anonymous": "Authorization" not in self.headers,
+        }
         with self.server.store.lock:
             self.server.store.requests.append(entry)
 
@@ -308,6 +462,8 @@ class Handler(BaseHTTPRequestHandler):
         account = self.server.account
         if account is None:
             return
+        if self.server.allow_anonymous and "Authorization" not in self.headers:
+            return
         header = self.headers.get("Authorization", "")
         if not header.startswith("Bearer "):
             raise Failure(401, "AuthenticationRequired", "no bearer token")
@@ -342,14 +498,22 @@ class Handler(BaseHTTPRequestHandler):
                 return entry, entry["versions"][int(wanted)]
         raise Failure(404, "NoSuchKey", "No such object: %s/%s" % (bucket, key))
 
+    def generation_preconditions(self):
+        """(match, not-match) as the request gives them: `x-goog-if-generation-*` headers on
+        the XML API, `ifGeneration*` query parameters on the JSON API."""
+        if self.json_api:
+            query = self.target()[2]
+            return query.get("ifGenerationMatch"), query.get("ifGenerationNotMatch")
+        return tuple(self.headers.get(h) for h in GENERATION_PRECONDITIONS)
+
     def check_generation_preconditions(self, live):
-        """`x-goog-if-generation-match` / `-not-match` against the live generation (0: none)."""
+        """The generation preconditions against the live generation (0: none)."""
         current = 0 if live is None else live
-        for header, holds in (
-            ("x-goog-if-generation-match", lambda wanted: wanted == current),
-            ("x-goog-if-generation-not-match", lambda wanted: wanted != current),
+        match, not_match = self.generation_preconditions()
+        for header, value, holds in (
+            ("if-generation-match", match, lambda wanted: wanted == current),
+            ("if-generation-not-match", not_match, lambda wanted: wanted != current),
         ):
-            value = self.headers.get(header)
             if value is None:
                 continue
             if not value.isdigit():
@@ -365,10 +529,16 @@ class Handler(BaseHTTPRequestHandler):
             ("x-goog-metageneration", "1"),
             ("x-goog-stored-content-length", str(len(version.data))),
             ("x-goog-stored-content-encoding", "identity"),
-            ("x-goog-hash", "md5=" + base64.b64encode(version.md5).decode()),
-            ("Content-Type", "application/octet-stream"),
+            ("x-goog-hash", self.hashes(version)),
+            ("Content-Type", version.content_type),
             ("Accept-Ranges", "bytes"),
         ]
+
+    def hashes(self, version):
+        """`x-goog-hash`: the MD5, and on the JSON API also the CRC32C (which
+        google-cloud-storage checks a download against)."""
+        md5 = "md5=" + base64.b64encode(version.md5).decode()
+        return "crc32c=%s,%s" % (version.crc32c(), md5) if self.json_api else md5
 
     def object_get(self, bucket, key, query, head=False):
         with self.server.store.lock:
@@ -411,7 +581,7 @@ class Handler(BaseHTTPRequestHandler):
         (`--ignore-preconditions`), after the write delay, spent outside the lock so that
         other clients read the value this write will overwrite."""
         store = self.server.store
-        if not any(self.headers.get(h) is not None for h in GENERATION_PRECONDITIONS):
+        if all(value is None for value in self.generation_preconditions()):
             return False
         ignore = self.server.ignore_preconditions
         with store.lock:
@@ -591,6 +761,7 @@ def main():
     parser.add_argument("--bucket", action="append", default=[])
     parser.add_argument("--seed", action="append", default=[])
     parser.add_argument("--ignore-preconditions", action="store_true")
+    parser.add_argument("--allow-anonymous", action="store_true")
     parser.add_argument("--write-delay-ms", type=int, default=50)
     parser.add_argument("--credentials-out")
     parser.add_argument("--verbose", action="store_true")
@@ -601,6 +772,7 @@ def main():
     server.store = Store()
     server.verbose = args.verbose
     server.ignore_preconditions = args.ignore_preconditions
+    server.allow_anonymous = args.allow_anonymous
     server.write_delay = args.write_delay_ms / 1000.0
     port = server.server_address[1]
     server.account = Account(args.credentials_out, port) if args.credentials_out else None
