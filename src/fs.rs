@@ -8,6 +8,7 @@
 //! - [`spill`]: writing a large record into temporary files, large tensors in files of their own.
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
+//! - [`status_file`]: the hidden `.sdsfs-status`, a fresh immutable report per lookup.
 //! - [`catalog_watch`]: invalidates the kernel's caches of the annotation overlay on a change.
 
 pub mod cache;
@@ -20,4 +21,5 @@ pub mod overlay;
 pub mod record_tree;
 pub mod spill;
 pub mod stats;
+pub mod status_file;
 pub mod views;

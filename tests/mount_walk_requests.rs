@@ -6,11 +6,14 @@
 //! but `du`'s and `find`'s `STATFS`, also after the metadata TTL (the overlay, the one mutable
 //! part of the tree, is invalidated by the catalog watcher on a change instead of expiring).
 //! `ls -l` of one record directory costs the same number of requests whatever the number of
-//! records, and nothing the second time.
+//! records, and nothing the second time. Files of small records are opened by the kernel on
+//! its own: a scan sends no `OPEN` or `RELEASE`, and a second scan nothing at all. Reading the
+//! status file is not counted, and every reading is one whole, fresh report.
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -30,38 +33,30 @@ fn by_op(mount: &MountGuard) -> Counts {
         .collect()
 }
 
-/// Counts FUSE requests by operation while `action` runs, without the status file's own.
+/// Counts FUSE requests by operation while `action` runs (the status file's own requests are
+/// not counted by the mount: `reading_the_status_file_is_free_and_always_fresh`).
 struct Meter<'a> {
     mount: &'a MountGuard,
-    /// What one reading of the status file costs (measured as two readings in a row).
-    overhead: Counts,
 }
 
 impl<'a> Meter<'a> {
     fn new(mount: &'a MountGuard) -> Meter<'a> {
-        // The first reading looks the file up (and may find xattrs unsupported): settle first.
-        by_op(mount);
-        let first = by_op(mount);
-        let overhead = difference(&by_op(mount), &first, &Counts::new());
-        Meter { mount, overhead }
+        Meter { mount }
     }
 
     fn measure(&self, action: impl FnOnce()) -> Counts {
         let before = by_op(self.mount);
         action();
-        difference(&by_op(self.mount), &before, &self.overhead)
+        difference(&by_op(self.mount), &before)
     }
 }
 
-/// `after - before - overhead`, without zeros.
-fn difference(after: &Counts, before: &Counts, overhead: &Counts) -> Counts {
+/// `after - before`, without zeros.
+fn difference(after: &Counts, before: &Counts) -> Counts {
     let get = |counts: &Counts, op: &str| counts.get(op).copied().unwrap_or(0);
     after
         .keys()
-        .map(|op| {
-            let n = get(after, op) - get(before, op) - get(overhead, op);
-            (op.clone(), n)
-        })
+        .map(|op| (op.clone(), get(after, op) - get(before, op)))
         .filter(|(_, n)| *n != 0)
         .collect()
 }
@@ -182,4 +177,108 @@ fn ls_l_of_a_record_directory_costs_the_same_at_any_size() {
         "the second ls -l reached the daemon"
     );
     assert_eq!(large_again, Counts::new());
+}
+
+/// `cat` of `files`, returning the bytes it printed.
+fn cat(files: &[PathBuf]) -> Vec<u8> {
+    let out = Command::new("cat").args(files).output().expect("cat");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "cat: {}",
+        stderr.lines().next().unwrap_or("")
+    );
+    out.stdout
+}
+
+/// Every record's `iq.raw`, and the bytes they hold, concatenated.
+fn iq_files(
+    mount: &MountGuard,
+    published: &common::datasets::Published,
+) -> (Vec<PathBuf>, Vec<u8>) {
+    let count = published.records.len();
+    let width = (count - 1).to_string().len();
+    let files = (0..count)
+        .map(|o| mount.path(&format!("records/{o:0width$}/fields/iq.raw")))
+        .collect();
+    let bytes = published
+        .records
+        .iter()
+        .flat_map(|r| r.fields["iq"].data.iter().copied())
+        .collect();
+    (files, bytes)
+}
+
+#[test]
+fn small_records_files_are_opened_by_the_kernel_and_a_second_scan_costs_nothing() {
+    let published = publish_dataset(&[60, 40], 2);
+    let mount = MountGuard::mount(published.root(), &[]);
+    let meter = Meter::new(&mount);
+    let (files, expected) = iq_files(&mount, &published);
+
+    let first = meter.measure(|| assert!(cat(&files) == expected, "the first scan's bytes"));
+    // One OPEN for the life of the mount, answered ENOSYS; no RELEASE ever.
+    assert_eq!(first.get("open"), Some(&1), "{first:?}");
+    assert_eq!(first.get("release"), None, "{first:?}");
+    assert!(first.get("read").is_some_and(|&n| n >= 100), "{first:?}");
+
+    let second = meter.measure(|| assert!(cat(&files) == expected, "the second scan's bytes"));
+    assert_eq!(second, Counts::new(), "the second scan reached the daemon");
+}
+
+/// Polls the counts until `op` reaches `n` (a `RELEASE` is sent after `close` returns).
+fn wait_for(mount: &MountGuard, before: &Counts, op: &str, n: i64) -> Counts {
+    for _ in 0..200 {
+        let now = difference(&by_op(mount), before);
+        if now.get(op).copied().unwrap_or(0) >= n {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    difference(&by_op(mount), before)
+}
+
+#[test]
+fn with_daemon_opens_every_open_and_close_is_a_request() {
+    let published = publish_dataset(&[60, 40], 2);
+    let mount = MountGuard::mount(published.root(), &["--file-opens", "daemon"]);
+    let (files, expected) = iq_files(&mount, &published);
+    cat(&files);
+    let before = by_op(&mount);
+    assert!(cat(&files) == expected, "the second scan's bytes");
+    let second = wait_for(&mount, &before, "release", 100);
+    // The pages stayed cached (FOPEN_KEEP_CACHE): no READ, but a round trip per open and close.
+    assert_eq!(second, counts(&[("open", 100), ("release", 100)]));
+}
+
+#[test]
+fn reading_the_status_file_is_free_and_always_fresh() {
+    use std::io::Read;
+    let published = publish_dataset(&[20], 1);
+    let mount = MountGuard::mount(published.root(), &[]);
+    let path = mount.path(".sdsfs-status");
+    assert_eq!(by_op(&mount), by_op(&mount), "a reading was counted");
+
+    // A reader taking 7 bytes at a time gets one whole report, as long as its file says.
+    let before = by_op(&mount);
+    run("ls", &[&mount.path("records")]);
+    let mut file = std::fs::File::open(&path).unwrap();
+    let size = file.metadata().unwrap().len();
+    let (mut text, mut piece) = (Vec::new(), [0u8; 7]);
+    loop {
+        let n = file.read(&mut piece).unwrap();
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&piece[..n]);
+    }
+    assert_eq!(text.len() as u64, size);
+    let report: serde_json::Value = serde_json::from_slice(&text).expect("one JSON report");
+    // Taken at this open: it counts the ls that came after the previous reading.
+    let readdirs = report["requests"]["by_op"]["readdir"].as_i64().unwrap();
+    assert!(
+        readdirs > before.get("readdir").copied().unwrap_or(0),
+        "{report}"
+    );
+    assert_eq!(report["records"], 20);
 }

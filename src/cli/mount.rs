@@ -34,7 +34,7 @@ use super::size::parse_size;
 use crate::dataset::Dataset;
 use crate::fs::cache::CacheConfig;
 use crate::fs::catalog_watch::{watch, KnownRecords};
-use crate::fs::fuse::{MountInfo, Ownership, SdsFuse};
+use crate::fs::fuse::{FileOpens, MountInfo, Ownership, SdsFuse};
 use crate::fs::namespace::{Namespace, NamespaceConfig};
 use crate::fs::stats::{CountingStore, MountStats};
 
@@ -115,8 +115,15 @@ pub struct MountArgs {
     /// files directly.
     #[arg(long)]
     pub no_passthrough: bool,
+    /// Who opens files: `kernel` (no request per open or close, every file's pages cached
+    /// across opens, no passthrough), `daemon` (an OPEN and a RELEASE per file, passthrough
+    /// possible), or `auto`: daemon opens only where passthrough is possible and the dataset's
+    /// typical record is larger than a quarter of the cache.
+    #[arg(long, value_name = "WHO", default_value = "auto")]
+    pub file_opens: FileOpens,
     /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
     /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, nopassthrough,
+    /// file_opens=auto|kernel|daemon,
     /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
@@ -266,6 +273,12 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "log_file" => args.log_file = Some(PathBuf::from(value.ok_or_else(missing)?)),
             "foreground" => args.foreground = true,
             "nopassthrough" => args.no_passthrough = true,
+            "file_opens" => {
+                args.file_opens = value
+                    .ok_or_else(missing)?
+                    .parse()
+                    .map_err(|e| format!("mount option {name}: {e}"))?
+            }
             "endpoint_url" => args.store.endpoint_url = Some(value.ok_or_else(missing)?.into()),
             "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
             "allow_http" => args.store.allow_http = true,
@@ -418,6 +431,7 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
     if args.no_passthrough {
         out.push("--no-passthrough".into());
     }
+    out.extend(["--file-opens".into(), args.file_opens.to_string().into()]);
     if let Some(uid) = args.uid {
         out.extend(["--uid".into(), uid.to_string().into()]);
     }
@@ -512,6 +526,7 @@ fn serve(
     let known = Arc::new(KnownRecords::new(dataset.len()));
     let filesystem = SdsFuse::with_stats(namespace.clone(), owner, stats, info)
         .with_passthrough(!args.no_passthrough)
+        .with_file_opens(args.file_opens)
         .with_catalog_watch(known.clone());
     let mut fuse_config = fuser::Config::default();
     fuse_config.mount_options = vec![

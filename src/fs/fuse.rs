@@ -4,7 +4,11 @@
 //!
 //! Caching policy: everything but the annotation catalog is immutable, so attributes and entries
 //! get long TTLs and files are opened with `FOPEN_KEEP_CACHE` (the kernel page cache survives
-//! across opens, and `mmap` works because no `direct_io` is used). Walks are answered by the
+//! across opens, and `mmap` works because no `direct_io` is used). Files are opened by the
+//! kernel on its own unless passthrough is worth its cost ([`FileOpens`]): the first `OPEN` is
+//! answered with ENOSYS, after which the kernel sends no `OPEN` or `RELEASE` again and keeps
+//! every file's pages, so a second `cat` of 10,000 small files reaches the daemon not at all
+//! (`tests/mount_walk_requests.rs`). Walks are answered by the
 //! kernel on its own once it has seen a tree: `OPENDIR` is answered with ENOSYS, so the kernel
 //! stops opening directories (no `OPENDIR`/`RELEASEDIR` round trip per directory) and keeps
 //! every listing in its readdir cache; entries and attributes come with the listing
@@ -29,12 +33,13 @@
 //! named after the operation with its inode; an EIO is logged at error level with its cause and
 //! charged to the object it concerns. The hidden control file `.sdsfs-status` at the root
 //! (found by lookup, never listed, so listings stay the dataset's) reads as a JSON report of
-//! the mount's counters, taken when it is opened: what `sdsfs status` prints.
+//! the mount's counters, taken when it is looked up ([`super::status_file`]): what `sdsfs
+//! status` prints. The status file's own requests are not counted.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -51,10 +56,10 @@ use super::catalog_watch::KnownRecords;
 use super::inode::Ino;
 use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
+use super::status_file::StatusReports;
 
-/// Inode of the hidden status file: a static number the core never hands out.
-const STATUS_INO: u64 = 8;
-/// Attributes of the status file are not cached: it changes all the time.
+/// The status file's entry is not cached: every lookup takes a new report (see
+/// [`super::status_file`]).
 const STATUS_TTL: Duration = Duration::from_secs(0);
 
 /// Attributes of everything immutable are valid this long in the kernel's caches.
@@ -96,9 +101,13 @@ pub struct SdsFuse {
     owner: Ownership,
     stats: Arc<MountStats>,
     info: MountInfo,
-    /// Open handles of the status file: the report as it was at open.
-    reports: Mutex<HashMap<u64, Bytes>>,
-    next_handle: AtomicU64,
+    /// The status reports handed out, one inode each.
+    status: StatusReports,
+    /// Who answers file opens, as asked for; decided at `INIT` into `kernel_opens`.
+    file_opens: FileOpens,
+    /// Whether the kernel opens files on its own (ENOSYS to `OPEN`): no `OPEN` or `RELEASE`
+    /// round trip per file, every file's pages cached across opens, and no passthrough.
+    kernel_opens: bool,
     /// Whether opens may be answered with passthrough: asked for, offered by the kernel at
     /// `INIT`, and not yet refused (a daemon without `CAP_SYS_ADMIN` cannot register files).
     passthrough: AtomicBool,
@@ -112,6 +121,53 @@ pub struct SdsFuse {
     /// With a catalog watcher (`catalog_watch`): where the kernel was given a record's
     /// `annotations/`, and the overlay is cached as long as the rest.
     watched: Option<Arc<KnownRecords>>,
+}
+
+/// Who answers file opens.
+///
+/// Kernel opens save two round trips per opened file (`OPEN` and `RELEASE`; a `cat` of 10,000
+/// small cached files runs 5x faster) and keep every file's pages across opens, but they rule
+/// out passthrough, which only an `OPEN` reply can set up. Passthrough is what makes a second
+/// read of a large field as fast as a local file's (the temporary file's page cache uses large
+/// folios where a FUSE mount's own uses 4 KiB pages). The choice is the connection's, made
+/// once at `INIT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileOpens {
+    /// Daemon opens when passthrough is possible (the kernel offers it and the daemon has
+    /// `CAP_SYS_ADMIN`) and the dataset's typical record is decoded into temporary files (its
+    /// mean stored size is above the cache's file threshold); kernel opens otherwise.
+    #[default]
+    Auto,
+    /// Kernel opens, on kernels that refresh cached pages by mtime (`FUSE_AUTO_INVAL_DATA`,
+    /// which the annotation overlay's freshness needs); daemon opens elsewhere.
+    Kernel,
+    /// Daemon opens, with passthrough where possible.
+    Daemon,
+}
+
+impl std::fmt::Display for FileOpens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileOpens::Auto => "auto",
+            FileOpens::Kernel => "kernel",
+            FileOpens::Daemon => "daemon",
+        })
+    }
+}
+
+impl std::str::FromStr for FileOpens {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<FileOpens, String> {
+        match text {
+            "auto" => Ok(FileOpens::Auto),
+            "kernel" => Ok(FileOpens::Kernel),
+            "daemon" => Ok(FileOpens::Daemon),
+            other => Err(format!(
+                "file opens must be auto, kernel or daemon, not {other:?}"
+            )),
+        }
+    }
 }
 
 /// How an inode that may be served by passthrough is open, and how often.
@@ -150,8 +206,9 @@ impl SdsFuse {
             owner,
             stats,
             info,
-            reports: Mutex::new(HashMap::new()),
-            next_handle: AtomicU64::new(1),
+            status: StatusReports::default(),
+            file_opens: FileOpens::Auto,
+            kernel_opens: false,
             passthrough: AtomicBool::new(false),
             passthrough_wanted: true,
             candidate_opens: Mutex::new(HashMap::new()),
@@ -164,6 +221,12 @@ impl SdsFuse {
     /// offers it and the daemon may register files, which needs `CAP_SYS_ADMIN`).
     pub fn with_passthrough(mut self, wanted: bool) -> SdsFuse {
         self.passthrough_wanted = wanted;
+        self
+    }
+
+    /// Who answers file opens (see [`FileOpens`]).
+    pub fn with_file_opens(mut self, file_opens: FileOpens) -> SdsFuse {
+        self.file_opens = file_opens;
         self
     }
 
@@ -228,14 +291,24 @@ impl SdsFuse {
         })
     }
 
-    fn status_attr(&self) -> FileAttr {
+    /// Takes a report now and holds it under a new inode: that file's attributes.
+    fn new_status_file(&self) -> Option<FileAttr> {
+        let mut text = serde_json::to_vec_pretty(&self.status_report()).unwrap_or_default();
+        text.push(b'\n');
+        self.status_file(self.status.hold(Bytes::from(text)))
+    }
+
+    /// The attributes of status report `ino`, if still held.
+    fn status_file(&self, ino: u64) -> Option<FileAttr> {
+        let report = self.status.get(ino)?;
         let mut attr = self.file_attr(&Attr {
-            ino: STATUS_INO,
+            ino,
             kind: Kind::File,
-            size: 0,
+            size: report.text.len() as u64,
         });
-        attr.perm = 0o444;
-        attr
+        (attr.mtime, attr.ctime, attr.atime, attr.crtime) =
+            (report.taken, report.taken, report.taken, report.taken);
+        Some(attr)
     }
 
     fn count(&self, op: FuseOp) {
@@ -394,6 +467,20 @@ pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, String> {
         .map_err(|_| format!("{file}: unexpected content {now:?}"))
 }
 
+/// Whether this process may register backing files (`CAP_SYS_ADMIN` in its effective set),
+/// which passthrough needs; read from `/proc/self/status`, `false` if that cannot be read.
+fn has_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -427,24 +514,48 @@ impl Filesystem for SdsFuse {
         self.cache_all_dirs = config
             .add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA)
             .is_ok();
-        if self.passthrough_wanted
+        let passthrough_possible = self.passthrough_wanted
+            && config.capabilities().contains(InitFlags::FUSE_PASSTHROUGH)
+            && has_sys_admin();
+        // The overlay's files are refreshed through their mtime too (they would be cached
+        // across opens): kernel opens need the same flag as uncached directories.
+        self.kernel_opens = self.cache_all_dirs
+            && match self.file_opens {
+                FileOpens::Kernel => true,
+                FileOpens::Daemon => false,
+                FileOpens::Auto => {
+                    !(passthrough_possible && self.namespace.typical_record_spills())
+                }
+            };
+        if passthrough_possible
+            && !self.kernel_opens
             && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(1).is_ok()
         {
             self.passthrough.store(true, Ordering::Relaxed);
         }
+        tracing::debug!(
+            kernel_opens = self.kernel_opens,
+            passthrough = self.passthrough.load(Ordering::Relaxed),
+            "file opens"
+        );
         Ok(())
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(parent = parent.0, name = ?name))]
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        // The status file's own requests are not counted: reading the counters leaves them
+        // as they were.
+        if parent.0 == 1 && name == STATUS_FILE {
+            return match self.new_status_file() {
+                Some(attr) => reply.entry(&STATUS_TTL, &attr, Generation(0)),
+                None => reply.error(Errno::EIO),
+            };
+        }
         self.count(FuseOp::Lookup);
         let Some(name) = name.to_str() else {
             return reply.error(Errno::ENOENT);
         };
-        if parent.0 == 1 && name == STATUS_FILE {
-            return reply.entry(&STATUS_TTL, &self.status_attr(), Generation(0));
-        }
         match self.namespace.lookup(parent.0, name) {
             Ok(attr) => {
                 self.handing_out(attr.ino);
@@ -457,10 +568,13 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.count(FuseOp::Getattr);
-        if ino.0 == STATUS_INO {
-            return reply.attr(&STATUS_TTL, &self.status_attr());
+        if StatusReports::is_report(ino.0) {
+            return match self.status_file(ino.0) {
+                Some(attr) => reply.attr(&IMMUTABLE_TTL, &attr),
+                None => reply.error(Errno::ESTALE),
+            };
         }
+        self.count(FuseOp::Getattr);
         match self.namespace.getattr(ino.0) {
             Ok(attr) => reply.attr(&self.ttl(attr.ino), &self.file_attr(&attr)),
             Err(e) => reply.error(self.errno("getattr", ino.0, e)),
@@ -478,18 +592,17 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.count(FuseOp::Open);
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
-        if ino.0 == STATUS_INO {
-            // The report is taken now and read from this handle, so it is consistent however
-            // the reader splits its reads; direct I/O because its size is not known to stat.
-            let mut text = serde_json::to_vec_pretty(&self.status_report()).unwrap_or_default();
-            text.push(b'\n');
-            let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
-            lock(&self.reports).insert(handle, Bytes::from(text));
-            return reply.opened(FileHandle(handle), FopenFlags::FOPEN_DIRECT_IO);
+        if StatusReports::is_report(ino.0) {
+            // An immutable report (see `status_file`): cached as any file.
+            return reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
+        }
+        self.count(FuseOp::Open);
+        if self.kernel_opens {
+            // Sent once: from now on the kernel opens files on its own (see `init`).
+            return reply.error(Errno::ENOSYS);
         }
         match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => reply.error(Errno::EISDIR),
@@ -506,22 +619,25 @@ impl Filesystem for SdsFuse {
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.count(FuseOp::Read);
-        if ino.0 == STATUS_INO {
-            let report = lock(&self.reports).get(&fh.0).cloned().unwrap_or_default();
+        if StatusReports::is_report(ino.0) {
+            let Some(report) = self.status.get(ino.0) else {
+                return reply.error(Errno::ESTALE);
+            };
+            let text = report.text;
             let start = usize::try_from(offset)
                 .unwrap_or(usize::MAX)
-                .min(report.len());
-            let end = start.saturating_add(size as usize).min(report.len());
-            return reply.data(&report[start..end]);
+                .min(text.len());
+            let end = start.saturating_add(size as usize).min(text.len());
+            return reply.data(&text[start..end]);
         }
+        self.count(FuseOp::Read);
         match self.namespace.read(ino.0, offset, size) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(self.errno("read", ino.0, e)),
@@ -533,16 +649,16 @@ impl Filesystem for SdsFuse {
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.count(FuseOp::Release);
-        if ino.0 == STATUS_INO {
-            lock(&self.reports).remove(&fh.0);
+        if StatusReports::is_report(ino.0) {
+            return reply.ok();
         }
+        self.count(FuseOp::Release);
         let mut opens = lock(&self.candidate_opens);
         if let Some(open) = opens.get_mut(&ino.0) {
             open.handles = open.handles.saturating_sub(1);
@@ -651,13 +767,13 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
-        self.count(FuseOp::Access);
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
-        if ino.0 == STATUS_INO {
+        if StatusReports::is_report(ino.0) {
             return reply.ok();
         }
+        self.count(FuseOp::Access);
         match self.namespace.getattr(ino.0) {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(self.errno("access", ino.0, e)),
@@ -686,7 +802,11 @@ impl Filesystem for SdsFuse {
 
     // Inodes are numbers computed from the tree, so there is nothing to forget; forgets are
     // counted (one per inode: `fuser` splits a BATCH_FORGET into them) as the kernel's work.
-    fn forget(&self, _req: &Request, _ino: INodeNo, _nlookup: u64) {
+    // A forgotten status report is dropped.
+    fn forget(&self, _req: &Request, ino: INodeNo, _nlookup: u64) {
+        if StatusReports::is_report(ino.0) {
+            return self.status.forget(ino.0);
+        }
         self.count(FuseOp::Forget);
     }
 

@@ -18,6 +18,10 @@
 //! node:16` (node 0 the set directory, 1 `annotation.json`, 2 + k node k of the carrier's field
 //! tree, whose node 0 is `fields/`).
 
+/// Kind 15 is the adapter's own (the status reports of [`super::status_file`]): the tree never
+/// hands it out, and [`Ino::decode`] refuses it.
+pub const ADAPTER_INODES: u64 = 15 << KIND_SHIFT;
+
 /// Largest ordinal a record inode can carry.
 pub const MAX_ORDINAL: u64 = (1 << 36) - 1;
 /// Largest node index within one record.

@@ -86,7 +86,9 @@ impl From<LoadError> for FsError {
 #[derive(Debug, Clone, Copy)]
 pub struct NamespaceConfig {
     pub cache: CacheConfig,
-    /// Record trees (parsed rows with their file trees) kept.
+    /// Record trees (parsed rows with their file trees) kept. A tree of a one-field IQ
+    /// capture's row takes about 10 KiB; walks and scans need only the few records being
+    /// visited (the kernel caches what they have seen).
     pub record_trees: usize,
     /// How long a read of the annotation catalog is trusted (`--metadata-ttl`).
     pub metadata_ttl: Duration,
@@ -96,7 +98,7 @@ impl Default for NamespaceConfig {
     fn default() -> Self {
         NamespaceConfig {
             cache: CacheConfig::for_cache_size(1 << 30),
-            record_trees: 4096,
+            record_trees: 1024,
             metadata_ttl: Duration::from_secs(5),
         }
     }
@@ -729,6 +731,17 @@ impl Namespace {
                 Ok(Bytes::from(joined))
             }
         }
+    }
+
+    /// Whether the dataset's typical record is decoded into temporary files: its mean stored
+    /// size (the snapshot's `stored_bytes` over its records; payloads are at least that large
+    /// unless compressed) is above the cache's file threshold. Known from the snapshot alone.
+    pub fn typical_record_spills(&self) -> bool {
+        let snapshot = self.dataset.snapshot();
+        snapshot.record_count > 0
+            && self
+                .records
+                .spills(snapshot.stored_bytes / snapshot.record_count)
     }
 
     /// Whether file `ino` may be served by the kernel from a file of the daemon's (FUSE
