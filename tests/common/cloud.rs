@@ -118,6 +118,26 @@ impl CloudServer {
         CloudServer::gcs_with(buckets, seeds, &[])
     }
 
+    /// The GCS test server that also serves requests without credentials
+    /// (`--allow-anonymous`), as the `signal-dataset` library's own `gs://` store sends them
+    /// under [`CloudServer::library_env`]; signed requests are still checked. Bucket names need
+    /// at least 3 characters (ArrayRecord's native reader refuses shorter ones).
+    /// Fails (never skips) when the test venv lacks the library's GCS client.
+    pub fn gcs_for_the_library(buckets: &[&str]) -> CloudServer {
+        let probe = Command::new(super::python())
+            .args(["-c", "import google.cloud.storage, google_crc32c"])
+            .output()
+            .expect("run python");
+        assert!(
+            probe.status.success(),
+            "google-cloud-storage (signal-dataset's gcs extra) missing from {}: run \
+             scripts/setup-test-env ({})",
+            super::python().display(),
+            String::from_utf8_lossy(&probe.stderr).trim_end()
+        );
+        CloudServer::gcs_with(buckets, &[], &["--allow-anonymous"])
+    }
+
     fn gcs_with(buckets: &[&str], seeds: &[&Path], flags: &[&str]) -> CloudServer {
         let dir = tempfile::tempdir().unwrap();
         let mut args: Vec<OsString> = flags.iter().map(OsString::from).collect();
@@ -218,6 +238,23 @@ impl CloudServer {
                 ("GOOGLE_BASE_URL", endpoint.to_string()),
             ],
         }
+    }
+
+    /// The environment pointing the `signal-dataset` library's `gs://` store at this GCS
+    /// server: google-cloud-storage (its documents and uploads) reads `STORAGE_EMULATOR_HOST`,
+    /// ArrayRecord's native `gs://` reader (its shard reads, google-cloud-cpp)
+    /// `CLOUD_STORAGE_EMULATOR_ENDPOINT`; without the latter the reader ignores the server and
+    /// looks for Google's own endpoints. Both send no credentials.
+    pub fn library_env(&self) -> Vec<(&'static str, String)> {
+        assert_eq!(
+            self.kind,
+            Kind::Gcs,
+            "the library's emulator route is GCS only"
+        );
+        vec![
+            ("STORAGE_EMULATOR_HOST", self.endpoint()),
+            ("CLOUD_STORAGE_EMULATOR_ENDPOINT", self.endpoint()),
+        ]
     }
 
     /// The live keys under `prefix` in `bucket`, listed from the server directly (tests only:
@@ -1021,16 +1058,22 @@ pub fn library_dataset_matches_local(server: &CloudServer, bucket: &str) -> usiz
 /// Runs `tests/python/graph_tool.py ARGS` under `env` (the library then reaches the loopback
 /// server itself, through boto3's standard `AWS_*` environment) and returns its stdout.
 fn graph_tool_env(args: &[&str], env: &[(&str, String)]) -> Vec<u8> {
-    let script = super::repo_root().join("tests/python/graph_tool.py");
+    python_env("graph_tool.py", args, env)
+}
+
+/// Runs `tests/python/SCRIPT ARGS` with `env` added to the environment and returns its stdout;
+/// panics with its stderr when it fails.
+pub fn python_env(script: &str, args: &[&str], env: &[(&str, String)]) -> Vec<u8> {
     let out = Command::new(super::python())
-        .arg(script)
+        .arg(super::repo_root().join("tests/python").join(script))
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
         .output()
-        .expect("run graph_tool.py");
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
     assert!(
         out.status.success(),
-        "graph_tool.py {args:?}: {}",
+        "{script} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
@@ -1385,6 +1428,10 @@ pub struct Requested {
     pub key: String,
     /// The `generation=` the request named; `None` for the live object.
     pub generation: Option<u64>,
+    /// `json` (the JSON API google-cloud-storage speaks) or `xml` (`object_store`'s).
+    pub api: String,
+    /// Sent without an `Authorization` header.
+    pub anonymous: bool,
 }
 
 impl CloudServer {
@@ -1406,6 +1453,8 @@ impl CloudServer {
                 bucket: r["bucket"].as_str().unwrap().to_string(),
                 key: r["key"].as_str().unwrap().to_string(),
                 generation: r["generation"].as_u64(),
+                api: r["api"].as_str().unwrap().to_string(),
+                anonymous: r["anonymous"].as_bool().unwrap(),
             })
             .collect()
     }

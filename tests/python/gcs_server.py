@@ -51,13 +51,17 @@ when pointed at the file with `GOOGLE_APPLICATION_CREDENTIALS`.
 
 JSON API (google-cloud-storage 3, for `signal-dataset`'s own gs:// store): `POST
 /upload/storage/v1/b/B/o?uploadType=multipart` (with `ifGenerationMatch`, checking a sent
-`crc32c`/`md5Hash`), `GET /storage/v1/b/B/o/K` (object metadata) and `GET
-/download/storage/v1/b/B/o/K?alt=media` (media, `x-goog-hash` with CRC32C), `generation=N` on
-reads; errors as JSON. `--allow-anonymous` also serves requests without `Authorization` (the
-client sends none once `STORAGE_EMULATOR_HOST` is set); a token that is sent is still checked.
+`crc32c`/`md5Hash`), `GET /storage/v1/b/B/o/K` (object metadata), `GET
+/download/storage/v1/b/B/o/K?alt=media` (media, `x-goog-hash` with CRC32C), `GET
+/storage/v1/b/B/o/K?alt=media` (the same, ranged, as ArrayRecord's native `gs://` reader asks for
+shards), `generation=N` on reads, and `GET /storage/v1/b/B` (bucket metadata); errors as JSON.
+`--allow-anonymous` also serves requests without `Authorization` (google-cloud-storage sends none
+once `STORAGE_EMULATOR_HOST` is set, nor ArrayRecord's reader under
+`CLOUD_STORAGE_EMULATOR_ENDPOINT`); a token that is sent is still checked.
 
-Not implemented (not used by sdsfs): listing, resumable uploads; those answer 501 so a new use
-shows up as a clear failure rather than a silent wrong answer.
+Not implemented (used neither by sdsfs nor by the library's reads and writes): listing,
+resumable uploads; those answer 501 so a new use shows up as a clear failure rather than a
+silent wrong answer.
 
 Usage: gcs_server.py [--host 127.0.0.1] [--port 0] [--bucket NAME]... [--seed FILE]...
                      [--credentials-out PATH] [--ignore-preconditions [--write-delay-ms N]]
@@ -161,6 +165,7 @@ def split_gs_uri(path, uri):
 JSON_API_PREFIXES = ("/storage/v1/", "/download/storage/v1/", "/upload/storage/v1/")
 JSON_OBJECT = re.compile(r"^/(download/)?storage/v1/b/([^/]+)/o/([^/]+)$")
 JSON_UPLOAD = re.compile(r"^/upload/storage/v1/b/([^/]+)/o$")
+JSON_BUCKET = re.compile(r"^/storage/v1/b/([^/]+)$")
 #: The JSON API's error `reason` for each status this server answers.
 JSON_REASONS = {400: "invalid", 401: "required", 404: "notFound", 412: "conditionNotMet", 416: "requestedRangeNotSatisfiable", 501: "notImplemented"}
 GENERATION_PRECONDITIONS = ("x-goog-if-generation-match", "x-goog-if-generation-not-match")
@@ -214,9 +219,12 @@ class JsonApi:
         query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
         upload = JSON_UPLOAD.match(parsed.path)
         found = JSON_OBJECT.match(parsed.path)
+        bucket_only = JSON_BUCKET.match(parsed.path)
         if upload is not None and method == "POST":
             bucket = urllib.parse.unquote(upload.group(1))
             self.json_upload(bucket, query)
+        elif bucket_only is not None and method == "GET":
+            self.json_bucket(urllib.parse.unquote(bucket_only.group(1)))
         elif found is not None and method in ("GET", "HEAD"):
             bucket, key = (urllib.parse.unquote(found.group(i)) for i in (2, 3))
             self.record(method, bucket, key, query)
@@ -232,6 +240,17 @@ class JsonApi:
             _, version = self.selected(bucket, key, query)
             self.check_generation_preconditions(version.generation)
         self.json_reply(200, self.json_resource(bucket, key, version))
+
+    def json_bucket(self, bucket):
+        """Bucket metadata (google-cloud-storage asks for it while the library reads)."""
+        with self.server.store.lock:
+            self.objects(bucket)
+        self.json_reply(200, {
+            "kind": "storage#bucket", "id": bucket, "name": bucket, "projectNumber": "1",
+            "metageneration": "1", "location": "US", "storageClass": "STANDARD",
+            "locationType": "multi-region", "etag": "CAE=", "versioning": {"enabled": True},
+            "timeCreated": "2026-01-01T00:00:00.000Z", "updated": "2026-01-01T00:00:00.000Z",
+        })
 
     def json_upload(self, bucket, query):
         """`uploadType=multipart`: a JSON metadata part, then the media part."""

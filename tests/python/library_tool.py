@@ -15,7 +15,8 @@ Commands (every output is canonical JSON: sorted keys, UTF-8, integers of any si
   publish ROOT RECEIPTS ...        the library's coordinator over receipt lines (ours or its own)
   annotate SPEC ROOT               the spec's annotation sets published by the library on ROOT
   dump ROOT [--part P]             everything the library reads of ROOT (P: records, all)
-  check-mount ROOT MOUNT           walk a sdsfs mount of ROOT and compare it with the library
+  check-mount ROOT MOUNT           walk a sdsfs mount of ROOT (a directory, gs:// or s3://) and
+                                   compare it with the library's reading of ROOT
 
 Why the comparisons live here and not in Rust: metadata holds integers beyond 64 bits, which
 Python's json keeps exactly; comparing canonical JSON text (not parsed values) also tells `1`
@@ -656,13 +657,42 @@ class Mismatch:
             self.problems.append(f"{what}: mount {canonical(ours)[:400]} != library {canonical(theirs)[:400]}")
 
 
-def set_root_paths(root: Path) -> dict[str, str]:
+class Documents:
+    """The stored bytes of a dataset's objects by path below its root: read from the directory
+    for a local root, through the library's own object store for a `gs://` or `s3://` one."""
+
+    def __init__(self, root: str) -> None:
+        self.remote = root.startswith(("gs://", "s3://"))
+        self.root = root.rstrip("/") if self.remote else str(Path(root).resolve())
+        self.store = None
+        if self.remote:
+            from signal_dataset.storage import object_store_for
+
+            self.store = object_store_for(self.root)
+
+    def read(self, path: str) -> bytes:
+        if self.store is None:
+            return (Path(self.root) / path).read_bytes()
+        return self.store.read(f"{self.root}/{path}")
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.read(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def json(self, path: str) -> Any:
+        return json.loads(self.read(path).decode("utf-8"))
+
+
+def set_root_paths(documents: Documents) -> dict[str, str]:
     """Each annotation set's root document, from the catalog pointer and its revision."""
-    pointer = root / "annotations" / "catalog.json"
-    if not pointer.exists():
+    pointer = "annotations/catalog.json"
+    if not documents.exists(pointer):
         return {}
-    revision = json.loads(pointer.read_text(encoding="utf-8"))["revision"]["path"]
-    sets = json.loads((root / revision).read_text(encoding="utf-8"))["sets"]
+    revision = documents.json(pointer)["revision"]["path"]
+    sets = documents.json(revision)["sets"]
     return {name: value["path"] for name, value in sets.items()}
 
 
@@ -738,20 +768,20 @@ def check_links(check: Mismatch, dataset: Any, mount: Path, ordinals: range) -> 
 
 
 def check_mount(root: str, mount: Path, limit: int | None) -> dict[str, Any]:
-    root_path = Path(root).resolve()
-    dataset = sds.open(str(root_path))
+    stored = Documents(root)
+    dataset = sds.open(stored.root)
     check = Mismatch()
     count = len(dataset)
     ordinals = range(count if limit is None else min(limit, count))
-    snapshot_path = json.loads((root_path / "root.json").read_text(encoding="utf-8"))["snapshot"]["path"]
+    snapshot_path = stored.json("root.json")["snapshot"]["path"]
     documents = {"dataset.json": "root.json", "snapshot.json": snapshot_path}
-    documents |= {f"annotations/{name}/set.json": path for name, path in set_root_paths(root_path).items()}
+    documents |= {f"annotations/{name}/set.json": path for name, path in set_root_paths(stored).items()}
     fields = rows = 0
     # A file the mount fails to serve is a difference like any other: collect them all, so one
     # run shows every problem rather than the first traceback.
-    for shown, stored in documents.items():
+    for shown, path in documents.items():
         try:
-            check.equal(shown, (mount / shown).read_bytes().hex(), (root_path / stored).read_bytes().hex())
+            check.equal(shown, (mount / shown).read_bytes().hex(), stored.read(path).hex())
         except OSError as exc:
             check.problems.append(f"{shown}: {exc}")
     try:
