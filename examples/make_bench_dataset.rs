@@ -1,13 +1,14 @@
-//! Builds the datasets of the mount benchmark (driven by `scripts/bench-mount`).
+//! Builds the datasets of the mount benchmark (driven by `scripts/bench`).
 //!
 //! ```text
 //! make_bench_dataset large OUT MIB [RAW]   one record "big" with one complex64 field `iq` of
 //!                                          MIB MiB of pseudo-random (incompressible) samples;
 //!                                          RAW, when given, receives the field's bytes as a
 //!                                          plain local file
-//! make_bench_dataset many OUT N            N small records `r<n>` (fields `iq`, complex64[4],
+//! make_bench_dataset many OUT N [PER]      N small records `r<n>` (fields `iq`, complex64[4],
 //!                                          and `snr_db`, float32[1]), scene `s<n/10>`,
-//!                                          10,000 records per shard, 10 shards per manifest page
+//!                                          PER (default 10,000) records per shard, 10 shards
+//!                                          per manifest page
 //! make_bench_dataset noise OUT MIB [RAW]   like `large`, but the samples are Gaussian noise
 //!                                          (complex64 of two N(0,1) floats: what a receiver
 //!                                          records with no signal; zstd squeezes it ~8%)
@@ -33,7 +34,7 @@ use sdsfs::format::record::{Axis, Field, Record};
 use sdsfs::storage::LocalStore;
 
 const USAGE: &str =
-    "usage: make_bench_dataset large|noise OUT MIB [RAW] | many OUT N | scan OUT N SAMPLES";
+    "usage: make_bench_dataset large|noise OUT MIB [RAW] | many OUT N [PER] | scan OUT N SAMPLES";
 const RECORDS_PER_SHARD: u64 = 10_000;
 const SHARDS_PER_MANIFEST: usize = 10;
 const SAMPLE_RATE_HZ: i128 = 20_000_000;
@@ -148,10 +149,10 @@ fn small_record(n: u64, rng: &mut XorShift) -> Result<Record, Error> {
         ))
 }
 
-fn many(out: &Path, count: u64) -> Result<(PublishSummary, u64), Error> {
+fn many(out: &Path, count: u64, per_shard: u64) -> Result<(PublishSummary, u64), Error> {
     let store = store_at(out)?;
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
-    let receipts = write_in_shards(&store, count, RECORDS_PER_SHARD, |n| {
+    let receipts = write_in_shards(&store, count, per_shard.max(1), |n| {
         small_record(n, &mut rng)
     })?;
     let mut options = PublishOptions::new("bench-many", "snap-1");
@@ -224,7 +225,8 @@ fn run(args: &[String]) -> Result<(), Error> {
         [kind, out, n, samples] if kind == "scan" => {
             scan(Path::new(out), number(n)?, number(samples)?)?
         }
-        [kind, out, n] if kind == "many" => many(Path::new(out), number(n)?)?,
+        [kind, out, n] if kind == "many" => many(Path::new(out), number(n)?, RECORDS_PER_SHARD)?,
+        [kind, out, n, per] if kind == "many" => many(Path::new(out), number(n)?, number(per)?)?,
         _ => return Err(USAGE.into()),
     };
     println!(

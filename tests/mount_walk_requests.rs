@@ -8,7 +8,8 @@
 //! `ls -l` of one record directory costs the same number of requests whatever the number of
 //! records, and nothing the second time. Files of small records are opened by the kernel on
 //! its own: a scan sends no `OPEN` or `RELEASE`, and a second scan nothing at all. Reading the
-//! status file is not counted, and every reading is one whole, fresh report.
+//! status file is not counted, and every reading is one whole, fresh report. An `ioctl` (Python
+//! asks `isatty` at every `open`) is a round trip the kernel never saves: it is counted.
 
 mod common;
 
@@ -281,4 +282,23 @@ fn reading_the_status_file_is_free_and_always_fresh() {
         "{report}"
     );
     assert_eq!(report["records"], 20);
+}
+
+#[test]
+fn an_ioctl_is_one_counted_request_answered_enotty_without_a_log_line() {
+    use std::os::fd::AsRawFd;
+    let published = publish_dataset(&[3], 1);
+    let mount = MountGuard::mount(published.root(), &[]);
+    let file = std::fs::File::open(mount.path("records/0/record.json")).unwrap();
+    let before = by_op(&mount);
+    // SAFETY: isatty only issues TCGETS on a descriptor this test owns.
+    let tty = unsafe { libc::isatty(file.as_raw_fd()) };
+    let errno = std::io::Error::last_os_error().raw_os_error();
+    assert_eq!((tty, errno), (0, Some(libc::ENOTTY)));
+    assert_eq!(difference(&by_op(&mount), &before), counts(&[("ioctl", 1)]));
+    assert!(
+        !mount.log_text().contains("Not Implemented"),
+        "{}",
+        mount.log_text()
+    );
 }

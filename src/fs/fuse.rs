@@ -47,9 +47,10 @@ use bytes::Bytes;
 
 use fuser::{
     AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
+    Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags,
+    PollEvents, PollFlags, PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen,
+    ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
 };
 
 use super::catalog_watch::KnownRecords;
@@ -797,6 +798,92 @@ impl Filesystem for SdsFuse {
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
         self.count(FuseOp::Listxattr);
+        reply.error(Errno::ENOSYS);
+    }
+
+    // The kernel asks every ioctl of a file (`isatty`'s TCGETS: Python's `open` asks once per
+    // open) and never remembers the answer, so these cost a round trip each; `fuser`'s default
+    // would also log each one. None is supported.
+    #[allow(clippy::too_many_arguments)]
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        self.count(FuseOp::Ioctl);
+        reply.error(Errno::ENOTTY);
+    }
+
+    // Flush, fsync, lseek and poll: nothing to do on an immutable tree. ENOSYS makes the
+    // kernel stop asking (and do what it does without them) for the life of the mount.
+    fn flush(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _lo: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        if !StatusReports::is_report(ino.0) {
+            self.count(FuseOp::Flush);
+        }
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _data: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.count(FuseOp::Fsync);
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _data: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.count(FuseOp::Fsync);
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: i64,
+        _whence: i32,
+        reply: ReplyLseek,
+    ) {
+        self.count(FuseOp::Lseek);
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn poll(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _ph: PollNotifier,
+        _events: PollEvents,
+        _flags: PollFlags,
+        reply: ReplyPoll,
+    ) {
+        self.count(FuseOp::Poll);
         reply.error(Errno::ENOSYS);
     }
 

@@ -47,10 +47,15 @@ pub enum FuseOp {
     Access,
     Getxattr,
     Listxattr,
+    Ioctl,
+    Flush,
+    Fsync,
+    Lseek,
+    Poll,
 }
 
 impl FuseOp {
-    const ALL: [FuseOp; 15] = [
+    const ALL: [FuseOp; 20] = [
         FuseOp::Lookup,
         FuseOp::Forget,
         FuseOp::Getattr,
@@ -66,6 +71,11 @@ impl FuseOp {
         FuseOp::Access,
         FuseOp::Getxattr,
         FuseOp::Listxattr,
+        FuseOp::Ioctl,
+        FuseOp::Flush,
+        FuseOp::Fsync,
+        FuseOp::Lseek,
+        FuseOp::Poll,
     ];
 
     /// The name in the status report: the kernel's opcode name, lower case.
@@ -86,6 +96,11 @@ impl FuseOp {
             FuseOp::Access => "access",
             FuseOp::Getxattr => "getxattr",
             FuseOp::Listxattr => "listxattr",
+            FuseOp::Ioctl => "ioctl",
+            FuseOp::Flush => "flush",
+            FuseOp::Fsync => "fsync",
+            FuseOp::Lseek => "lseek",
+            FuseOp::Poll => "poll",
         }
     }
 }

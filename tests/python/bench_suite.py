@@ -29,6 +29,9 @@ CACHE_MIB = 256  # --cache-size of the mounts of workloads 1, 3 and 7
 WALK_CACHE_MIB = 128  # --cache-size of the mounts of the W, S and M rows
 WALK_SAMPLES = 2048  # complex64 samples per record in the W, S and M rows: 16 KiB
 WALK_ROWS = {"W1", "W2", "W3", "S1", "S2", "S3", "M1"}
+# W3: records per shard at both sizes, so the two differ in their record count only (the
+# first stat of a record reads its metadata shard's index, whose size is the shard's)
+WALK_SCALE_PER_SHARD = 1000
 SIZES = {
     # field MiB, scan records, scan samples, metadata records, scaling (small, large),
     # create records, create samples
@@ -603,7 +606,7 @@ def walk_scale(bins, work, size, repeat):
     for n in size["walk_scale"]:
         ds = f"{work}/walk-scale{n}"
         log(f"W3: generating {n:,} records")
-        make(bins, "many", ds, n)
+        make(bins, "many", ds, n, WALK_SCALE_PER_SHARD)
         warm(shard_files(ds))
         rec = f"records/{pad(n // 2, n)}"
         t = {"records": [], "one": [], "tmpfs": []}
