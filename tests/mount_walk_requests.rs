@@ -302,3 +302,21 @@ fn an_ioctl_is_one_counted_request_answered_enotty_without_a_log_line() {
         mount.log_text()
     );
 }
+
+#[test]
+fn python_reading_the_status_file_is_not_counted_either() {
+    // Python's `open` asks `isatty` (an ioctl) of the file it opens.
+    let published = publish_dataset(&[3], 1);
+    let mount = MountGuard::mount(published.root(), &[]);
+    let python = |code: &str| {
+        let out = Command::new(common::python())
+            .args(["-c", code])
+            .arg(mount.path(".sdsfs-status"))
+            .output()
+            .expect("python");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let read = "import json, sys; print(json.dumps(json.load(open(sys.argv[1]))['requests']['by_op'], sort_keys=True))";
+    assert_eq!(python(read), python(read));
+}
