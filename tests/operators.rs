@@ -180,7 +180,7 @@ fn helper_forms_parse_like_mount_8_passes_them() {
         "/data/ds",
         "/mnt/ds",
         "-o",
-        "ro,uid=7,cache_size=2G,_netdev,log_file=/tmp/l",
+        "ro,uid=7,cache_size=2G,_netdev,log_file=/tmp/l,file_opens=daemon",
         "-n",
         "-t",
         "fuse.sdsfs",
@@ -196,6 +196,11 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     assert_eq!(applied.uid, Some(7));
     assert_eq!(applied.cache_size, 2 << 30);
     assert_eq!(applied.log_file.as_deref(), Some(Path::new("/tmp/l")));
+    assert_eq!(applied.file_opens, sdsfs::fs::fuse::FileOpens::Daemon);
+    let mut wrong = (*args).clone();
+    wrong.options = vec!["file_opens=sometimes".into()];
+    let refused = sdsfs::cli::mount::apply_mount_options(&mut wrong).unwrap_err();
+    assert!(refused.contains("auto, kernel or daemon"), "{refused}");
     // Object-store settings of an fstab line for an S3-compatible server.
     let call = helper_invocation(&argv(&[
         "/sbin/mount.fuse.sdsfs",
