@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::annotate::race_rows;
-use common::cli::sds_env;
+use common::cli::{assert_verify_deep, sds_env};
 use common::cloud::{
     annotation_race, assert_info_and_mount_match, compare_and_swap_race_on, demo,
     explicit_store_options_reach, info_and_mount_match_local, library_dataset_matches_local,
@@ -630,13 +630,7 @@ fn assert_cli_agrees(gcs: &CloudServer, url: &str, theirs: &serde_json::Value, s
         );
     }
 
-    let verify = sds_env(&["verify", "--deep", url], &env);
-    assert!(
-        verify.status.success(),
-        "{url}: {}{}",
-        String::from_utf8_lossy(&verify.stdout),
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    assert_verify_deep(url, &env);
 }
 
 /// A FUSE mount of `url` (through our store) walked by `library_tool.py check-mount`, which

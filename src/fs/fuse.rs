@@ -48,9 +48,9 @@ use bytes::Bytes;
 use fuser::{
     AccessFlags, BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
     Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags,
-    PollEvents, PollFlags, PollNotifier, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen,
-    ReplyPoll, ReplyStatfs, ReplyWrite, ReplyXattr, Request, WriteFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
+    WriteFlags,
 };
 
 use super::catalog_watch::KnownRecords;
@@ -822,8 +822,9 @@ impl Filesystem for SdsFuse {
         reply.error(Errno::ENOTTY);
     }
 
-    // Flush, fsync, lseek and poll: nothing to do on an immutable tree. ENOSYS makes the
-    // kernel stop asking (and do what it does without them) for the life of the mount.
+    // Flush, fsync and lseek (`cp`'s SEEK_DATA): nothing to do on an immutable tree. ENOSYS
+    // makes the kernel stop asking (and do what it does without them) for the life of the
+    // mount; answered here so that no warning is logged.
     fn flush(
         &self,
         _req: &Request,
@@ -850,18 +851,6 @@ impl Filesystem for SdsFuse {
         reply.error(Errno::ENOSYS);
     }
 
-    fn fsyncdir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _data: bool,
-        reply: ReplyEmpty,
-    ) {
-        self.count(FuseOp::Fsync);
-        reply.error(Errno::ENOSYS);
-    }
-
     fn lseek(
         &self,
         _req: &Request,
@@ -872,20 +861,6 @@ impl Filesystem for SdsFuse {
         reply: ReplyLseek,
     ) {
         self.count(FuseOp::Lseek);
-        reply.error(Errno::ENOSYS);
-    }
-
-    fn poll(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _ph: PollNotifier,
-        _events: PollEvents,
-        _flags: PollFlags,
-        reply: ReplyPoll,
-    ) {
-        self.count(FuseOp::Poll);
         reply.error(Errno::ENOSYS);
     }
 

@@ -51,11 +51,10 @@ pub enum FuseOp {
     Flush,
     Fsync,
     Lseek,
-    Poll,
 }
 
 impl FuseOp {
-    const ALL: [FuseOp; 20] = [
+    const ALL: [FuseOp; 19] = [
         FuseOp::Lookup,
         FuseOp::Forget,
         FuseOp::Getattr,
@@ -75,7 +74,6 @@ impl FuseOp {
         FuseOp::Flush,
         FuseOp::Fsync,
         FuseOp::Lseek,
-        FuseOp::Poll,
     ];
 
     /// The name in the status report: the kernel's opcode name, lower case.
@@ -100,7 +98,6 @@ impl FuseOp {
             FuseOp::Flush => "flush",
             FuseOp::Fsync => "fsync",
             FuseOp::Lseek => "lseek",
-            FuseOp::Poll => "poll",
         }
     }
 }

@@ -18,6 +18,17 @@ pub fn sds_env(args: &[&str], env: &[(&str, String)]) -> Output {
         .expect("run sds")
 }
 
+/// Asserts that `sds verify --deep URL` (with `env`) succeeds, showing its output if not.
+pub fn assert_verify_deep(url: &str, env: &[(&str, String)]) {
+    let verify = sds_env(&["verify", "--deep", url], env);
+    assert!(
+        verify.status.success(),
+        "{url}: {}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
 /// Runs `sds ARGS`, asserts success, and returns its stdout.
 pub fn ok(args: &[&str]) -> String {
     let out = sds(args);

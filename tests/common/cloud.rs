@@ -31,7 +31,7 @@ use sdsfs::storage::{
 };
 
 use super::annotate::{assert_no_set_lost, assert_sets_read_back, race_publishers, race_rows};
-use super::cli::sds_env;
+use super::cli::{assert_verify_deep, sds_env};
 use super::datasets::{files_below, write_documents_pinned, write_shards, CountingStore};
 use super::mount::MountGuard;
 
@@ -1036,13 +1036,7 @@ pub fn library_dataset_matches_local(server: &CloudServer, bucket: &str) -> usiz
     assert_eq!(info["dataset_id"], "library ✓");
     assert_eq!(info["record_count"], 5, "{info}");
     assert_eq!(info["shard_count"], 3, "{info}");
-    let verify = sds_env(&["verify", "--deep", &url], &env);
-    assert!(
-        verify.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&verify.stdout),
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    assert_verify_deep(&url, &env);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let remote = MountGuard::mount_with_env(std::ffi::OsStr::new(&url), &[], &env_refs);
     let reference = MountGuard::mount(&root, &[]);
@@ -1096,13 +1090,7 @@ pub fn library_reference_view_on_s3(server: &CloudServer, bucket: &str) -> usize
         serde_json::json!({"dataset_id": "view", "snapshot_id": "view-1", "indices": [4, 0, 2]});
     graph_tool_env(&["view", &source, &view, &selection.to_string()], &env);
     for url in [&source, &view] {
-        let verify = sds_env(&["verify", "--deep", url], &env);
-        assert!(
-            verify.status.success(),
-            "{url}: {}{}",
-            String::from_utf8_lossy(&verify.stdout),
-            String::from_utf8_lossy(&verify.stderr)
-        );
+        assert_verify_deep(url, &env);
     }
     let page = server
         .list_keys(bucket, "view/manifests/")
