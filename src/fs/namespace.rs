@@ -734,8 +734,9 @@ impl Namespace {
     }
 
     /// Whether the dataset's typical record is decoded into temporary files: its mean stored
-    /// size (the snapshot's `stored_bytes` over its records; payloads are at least that large
-    /// unless compressed) is above the cache's file threshold. Known from the snapshot alone.
+    /// size (the snapshot's `stored_bytes` over its records; a decoded payload is at least
+    /// about as large, larger when compressed) is above the cache's file threshold. Known from
+    /// the snapshot alone.
     pub fn typical_record_spills(&self) -> bool {
         let snapshot = self.dataset.snapshot();
         snapshot.record_count > 0
