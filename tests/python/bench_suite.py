@@ -783,16 +783,19 @@ def rows(res):
         # `ls -l records/` prints a line per record, so its total grows with the count on any
         # filesystem (W3a''); what must not grow is the cost of each line: time per listed
         # record at the large size against the small.
-        small_each, large_each = s["records"] / r["small"], l["records"] / r["large"]
+        def each(key):
+            return s[key] / r["small"], l[key] / r["large"]
+
+        small_each, large_each = each("records")
         x = large_each / small_each
         row("W3a", f"first ls -l records/, {r['large']:,} records, per record listed",
             f"{large_each * 1e6:.2f} us ({secs(l['records'])})",
             f"{r['small']:,} records {small_each * 1e6:.2f} us ({secs(s['records'])})", f"{x:.2f}x",
             "<= 1.2x", x <= 1.2)
-        tmpfs_x = (l["tmpfs"] / r["large"]) / (s["tmpfs"] / r["small"])
+        small_each, large_each = each("tmpfs")
         info("W3a'", f"ls -l of a tmpfs directory of {r['large']:,} directories, per entry",
-             f"{l['tmpfs'] / r['large'] * 1e6:.2f} us", f"{r['small']:,} {s['tmpfs'] / r['small'] * 1e6:.2f} us",
-             f"{tmpfs_x:.2f}x")
+             f"{large_each * 1e6:.2f} us", f"{r['small']:,} {small_each * 1e6:.2f} us",
+             f"{large_each / small_each:.2f}x")
         info("W3a''", f"first ls -l records/, {r['large']:,} records, whole listing", secs(l["records"]),
              f"{r['small']:,} records {secs(s['records'])}", f"{l['records'] / s['records']:.2f}x")
         sent = ", ".join(f"{k} {v}" for k, v in sorted(l["one_requests"].items()))
