@@ -542,15 +542,18 @@ def walk_and_scan(bins, work, size, repeat, wanted, res):
 
 
 def walks(bins, ds, mnt, twin, repeat, out):
-    t = {k: [] for k in ("first", "first_cpu", "warm", "warm_cpu", "twin_cold", "twin_warm")}
+    t = {k: [] for k in ("first", "first_cpu", "first_one_cpu", "warm", "warm_cpu", "twin_cold",
+                         "twin_warm")}
     requests = []
     for _ in range(repeat):
         drop_dentries()
         with Mount(bins, ds, mnt, WALK_CACHE_MIB) as m:
             meter = RequestMeter(mnt)
-            w, c, _ = timed_in_mount(m, walk_cmd(mnt))
+            with meter:
+                w, c, _ = timed_in_mount(m, walk_cmd(mnt))
             t["first"].append(w)
             t["first_cpu"].append(c)
+            first_requests = meter.counts
             for _ in range(3):  # interleaved with the twin's warm walks: the same load
                 with meter:
                     w, c, _ = timed_in_mount(m, walk_cmd(mnt))
@@ -561,14 +564,23 @@ def walks(bins, ds, mnt, twin, repeat, out):
             out["hwm"].append(m.hwm_bytes())
         drop_dentries()
         t["twin_cold"].append(run(walk_cmd(twin), capture=False)[0])
+        # W2'': the first walk with the walker and every daemon thread on CPU 0, so no request
+        # or reply wakes a thread on another CPU.
+        drop_dentries()
+        with Mount(bins, ds, mnt, WALK_CACHE_MIB) as m:
+            subprocess.run(["taskset", "-a", "-p", "-c", "0", str(m.proc.pid)], check=True,
+                           stdout=subprocess.DEVNULL)
+            t["first_one_cpu"].append(run(["taskset", "-c", "0", *walk_cmd(mnt)], capture=False)[0])
     worst = max(requests, key=lambda c: sum(c.values()))
-    return dict(walk={k: med(v) for k, v in t.items()}, warm_requests=worst)
+    return dict(walk={k: med(v) for k, v in t.items()}, warm_requests=worst,
+                first_requests=first_requests)
 
 
 def scans(bins, ds, mnt, twin, names, repeat, out):
     n = len(names)
-    t = {k: [] for k in ("cat", "cat_cpu", "again", "again_cpu", "twin_cat", "npy", "lib_iter",
-                         "lib_getitems")}
+    t = {k: [] for k in ("cat", "cat_cpu", "again", "again_cpu", "twin_cat", "npy", "twin_npy",
+                         "lib_iter", "lib_getitems")}
+    npys = [name.replace("/iq.raw", "/iq.npy") for name in names]
     for i in range(repeat):
         with Mount(bins, ds, mnt, WALK_CACHE_MIB) as m:
             paths = [f"{mnt}/{name}" for name in names]
@@ -576,7 +588,7 @@ def scans(bins, ds, mnt, twin, names, repeat, out):
             t["cat"].append(w)
             t["cat_cpu"].append(c)
             if i == 0:
-                fill_twin(mnt, twin, names)
+                fill_twin(mnt, twin, names + npys)
             twin_paths = [f"{twin}/{name}" for name in names]
             for _ in range(3):  # interleaved: the mount's second scans and the twin's
                 w, c, _ = timed_in_mount(m, ["cat", *paths])
@@ -590,6 +602,10 @@ def scans(bins, ds, mnt, twin, names, repeat, out):
                 raise RuntimeError(f"bench_npy.py read {d}")
             t["npy"].append(d["seconds"])
             out["hwm"].append(m.hwm_bytes())
+        d = json.loads(run([PY, f"{REPO}/tests/python/bench_npy.py", f"{twin}/records", str(n)])[2])
+        if d["records"] != n:
+            raise RuntimeError(f"bench_npy.py read {d} from the twin")
+        t["twin_npy"].append(d["seconds"])
         for mode in ("iter", "getitems"):
             d = library(ds, mode, "iq")
             if d["records"] != n or d["bytes"] != n * WALK_SAMPLES * 8:
@@ -761,6 +777,13 @@ def rows(res):
             y = w["first"] / w["twin_cold"]
             row("W2", "first find + du -sb after mounting", secs(w["first"], w["first_cpu"]),
                 f"tmpfs twin, dentries dropped {secs(w['twin_cold'])}", f"{y:.2f}x", "<= 3x", y <= 3)
+            first = r["first_requests"]
+            ops = ", ".join(f"{k} {v}" for k, v in sorted(first.items()))
+            info("W2'", "FUSE requests during the first walk", f"{sum(first.values()):,} ({ops})",
+                 f"{entries:,} entries", f"{sum(first.values()) / entries:.2f} per entry")
+            z = w["first_one_cpu"] / w["twin_cold"]
+            info("W2''", "the same first walk, walker and daemon on CPU 0", secs(w["first_one_cpu"]),
+                 f"tmpfs twin, dentries dropped {secs(w['twin_cold'])}", f"{z:.2f}x")
         if "scan" in r:
             c = r["scan"]
             a = c["lib_iter"] / c["cat"]
@@ -773,6 +796,10 @@ def rows(res):
             row("S3", f"np.load(mmap_mode='r') of every iq.npy, one sample summed", secs(c["npy"]),
                 f"library __getitems__, batches of 256, {secs(c['lib_getitems'])}", f"{d:.2f}x",
                 ">= 1.0x", d >= 1.0)
+            e = c["lib_getitems"] / c["twin_npy"]
+            info("S3'", "the same np.load of the tmpfs twin filled with the real bytes",
+                 secs(c["twin_npy"]), f"library __getitems__, batches of 256, {secs(c['lib_getitems'])}",
+                 f"{e:.2f}x")
         if r["hwm"]:
             h = max(r["hwm"])
             row("M1", "daemon peak RSS over W1-S3", f"{h / 2**20:.0f} MiB", f"--cache-size {WALK_CACHE_MIB} MiB",
