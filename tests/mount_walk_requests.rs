@@ -4,7 +4,8 @@
 //! A second `find records/` + `du -sb records/` is answered by the kernel on its own (every
 //! listing in its readdir cache, every entry and attribute cached): nothing reaches the daemon
 //! but `du`'s and `find`'s `STATFS`, also after the metadata TTL (the overlay, the one mutable
-//! part of the tree, is invalidated by the catalog watcher on a change instead of expiring).
+//! part of the tree, is invalidated by the catalog watcher on a change instead of expiring;
+//! see [`warm_walk`] for the kernel's own occasional re-listing).
 //! `ls -l` of one record directory costs the same number of requests whatever the number of
 //! records, and nothing the second time. Files of small records are opened by the kernel on
 //! its own: a scan sends no `OPEN` or `RELEASE`, and a second scan nothing at all. Reading the
@@ -72,6 +73,31 @@ fn run(program: &str, args: &[&std::path::Path]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The requests of a walk of a tree the kernel has seen, and the walk's result. Some kernels
+/// drop the cached listings of a few scattered directories every few seconds, whatever the
+/// memory (measured: 60 to 150 of 30,001, about every 5 s, 22 GiB free); a walk that spans
+/// such a moment lists those again, and only those (`READDIRPLUS` and `READDIR` in pairs, no
+/// `LOOKUP`: their entries stay). Such a walk, if it lists again under a twentieth of the
+/// tree's `directories` (fewer than a record's worth of kinds, e.g. every `annotations/`), is
+/// taken once more, so the count stays exact.
+fn warm_walk(meter: &Meter, mount: &MountGuard, directories: i64) -> (Counts, (usize, u64)) {
+    let mut result = (0, 0);
+    let requests = meter.measure(|| result = walk(mount));
+    let relisted = |counts: &Counts| {
+        let only = |op: &str| counts.get(op).copied().unwrap_or(0);
+        only("readdir") > 0
+            && only("readdir") <= directories / 20
+            && only("readdir") == only("readdirplus")
+            && counts.len() == 2 + usize::from(counts.contains_key("statfs"))
+    };
+    if !relisted(&requests) {
+        return (requests, result);
+    }
+    eprintln!("the kernel listed some directories again during the walk ({requests:?}): again");
+    let requests = meter.measure(|| result = walk(mount));
+    (requests, result)
+}
+
 /// `find records/` (returns its line count) and `du -sb records/` (returns the bytes).
 fn walk(mount: &MountGuard) -> (usize, u64) {
     let records = mount.path("records");
@@ -107,8 +133,7 @@ fn a_warm_walk_is_answered_by_the_kernel() {
         "the first walk"
     );
 
-    let mut second = (0, 0);
-    let warm = meter.measure(|| second = walk(&mount));
+    let (warm, second) = warm_walk(&meter, &mount, directories);
     assert_eq!(second, first, "the warm walk saw another tree");
     // find: records/ and, per record, at least the record, record.json, annotations/,
     // fields/ and the field files (iq: 5 views, label: 3 or more).
@@ -129,8 +154,7 @@ fn after_the_metadata_ttl_a_walk_still_costs_nothing() {
     // Two ticks of the catalog watcher: it re-read the catalog, found it unchanged, and left
     // the kernel's caches of records/<n>/annotations alone.
     std::thread::sleep(Duration::from_millis(2100));
-    let mut again = (0, 0);
-    let later = meter.measure(|| again = walk(&mount));
+    let (later, again) = warm_walk(&meter, &mount, 1 + 3 * 60);
     assert_eq!(again, first);
     assert_eq!(later, counts(&[("statfs", 2)]), "after the TTL");
 }
