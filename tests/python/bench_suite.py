@@ -775,15 +775,16 @@ def rows(res):
             row("W1'", "FUSE requests during the warm walk", f"{sent:,} ({ops})", f"{entries:,} entries",
                 f"{100 * share:.3f}%", "<= 1%", share <= 0.01)
             y = w["first"] / w["twin_cold"]
+            cold_twin = f"tmpfs twin, dentries dropped {secs(w['twin_cold'])}"
             row("W2", "first find + du -sb after mounting", secs(w["first"], w["first_cpu"]),
-                f"tmpfs twin, dentries dropped {secs(w['twin_cold'])}", f"{y:.2f}x", "<= 3x", y <= 3)
+                cold_twin, f"{y:.2f}x", "<= 3x", y <= 3)
             first = r["first_requests"]
             ops = ", ".join(f"{k} {v}" for k, v in sorted(first.items()))
             info("W2'", "FUSE requests during the first walk", f"{sum(first.values()):,} ({ops})",
                  f"{entries:,} entries", f"{sum(first.values()) / entries:.2f} per entry")
             z = w["first_one_cpu"] / w["twin_cold"]
             info("W2''", "the same first walk, walker and daemon on CPU 0", secs(w["first_one_cpu"]),
-                 f"tmpfs twin, dentries dropped {secs(w['twin_cold'])}", f"{z:.2f}x")
+                 cold_twin, f"{z:.2f}x")
         if "scan" in r:
             c = r["scan"]
             a = c["lib_iter"] / c["cat"]
@@ -793,13 +794,12 @@ def rows(res):
             row("S2", "the same cat again", secs(c["again"], c["again_cpu"]),
                 f"cat of the tmpfs twin {secs(c['twin_cat'])}", f"{b:.2f}x", ">= 0.8x", b >= 0.8)
             d = c["lib_getitems"] / c["npy"]
+            getitems = f"library __getitems__, batches of 256, {secs(c['lib_getitems'])}"
             row("S3", f"np.load(mmap_mode='r') of every iq.npy, one sample summed", secs(c["npy"]),
-                f"library __getitems__, batches of 256, {secs(c['lib_getitems'])}", f"{d:.2f}x",
-                ">= 1.0x", d >= 1.0)
+                getitems, f"{d:.2f}x", ">= 1.0x", d >= 1.0)
             e = c["lib_getitems"] / c["twin_npy"]
             info("S3'", "the same np.load of the tmpfs twin filled with the real bytes",
-                 secs(c["twin_npy"]), f"library __getitems__, batches of 256, {secs(c['lib_getitems'])}",
-                 f"{e:.2f}x")
+                 secs(c["twin_npy"]), getitems, f"{e:.2f}x")
         if r["hwm"]:
             h = max(r["hwm"])
             row("M1", "daemon peak RSS over W1-S3", f"{h / 2**20:.0f} MiB", f"--cache-size {WALK_CACHE_MIB} MiB",
