@@ -6,19 +6,25 @@
 //! - [`record_tree`]: one record's file tree, from its metadata row.
 //! - [`cache`]: decoded records, bounded in bytes, large ones in temporary files.
 //! - [`spill`]: writing a large record into temporary files, large tensors in files of their own.
+//! - [`row_index`]: `by-id/` and `by-scene/`, built in the background within a memory limit.
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 //! - [`status_file`]: the hidden `.sdsfs-status`, a fresh immutable report per lookup.
+//! - [`interrupt`]: requests that wait end when their requester has a signal pending.
+//! - [`log_limit`]: repeated log lines rate-limited, with a count.
 //! - [`catalog_watch`]: invalidates the kernel's caches of the annotation overlay on a change.
 
 pub mod cache;
 pub mod catalog_watch;
 pub mod fuse;
 pub mod inode;
+pub mod interrupt;
+pub mod log_limit;
 pub mod names;
 pub mod namespace;
 pub mod overlay;
 pub mod record_tree;
+pub mod row_index;
 pub mod spill;
 pub mod stats;
 pub mod status_file;

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::datasets::*;
+use common::hostile::*;
 use common::mount::{expected_record_files, force_unmount, is_mounted, peak_rss, MountGuard};
 use sdsfs::arrayrecord::{riegeli_hash, write_records, ArrayRecordReader, WriterOptions};
 use sdsfs::dataset::{Dataset, OpenOptions};
@@ -46,83 +47,6 @@ fn pristine() -> Published {
 
 fn damaged_copy(published: &Published) -> tempfile::TempDir {
     copy_tree(published.root(), |_| false)
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-fn write_json(path: &Path, value: &serde_json::Value) {
-    let mut text = serde_json::to_string_pretty(value).unwrap();
-    text.push('\n');
-    std::fs::write(path, text).unwrap();
-}
-
-/// The length of `rel` below `dir` when it is a plain relative path to a regular file.
-fn file_len(dir: &Path, rel: &str) -> Option<u64> {
-    RelPath::new(rel).ok()?;
-    let meta = std::fs::symlink_metadata(dir.join(rel)).ok()?;
-    meta.is_file().then_some(meta.len())
-}
-
-fn as_u64(value: &serde_json::Value) -> u64 {
-    value.as_u64().unwrap_or(0)
-}
-
-/// Recomputes every `stored_bytes` up the control graph after objects were edited in place, so
-/// that each case breaks only the rule it is about.
-fn reseal(dir: &Path) {
-    let root_path = dir.join("root.json");
-    let mut root = read_json(&root_path);
-    let snap_rel = root["snapshot"]["path"].as_str().unwrap().to_string();
-    if let Some(snap_len) = file_len(dir, &snap_rel) {
-        let snap_path = dir.join(&snap_rel);
-        let mut snap = read_json(&snap_path);
-        let mut total = 0;
-        for m in snap["manifests"].as_array_mut().unwrap() {
-            let page_rel = m["object"]["path"].as_str().unwrap().to_string();
-            if file_len(dir, &page_rel).is_none() {
-                total += as_u64(&m["stored_bytes"]);
-                continue;
-            }
-            let page_path = dir.join(&page_rel);
-            let mut page = read_json(&page_path);
-            let mut page_total = 0;
-            // Entries and pages carry no size of their own: the snapshot's manifest reference
-            // holds the sum of its entries' data and metadata `stored_bytes`.
-            for s in page["shards"].as_array_mut().unwrap() {
-                for kind in ["data", "metadata"] {
-                    let rel = s[kind]["path"].as_str().unwrap().to_string();
-                    let len = file_len(dir, &rel).unwrap_or(as_u64(&s[kind]["stored_bytes"]));
-                    s[kind]["stored_bytes"] = len.into();
-                    page_total += len;
-                }
-            }
-            write_json(&page_path, &page);
-            m["object"]["stored_bytes"] = file_len(dir, &page_rel).unwrap().into();
-            m["stored_bytes"] = page_total.into();
-            total += page_total;
-        }
-        snap["stored_bytes"] = total.into();
-        write_json(&snap_path, &snap);
-        let _ = snap_len;
-        root["snapshot"]["stored_bytes"] = file_len(dir, &snap_rel).unwrap().into();
-    }
-    write_json(&root_path, &root);
-}
-
-fn snapshot_rel(dir: &Path) -> String {
-    read_json(&dir.join("root.json"))["snapshot"]["path"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn page_rel(dir: &Path, index: usize) -> String {
-    read_json(&dir.join(snapshot_rel(dir)))["manifests"][index]["object"]["path"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 /// The data (or metadata) shard path of the third shard (ordinals 5..9).

@@ -349,6 +349,7 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
         Arc::new(CountingStore::new(store, backend, counted))
     })
     .map_err(|e| e.0)?;
+    crate::fs::namespace::check_servable(&dataset)?;
     if args.foreground {
         run_foreground(args, dataset, stats)
     } else {

@@ -9,8 +9,8 @@
 //! TTL (one read of the catalog pointer while it is unchanged) and, when the sets shown change,
 //! invalidates through `/dev/fuse` notifications what the kernel may hold:
 //! - the attributes and cached listing of `annotations/` and of every `records/<n>/annotations`
-//!   the kernel was given (recorded in [`KnownRecords`] by the adapter: at most one bit per
-//!   record, so a million-record mount needs 125 KiB);
+//!   the kernel was given (recorded in [`KnownRecords`] by the adapter: one bit per record
+//!   visited, in blocks allocated as records are visited, never sized from the record count);
 //! - the entries of the sets that disappeared or were published again under the same name, in
 //!   each of those directories (which drops everything the kernel cached below them).
 //!
@@ -19,56 +19,95 @@
 //! tick later. A newly published set thus shows within one metadata TTL of its publication, as
 //! without the watcher.
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::inode::Ino;
 use super::namespace::Namespace;
 use super::overlay::Visible;
 
-/// The ordinals whose `records/<n>/annotations` directory the kernel was given.
+/// The ordinals whose `records/<n>/annotations` directory the kernel was given, as a sparse
+/// bitmap: blocks of [`BLOCK_ORDINALS`] bits allocated as records are visited, at most
+/// [`MAX_BLOCKS`] of them (4 MiB, a walk of 33 million records in order). Nothing is sized
+/// from the record count, which is a claim of the snapshot's. An ordinal that finds no room is
+/// not tracked: the adapter gives that record's overlay entries the metadata TTL instead of
+/// the immutable one, so they stay fresh without an invalidation.
 #[derive(Debug)]
 pub struct KnownRecords {
     records: u64,
-    words: Vec<AtomicU64>,
+    blocks: Mutex<BTreeMap<u64, Box<[u64; BLOCK_WORDS]>>>,
 }
+
+const BLOCK_WORDS: usize = 64;
+/// Ordinals per block.
+pub const BLOCK_ORDINALS: u64 = 64 * BLOCK_WORDS as u64;
+/// Blocks kept at most.
+pub const MAX_BLOCKS: usize = 8192;
 
 impl KnownRecords {
     pub fn new(records: u64) -> KnownRecords {
-        let words = usize::try_from(records.div_ceil(64)).unwrap_or(0);
         KnownRecords {
             records,
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            blocks: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// Records that the kernel was given `records/<ordinal>/annotations`.
-    pub fn mark(&self, ordinal: u64) {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Box<[u64; BLOCK_WORDS]>>> {
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records that the kernel was given `records/<ordinal>/annotations`; false when the
+    /// ordinal cannot be tracked (past the end, or no room left).
+    pub fn mark(&self, ordinal: u64) -> bool {
         if ordinal >= self.records {
-            return;
+            return false;
         }
-        let Ok(word) = usize::try_from(ordinal / 64) else {
-            return;
-        };
-        if let Some(word) = self.words.get(word) {
-            word.fetch_or(1 << (ordinal % 64), Ordering::Relaxed);
+        let (block, word, bit) = split(ordinal);
+        let mut blocks = self.lock();
+        if !blocks.contains_key(&block) && blocks.len() >= MAX_BLOCKS {
+            return false;
         }
+        blocks
+            .entry(block)
+            .or_insert_with(|| Box::new([0; BLOCK_WORDS]))[word] |= bit;
+        true
+    }
+
+    /// Whether `ordinal` was marked.
+    pub fn contains(&self, ordinal: u64) -> bool {
+        let (block, word, bit) = split(ordinal);
+        self.lock()
+            .get(&block)
+            .is_some_and(|words| words[word] & bit != 0)
     }
 
     /// Every ordinal marked so far, in order.
     pub fn marked(&self) -> Vec<u64> {
         let mut out = Vec::new();
-        for (index, word) in self.words.iter().enumerate() {
-            let mut bits = word.load(Ordering::Relaxed);
-            while bits != 0 {
-                out.push(index as u64 * 64 + u64::from(bits.trailing_zeros()));
-                bits &= bits - 1;
+        for (block, words) in self.lock().iter() {
+            for (index, word) in words.iter().enumerate() {
+                let mut bits = *word;
+                while bits != 0 {
+                    out.push(
+                        block * BLOCK_ORDINALS
+                            + index as u64 * 64
+                            + u64::from(bits.trailing_zeros()),
+                    );
+                    bits &= bits - 1;
+                }
             }
         }
         out
     }
+}
+
+/// An ordinal's block, word within the block and bit within the word.
+fn split(ordinal: u64) -> (u64, usize, u64) {
+    let block = ordinal / BLOCK_ORDINALS;
+    let within = ordinal % BLOCK_ORDINALS;
+    (block, (within / 64) as usize, 1 << (within % 64))
 }
 
 /// The names of the sets shown in `before` that `after` does not show, or shows with another
@@ -143,6 +182,7 @@ pub fn watch(namespace: Arc<Namespace>, known: Arc<KnownRecords>, kernel: Box<dy
     let mut repeat: Option<Vec<String>> = None;
     loop {
         std::thread::sleep(tick);
+        super::log_limit::flush();
         let now = namespace.refresh_annotations();
         let mut dropped = repeat.take();
         if !Arc::ptr_eq(&shown, &now) {
@@ -172,8 +212,30 @@ mod tests {
         for ordinal in [130, 0, 63, 64, 130, 199] {
             known.mark(ordinal);
         }
-        known.mark(200); // past the end: ignored
+        assert!(!known.mark(200), "past the end: ignored");
         assert_eq!(known.marked(), vec![0, 63, 64, 130, 199]);
+        assert!(known.contains(130) && !known.contains(131));
+    }
+
+    #[test]
+    fn a_claimed_count_of_a_quadrillion_allocates_nothing_up_front_and_room_is_bounded() {
+        let known = KnownRecords::new(1_000_000_000_000_000);
+        assert!(known.mark(999_999_999_999_999));
+        assert_eq!(known.marked(), vec![999_999_999_999_999]);
+        // One ordinal in each of more blocks than are kept: the rest are refused.
+        let tracked = (0..MAX_BLOCKS as u64 + 10)
+            .filter(|block| known.mark(block * BLOCK_ORDINALS))
+            .count();
+        assert_eq!(
+            tracked,
+            MAX_BLOCKS - 1,
+            "one block was taken by the first mark"
+        );
+        assert!(!known.contains((MAX_BLOCKS as u64 + 5) * BLOCK_ORDINALS));
+        assert!(
+            known.mark(1),
+            "an ordinal of a block already kept still fits"
+        );
     }
 
     #[derive(Default)]

@@ -55,6 +55,8 @@ use fuser::{
 
 use super::catalog_watch::KnownRecords;
 use super::inode::Ino;
+use super::interrupt;
+use super::log_limit;
 use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
 use super::status_file::StatusReports;
@@ -349,12 +351,21 @@ impl SdsFuse {
         }
     }
 
-    /// The TTL of `ino`'s entry and attributes.
+    /// The TTL of `ino`'s entry and attributes: the overlay's entries are immutable only
+    /// while the catalog watcher can invalidate them, i.e. for records it tracks.
     fn ttl(&self, ino: u64) -> Duration {
-        if self.watched.is_none() && self.namespace.is_annotation(ino) {
-            self.namespace.metadata_ttl()
-        } else {
+        if !self.namespace.is_annotation(ino) {
+            return IMMUTABLE_TTL;
+        }
+        let tracked = match (&self.watched, record_of(ino)) {
+            (Some(known), Some(ordinal)) => known.contains(ordinal),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if tracked {
             IMMUTABLE_TTL
+        } else {
+            self.namespace.metadata_ttl()
         }
     }
 
@@ -429,9 +440,12 @@ impl SdsFuse {
             FsError::NotDir => Errno::ENOTDIR,
             FsError::IsDir => Errno::EISDIR,
             FsError::NotLink => Errno::EINVAL,
+            FsError::Interrupted(_) => Errno::EINTR,
             FsError::Io(message) => {
                 let object = self.namespace.object_of(ino);
-                tracing::error!(op, ino, object = %object, error = %message, "EIO");
+                if log_limit::admit("EIO") {
+                    tracing::error!(op, ino, object = %object, error = %message, "EIO");
+                }
                 self.stats.eio.fetch_add(1, Ordering::Relaxed);
                 self.stats.record_error(&object, &message);
                 Errno::EIO
@@ -484,6 +498,17 @@ fn has_sys_admin() -> bool {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The record an overlay inode belongs to (`None` for `annotations/` and its sets).
+fn record_of(ino: u64) -> Option<u64> {
+    match Ino::decode(ino)? {
+        Ino::RecordAnnotations(o)
+        | Ino::RecordSetDir(o, _)
+        | Ino::RecordSetJson(o, _)
+        | Ino::RecordSetField(o, _, _) => Some(o),
+        _ => None,
+    }
 }
 
 fn kind_of(kind: Kind) -> FileType {
@@ -544,53 +569,19 @@ impl Filesystem for SdsFuse {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(parent = parent.0, name = ?name))]
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        // The status file's own requests are not counted: reading the counters leaves them
-        // as they were.
-        if parent.0 == 1 && name == STATUS_FILE {
-            return match self.new_status_file() {
-                Some(attr) => reply.entry(&STATUS_TTL, &attr, Generation(0)),
-                None => reply.error(Errno::EIO),
-            };
-        }
-        self.count(FuseOp::Lookup);
-        let Some(name) = name.to_str() else {
-            return reply.error(Errno::ENOENT);
-        };
-        match self.namespace.lookup(parent.0, name) {
-            Ok(attr) => {
-                self.handing_out(attr.ino);
-                reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0))
-            }
-            Err(FsError::NotFound) => reply.error(Errno::ENOENT),
-            Err(e) => reply.error(self.errno("lookup", parent.0, e)),
-        }
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        interrupt::serving(req.pid(), || self.serve_lookup(parent, name, reply))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        if StatusReports::is_report(ino.0) {
-            return match self.status_file(ino.0) {
-                Some(attr) => reply.attr(&IMMUTABLE_TTL, &attr),
-                None => reply.error(Errno::ESTALE),
-            };
-        }
-        self.count(FuseOp::Getattr);
-        match self.namespace.getattr(ino.0) {
-            Ok(attr) => reply.attr(&self.ttl(attr.ino), &self.file_attr(&attr)),
-            Err(e) => reply.error(self.errno("getattr", ino.0, e)),
-        }
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        interrupt::serving(req.pid(), || self.serve_getattr(ino, reply))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.count(FuseOp::Readlink);
-        match self.namespace.readlink(ino.0) {
-            Ok(target) => reply.data(&target),
-            Err(e) => reply.error(self.errno("readlink", ino.0, e)),
-        }
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        interrupt::serving(req.pid(), || self.serve_readlink(ino, reply))
     }
-
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
@@ -618,7 +609,7 @@ impl Filesystem for SdsFuse {
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset, size))]
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -639,7 +630,7 @@ impl Filesystem for SdsFuse {
             return reply.data(&text[start..end]);
         }
         self.count(FuseOp::Read);
-        match self.namespace.read(ino.0, offset, size) {
+        match interrupt::serving(req.pid(), || self.namespace.read(ino.0, offset, size)) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(self.errno("read", ino.0, e)),
         }
@@ -697,15 +688,17 @@ impl Filesystem for SdsFuse {
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset))]
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
         self.count(FuseOp::Readdir);
-        let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
-            reply.add(INodeNo(entry.ino), next, kind_of(entry.kind), &entry.name)
+        let result = interrupt::serving(req.pid(), || {
+            self.namespace.read_dir(ino.0, offset, |entry, next| {
+                reply.add(INodeNo(entry.ino), next, kind_of(entry.kind), &entry.name)
+            })
         });
         match result {
             Ok(()) => reply.ok(),
@@ -716,7 +709,7 @@ impl Filesystem for SdsFuse {
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset))]
     fn readdirplus(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -724,24 +717,26 @@ impl Filesystem for SdsFuse {
     ) {
         self.count(FuseOp::Readdirplus);
         let mut failure = None;
-        let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
-            // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
-            let attr = match self.namespace.getattr(entry.ino) {
-                Ok(attr) => attr,
-                Err(e) => {
-                    failure = Some(e);
-                    return true;
-                }
-            };
-            self.handing_out(entry.ino);
-            reply.add(
-                INodeNo(entry.ino),
-                next,
-                &entry.name,
-                &self.ttl(entry.ino),
-                &self.file_attr(&attr),
-                Generation(0),
-            )
+        let result = interrupt::serving(req.pid(), || {
+            self.namespace.read_dir(ino.0, offset, |entry, next| {
+                // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
+                let attr = match self.namespace.getattr(entry.ino) {
+                    Ok(attr) => attr,
+                    Err(e) => {
+                        failure = Some(e);
+                        return true;
+                    }
+                };
+                self.handing_out(entry.ino);
+                reply.add(
+                    INodeNo(entry.ino),
+                    next,
+                    &entry.name,
+                    &self.ttl(entry.ino),
+                    &self.file_attr(&attr),
+                    Generation(0),
+                )
+            })
         });
         match (result, failure) {
             (Ok(()), None) => reply.ok(),
@@ -1011,5 +1006,53 @@ impl Filesystem for SdsFuse {
         reply: ReplyEmpty,
     ) {
         reply.error(Errno::EROFS);
+    }
+}
+
+/// The request handlers that may wait, run inside [`interrupt::serving`].
+impl SdsFuse {
+    fn serve_lookup(&self, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        // The status file's own requests are not counted: reading the counters leaves them
+        // as they were.
+        if parent.0 == 1 && name == STATUS_FILE {
+            return match self.new_status_file() {
+                Some(attr) => reply.entry(&STATUS_TTL, &attr, Generation(0)),
+                None => reply.error(Errno::EIO),
+            };
+        }
+        self.count(FuseOp::Lookup);
+        let Some(name) = name.to_str() else {
+            return reply.error(Errno::ENOENT);
+        };
+        match self.namespace.lookup(parent.0, name) {
+            Ok(attr) => {
+                self.handing_out(attr.ino);
+                reply.entry(&self.ttl(attr.ino), &self.file_attr(&attr), Generation(0))
+            }
+            Err(FsError::NotFound) => reply.error(Errno::ENOENT),
+            Err(e) => reply.error(self.errno("lookup", parent.0, e)),
+        }
+    }
+
+    fn serve_getattr(&self, ino: INodeNo, reply: ReplyAttr) {
+        if StatusReports::is_report(ino.0) {
+            return match self.status_file(ino.0) {
+                Some(attr) => reply.attr(&IMMUTABLE_TTL, &attr),
+                None => reply.error(Errno::ESTALE),
+            };
+        }
+        self.count(FuseOp::Getattr);
+        match self.namespace.getattr(ino.0) {
+            Ok(attr) => reply.attr(&self.ttl(attr.ino), &self.file_attr(&attr)),
+            Err(e) => reply.error(self.errno("getattr", ino.0, e)),
+        }
+    }
+
+    fn serve_readlink(&self, ino: INodeNo, reply: ReplyData) {
+        self.count(FuseOp::Readlink);
+        match self.namespace.readlink(ino.0) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(self.errno("readlink", ino.0, e)),
+        }
     }
 }

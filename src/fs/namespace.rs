@@ -8,24 +8,25 @@
 //!   LRU of record trees, [`TreeCache`], which the decode-ahead worker fills too);
 //! - only reading `.raw`, `.npy` or `.sigmf-data` touches the data shard, once per record while
 //!   it stays in the decoded-record cache;
-//! - `by-id/` and `by-scene/` need every row, so they are built on first use, logged, and kept.
+//! - `by-id/` and `by-scene/` need every row, so they are built on first use, in the
+//!   background and within the memory budget, and kept ([`super::row_index`]).
 //!
 //! - annotation sets come from the catalog, re-read at most once per metadata TTL (see
 //!   [`super::overlay`]); a record's annotation files need that set's carrier for the record.
 //!
 //! Errors are [`FsError`]s; the FUSE adapter maps them to errno values and logs the cause.
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 
 use super::cache::{CacheConfig, DecodeAhead, LoadError, RecordCache, TreeCache, TreeLoadError};
 use super::inode::{Ino, MAX_ORDINAL};
-use super::names::encode_entry;
+use super::interrupt::Interrupted;
 use super::overlay::{Carrier, Overlay, VisibleSet};
 use super::record_tree::{Node, RecordTree};
+use super::row_index::{IndexError, Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
@@ -68,6 +69,18 @@ pub enum FsError {
     /// Storage or data failed for this record or object; the message names both.
     #[error("{0}")]
     Io(String),
+    /// The requester has a signal pending (see [`super::interrupt`]): EINTR.
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+}
+
+impl From<IndexError> for FsError {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::Interrupted(i) => FsError::Interrupted(i),
+            IndexError::Unavailable(why) => FsError::Io(why),
+        }
+    }
 }
 
 impl From<DatasetError> for FsError {
@@ -104,21 +117,6 @@ impl Default for NamespaceConfig {
     }
 }
 
-/// `by-id/`: encoded id → lowest ordinal, and the names in listing order.
-#[derive(Debug, Default)]
-struct IdIndex {
-    by_name: HashMap<String, u64>,
-    names: Vec<String>,
-}
-
-/// `by-scene/`: scenes in listing order with their ordinals.
-#[derive(Debug, Default)]
-struct SceneIndex {
-    scenes: Vec<(String, Vec<u64>)>,
-    by_name: HashMap<String, usize>,
-    scene_of: HashMap<u64, usize>,
-}
-
 /// The tree of one mounted dataset.
 #[derive(Debug)]
 pub struct Namespace {
@@ -128,8 +126,8 @@ pub struct Namespace {
     records: Arc<RecordCache>,
     /// Background decoding of the record after the one being read, during sequential scans.
     ahead: DecodeAhead,
-    ids: OnceLock<IdIndex>,
-    scenes: OnceLock<SceneIndex>,
+    /// `by-id/` and `by-scene/`, built in the background on first use.
+    indexes: RowIndexes,
     overlay: Overlay,
 }
 
@@ -142,6 +140,22 @@ const TOP_LEVEL: [(&str, Ino, Kind); 6] = [
     ("snapshot.json", Ino::SnapshotJson, Kind::File),
 ];
 
+/// Refuses a dataset the mount cannot serve: every ordinal needs inode numbers of its own,
+/// and those carry 36 bits of ordinal ([`MAX_ORDINAL`]). The message names the snapshot and
+/// the key.
+pub fn check_servable(dataset: &Dataset) -> Result<(), String> {
+    let count = dataset.len();
+    if count > MAX_ORDINAL + 1 {
+        return Err(format!(
+            "{}: record_count {count} is more than a mount can number ({} records: inode \
+             numbers carry 36 bits of ordinal)",
+            dataset.root().snapshot.path,
+            MAX_ORDINAL + 1
+        ));
+    }
+    Ok(())
+}
+
 impl Namespace {
     pub fn new(dataset: Arc<Dataset>, config: NamespaceConfig) -> Namespace {
         let last = dataset.len().saturating_sub(1);
@@ -150,8 +164,7 @@ impl Namespace {
             trees: Arc::new(TreeCache::new(config.record_trees)),
             records: Arc::new(RecordCache::new(config.cache)),
             ahead: DecodeAhead::default(),
-            ids: OnceLock::new(),
-            scenes: OnceLock::new(),
+            indexes: RowIndexes::new(config.cache.memory_bytes),
             overlay: Overlay::new(config.metadata_ttl),
             dataset,
         }
@@ -307,7 +320,7 @@ impl Namespace {
                 (Kind::Symlink, target.len() as u64)
             }
             Ino::SceneDir(i) => {
-                self.scene_index()
+                self.indexes()?
                     .scenes
                     .get(i as usize)
                     .ok_or(FsError::NotFound)?;
@@ -368,18 +381,14 @@ impl Namespace {
                 }
                 Ino::FieldNode(o, tree.child(n, name).ok_or(FsError::NotFound)?)
             }
-            Ino::ById => Ino::IdLink(*self.id_index().by_name.get(name).ok_or(FsError::NotFound)?),
+            Ino::ById => Ino::IdLink(self.indexes()?.id(name).ok_or(FsError::NotFound)?),
             Ino::ByScene => {
-                let index = *self
-                    .scene_index()
-                    .by_name
-                    .get(name)
-                    .ok_or(FsError::NotFound)?;
+                let index = self.indexes()?.scene(name).ok_or(FsError::NotFound)?;
                 Ino::SceneDir(index as u64)
             }
             Ino::SceneDir(i) => {
-                let scenes = self.scene_index();
-                let (_, ordinals) = scenes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                let indexes = self.indexes()?;
+                let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
                 let ordinal = self.parse_ordinal(name).ok_or(FsError::NotFound)?;
                 ordinals
                     .binary_search(&ordinal)
@@ -444,10 +453,7 @@ impl Namespace {
             }
             Ino::IdLink(_) => Ino::ById,
             Ino::SceneDir(_) => Ino::ByScene,
-            Ino::SceneLink(o) => {
-                let scenes = self.scene_index();
-                Ino::SceneDir(*scenes.scene_of.get(&o).ok_or(FsError::NotFound)? as u64)
-            }
+            Ino::SceneLink(o) => Ino::SceneDir(self.scene_of(o)?),
             Ino::SetDir(_) => Ino::Annotations,
             Ino::SetJson(i) => Ino::SetDir(i),
             Ino::RecordSetDir(o, _) => Ino::RecordAnnotations(o),
@@ -510,17 +516,15 @@ impl Namespace {
                 Some(Node::File { .. }) => return Err(FsError::NotDir),
                 None => return Err(FsError::NotFound),
             },
-            Ino::ById => self.id_index().names.len() as u64,
-            Ino::ByScene => self.scene_index().scenes.len() as u64,
-            Ino::SceneDir(i) => {
-                let scenes = self.scene_index();
-                scenes
-                    .scenes
-                    .get(i as usize)
-                    .ok_or(FsError::NotFound)?
-                    .1
-                    .len() as u64
-            }
+            Ino::ById => self.indexes()?.ids.len() as u64,
+            Ino::ByScene => self.indexes()?.scenes.len() as u64,
+            Ino::SceneDir(i) => self
+                .indexes()?
+                .scenes
+                .get(i as usize)
+                .ok_or(FsError::NotFound)?
+                .1
+                .len() as u64,
             Ino::Annotations => self.overlay.visible(&self.dataset).sets.len() as u64,
             Ino::RecordAnnotations(o) => {
                 self.check_ordinal(o)?;
@@ -567,19 +571,21 @@ impl Namespace {
                 entry(Ino::FieldNode(o, child), kind, name)
             }
             Ino::ById => {
-                let ids = self.id_index();
-                let name = ids.names.get(index as usize).ok_or(FsError::NotFound)?;
-                let ordinal = *ids.by_name.get(name).ok_or(FsError::NotFound)?;
-                entry(Ino::IdLink(ordinal), Kind::Symlink, name.clone())
+                let indexes = self.indexes()?;
+                let (name, ordinal) = indexes.ids.get(index as usize).ok_or(FsError::NotFound)?;
+                entry(Ino::IdLink(*ordinal), Kind::Symlink, name.clone())
             }
             Ino::ByScene => {
-                let scenes = self.scene_index();
-                let (name, _) = scenes.scenes.get(index as usize).ok_or(FsError::NotFound)?;
+                let indexes = self.indexes()?;
+                let (name, _) = indexes
+                    .scenes
+                    .get(index as usize)
+                    .ok_or(FsError::NotFound)?;
                 entry(Ino::SceneDir(index), Kind::Dir, name.clone())
             }
             Ino::SceneDir(i) => {
-                let scenes = self.scene_index();
-                let (_, ordinals) = scenes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                let indexes = self.indexes()?;
+                let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
                 let ordinal = *ordinals.get(index as usize).ok_or(FsError::NotFound)?;
                 entry(
                     Ino::SceneLink(ordinal),
@@ -827,63 +833,21 @@ impl Namespace {
     // by-id and by-scene
     // -----------------------------------------------------------------------------------------
 
-    fn id_index(&self) -> &IdIndex {
-        self.ids.get_or_init(|| {
-            tracing::info!(
-                records = self.dataset.len(),
-                "building by-id/ from every metadata row"
-            );
-            let mut index = IdIndex::default();
-            for ordinal in 0..self.dataset.len() {
-                if let Some(meta) = self.row_for_index(ordinal) {
-                    index
-                        .by_name
-                        .entry(encode_entry(&meta.id))
-                        .or_insert(ordinal);
-                }
-            }
-            index.names = index.by_name.keys().cloned().collect();
-            index.names.sort();
-            index
-        })
+    /// `by-id/` and `by-scene/` (see [`super::row_index`]).
+    fn indexes(&self) -> Result<Arc<Indexes>, FsError> {
+        Ok(self.indexes.get(&self.dataset)?)
     }
 
-    fn scene_index(&self) -> &SceneIndex {
-        self.scenes.get_or_init(|| {
-            tracing::info!(
-                records = self.dataset.len(),
-                "building by-scene/ from every metadata row"
-            );
-            let mut grouped: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-            for ordinal in 0..self.dataset.len() {
-                if let Some(scene) = self.row_for_index(ordinal).and_then(|m| m.scene_id.clone()) {
-                    grouped
-                        .entry(encode_entry(&scene))
-                        .or_default()
-                        .push(ordinal);
-                }
-            }
-            let mut index = SceneIndex::default();
-            for (i, (name, ordinals)) in grouped.into_iter().enumerate() {
-                for &o in &ordinals {
-                    index.scene_of.insert(o, i);
-                }
-                index.by_name.insert(name.clone(), i);
-                index.scenes.push((name, ordinals));
-            }
-            index
-        })
-    }
-
-    /// A row for the indexes; unreadable rows are logged and left out.
-    fn row_for_index(&self, ordinal: u64) -> Option<crate::format::record::RecordMeta> {
-        match self.record_tree(ordinal) {
-            Ok(tree) => Some(tree.meta.clone()),
-            Err(e) => {
-                tracing::warn!(ordinal, error = %e, "record left out of by-id/ and by-scene/");
-                None
-            }
-        }
+    /// The index of the scene directory holding `by-scene/<scene>/<ordinal>`, from the
+    /// record's row.
+    fn scene_of(&self, ordinal: u64) -> Result<u64, FsError> {
+        let tree = self.record_tree(ordinal)?;
+        let scene = tree.meta.scene_id.as_deref().ok_or(FsError::NotFound)?;
+        let index = self
+            .indexes()?
+            .scene(&super::names::encode_entry(scene))
+            .ok_or(FsError::NotFound)?;
+        Ok(index as u64)
     }
 }
 

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod datasets;
+pub mod hostile;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,0 +1,219 @@
+//! Claims never drive allocation, and listings stay bounded and interruptible (issue 27,
+//! items 3 and 4). Each case starts from a good published dataset (9 records in shards of 3, 2
+//! and 4 on two manifest pages) and makes its snapshot claim far more records than its shards
+//! hold, consistently (the last page and its shard entry claim the extra records, every
+//! `stored_bytes` resealed), so the documents are valid and only the claim is hostile.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::datasets::*;
+use common::hostile::*;
+use common::mount::{is_mounted, MountGuard};
+
+/// Records the mount can number: ordinals carry 36 bits.
+const MOUNTABLE: u64 = 1 << 36;
+
+/// A copy of a 9-record dataset whose snapshot claims `records` records.
+fn claiming(records: u64) -> tempfile::TempDir {
+    let published = publish_dataset(&[3, 2, 4], 2);
+    let dir = copy_tree(published.root(), |_| false);
+    let extra = records - 9;
+    let snapshot_path = dir.path().join(snapshot_rel(dir.path()));
+    let page_path = dir.path().join(page_rel(dir.path(), 1));
+    let mut page = read_json(&page_path);
+    page["record_count"] = (as_u64(&page["record_count"]) + extra).into();
+    let entry = &mut page["shards"][0]["record_count"];
+    *entry = (as_u64(entry) + extra).into();
+    write_json(&page_path, &page);
+    let mut snapshot = read_json(&snapshot_path);
+    let reference = &mut snapshot["manifests"][1]["record_count"];
+    *reference = (as_u64(reference) + extra).into();
+    snapshot["record_count"] = records.into();
+    write_json(&snapshot_path, &snapshot);
+    reseal(dir.path());
+    dir
+}
+
+/// `sdsfs mount -f` of `dir`: must exit by itself (not by a signal) without mounting.
+fn refused_mount(dir: &Path) -> String {
+    let mnt = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+        .args(["mount", "-f"])
+        .arg(dir)
+        .arg(mnt.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!is_mounted(mnt.path()));
+    assert!(
+        output.status.code().is_some_and(|code| code != 0),
+        "the mount must exit with an error, not be killed by a signal: {:?}",
+        output.status
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_record_count_past_what_inodes_can_number_is_refused_naming_the_snapshot_and_key() {
+    for records in [1_000_000_000_000_000, MOUNTABLE + 1] {
+        let dir = claiming(records);
+        let stderr = refused_mount(dir.path());
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        for needle in [
+            "snapshot.json",
+            "record_count",
+            &records.to_string(),
+            &MOUNTABLE.to_string(),
+        ] {
+            assert!(stderr.contains(needle), "{needle:?} missing from {stderr}");
+        }
+    }
+}
+
+/// The inode of every entry a listing of `dir` gives from position `offset` on (positions
+/// count `.` and `..`), read with `seekdir`, which hands the offset to the filesystem.
+fn listed_from(dir: &Path, offset: i64) -> Vec<(String, u64)> {
+    use std::ffi::{CStr, CString};
+    use std::os::unix::ffi::OsStrExt;
+    let path = CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let mut out = Vec::new();
+    // SAFETY: a valid C path; the stream is used only while open and closed once.
+    unsafe {
+        let stream = libc::opendir(path.as_ptr());
+        assert!(!stream.is_null(), "opendir {}", dir.display());
+        libc::seekdir(stream, offset);
+        loop {
+            let entry = libc::readdir(stream);
+            if entry.is_null() {
+                break;
+            }
+            let name = CStr::from_ptr((*entry).d_name.as_ptr());
+            out.push((name.to_string_lossy().into_owned(), (*entry).d_ino));
+        }
+        libc::closedir(stream);
+    }
+    out
+}
+
+#[test]
+fn the_largest_numberable_dataset_mounts_and_its_last_ordinals_have_their_own_inodes() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = claiming(MOUNTABLE);
+    let mount = MountGuard::mount(dir.path(), &[]);
+    let records = mount.path("records");
+    let last = MOUNTABLE - 1;
+    let name = |ordinal: u64| format!("{ordinal:011}");
+    // The listing's last two entries, reached by offset without listing the 2^36 before them.
+    let tail = listed_from(&records, (MOUNTABLE + 2 - 2) as i64);
+    assert_eq!(
+        tail.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+        vec![name(last - 1), name(last)]
+    );
+    let first = std::fs::metadata(records.join(name(0))).unwrap().ino();
+    let mut seen = std::collections::BTreeSet::from([first]);
+    for (entry, ino) in &tail {
+        let stat = std::fs::metadata(records.join(entry)).unwrap().ino();
+        assert_eq!(stat, *ino, "{entry}: the listing and stat disagree");
+        assert!(
+            seen.insert(stat),
+            "{entry} shares inode {stat} with another record"
+        );
+    }
+    assert!(std::fs::metadata(records.join(name(MOUNTABLE))).is_err());
+    // Ordinal 9 and up are claimed but not in the shard: their files fail, the mount stays up.
+    assert!(std::fs::read(records.join(name(last)).join("record.json")).is_err());
+    assert!(std::fs::read(records.join(name(0)).join("record.json")).is_ok());
+}
+
+#[test]
+fn by_id_of_ten_billion_claimed_records_fails_at_once_with_one_line_naming_the_count() {
+    let dir = claiming(10_000_000_000);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
+    for listing in ["by-id", "by-scene"] {
+        let started = Instant::now();
+        let error = std::fs::read_dir(mount.path(listing))
+            .and_then(|entries| entries.collect::<Result<Vec<_>, _>>())
+            .expect_err("the index cannot be built within the budget");
+        assert_eq!(error.raw_os_error(), Some(libc::EIO), "{listing}: {error}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{listing} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(
+        std::fs::read(mount.path("dataset.json")).is_ok(),
+        "the mount is up"
+    );
+    let log = mount.log_text();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("by-id/ and by-scene/ unavailable"))
+        .collect();
+    assert_eq!(refusals.len(), 1, "one line for the refusal: {log}");
+    for needle in [
+        "snapshot.json",
+        "record_count",
+        "10,000,000,000",
+        "67,108,864",
+    ] {
+        assert!(
+            refusals[0].contains(needle),
+            "{needle:?} missing: {}",
+            refusals[0]
+        );
+    }
+}
+
+/// Runs `ls -f DIR` with `timeout -s SIGNAL 1`, returning how long it took and its status.
+fn ls_under_timeout(signal: &str, dir: &Path) -> (Duration, std::process::ExitStatus) {
+    let started = Instant::now();
+    let status = Command::new("timeout")
+        .args(["-s", signal, "1", "ls", "-f"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    (started.elapsed(), status)
+}
+
+#[test]
+fn an_ls_waiting_for_a_long_index_build_ends_on_sigint_and_sigterm_and_logs_stay_bounded() {
+    // 10^7 claimed records fit the default budget's price (48 bytes each), so the index is
+    // built, reading ten million rows that all fail: far longer than the signals take.
+    let dir = claiming(10_000_000);
+    let mount = MountGuard::mount(dir.path(), &[]);
+    for signal in ["INT", "TERM"] {
+        let (took, status) = ls_under_timeout(signal, &mount.path("by-id"));
+        assert_eq!(
+            status.code(),
+            Some(124),
+            "SIG{signal}: timeout reports the kill"
+        );
+        assert!(
+            took < Duration::from_millis(2500),
+            "SIG{signal}: ls took {took:?}"
+        );
+    }
+    assert!(
+        std::fs::read(mount.path("dataset.json")).is_ok(),
+        "the mount is up"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let log = mount.log_text();
+    let left_out = log
+        .lines()
+        .filter(|l| l.contains("left out of by-id/"))
+        .count();
+    assert!(
+        (1..=10).contains(&left_out),
+        "row failures are rate-limited: {left_out} lines in {} bytes of log",
+        log.len()
+    );
+    assert!(log.len() < 64 << 10, "log grew to {} bytes", log.len());
+}
