@@ -43,7 +43,7 @@ fn run(args: &[String]) -> Result<(), Error> {
     let store = Arc::new(LocalStore::open(std::path::Path::new(root))?);
     let dataset = Dataset::open(store, OpenOptions::default())?;
     let location = dataset.locate(ordinal)?;
-    let payload = dataset.read_payload(&location)?;
+    let payload = dataset.read_payload(&location)?.value;
 
     let mut compressor = zstd::bulk::Compressor::new(3)?;
     compressor.set_parameter(zstd::zstd_safe::CParameter::WindowLog(20))?;
@@ -81,7 +81,7 @@ fn run(args: &[String]) -> Result<(), Error> {
     let mut ours = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
-        let again = dataset.read_payload(&location)?;
+        let again = dataset.read_payload(&location)?.value;
         ours.push(t.elapsed().as_secs_f64());
         if again.len() != payload.len() {
             return Err("read_payload returned a different length".into());

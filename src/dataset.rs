@@ -13,6 +13,7 @@
 //! - `objects`: what a reference's path names — the dataset's own store for relative paths, a
 //!   store opened for an absolute location otherwise ([`AbsoluteReferences`]).
 
+mod chunks;
 mod error;
 mod objects;
 mod pages;
@@ -22,9 +23,10 @@ pub(crate) mod shards;
 pub mod verify;
 pub mod view;
 
+pub use chunks::{Charged, Held};
 pub use error::DatasetError;
 pub use objects::{AbsoluteReferences, LocationOpener, Resolved, StorageOpener};
-pub use pages::RecordLocation;
+pub use pages::{LoadedPage, RecordLocation};
 pub use publish::{
     encode_shard, publish, publish_entries, relative_location, write_shard, EncodedShard,
     PageLayout, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
@@ -57,6 +59,9 @@ pub struct OpenOptions {
     /// Whether absolute references (reference views) are followed, and how their stores are
     /// opened.
     pub absolute_references: AbsoluteReferences,
+    /// The budget pages and decoded chunks are charged to (unlimited unless a mount gives its
+    /// own: [`Dataset::with_memory_budget`]).
+    pub memory: std::sync::Arc<crate::budget::Budget>,
 }
 
 impl Default for OpenOptions {
@@ -68,6 +73,7 @@ impl Default for OpenOptions {
             record_limits: RecordLimits::default(),
             read_ahead_chunks: 2,
             absolute_references: AbsoluteReferences::default(),
+            memory: crate::budget::Budget::unlimited("memory"),
         }
     }
 }

@@ -10,7 +10,6 @@
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 //! - [`status_file`]: the hidden `.sdsfs-status`, a fresh immutable report per lookup.
-//! - [`interrupt`]: requests that wait end when their requester has a signal pending.
 //! - [`log_limit`]: repeated log lines rate-limited, with a count.
 //! - [`catalog_watch`]: invalidates the kernel's caches of the annotation overlay on a change.
 
@@ -18,7 +17,6 @@ pub mod cache;
 pub mod catalog_watch;
 pub mod fuse;
 pub mod inode;
-pub mod interrupt;
 pub mod log_limit;
 pub mod names;
 pub mod namespace;

@@ -20,11 +20,13 @@
 
 pub mod annotations;
 pub mod arrayrecord;
+pub mod budget;
 pub mod cli;
 pub mod dataset;
 pub mod format;
 pub mod fs;
 pub mod import;
+pub mod interrupt;
 mod memory;
 pub mod storage;
 

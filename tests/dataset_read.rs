@@ -176,7 +176,7 @@ fn read_record_equals_what_was_written() {
     assert!(read.iter().any(|r| r.scene_id.is_some()) && read.iter().any(|r| r.scene_id.is_none()));
     for ordinal in 0..dataset.len() {
         let location = dataset.locate(ordinal).unwrap();
-        let payload = dataset.read_payload(&location).unwrap();
+        let payload = dataset.read_payload(&location).unwrap().value;
         assert_eq!(
             dataset.payload_len(&location).unwrap(),
             payload.len() as u64

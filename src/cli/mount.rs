@@ -103,6 +103,10 @@ pub struct MountArgs {
     /// Memory for decoded records, e.g. 512M or 2G; larger records go to temporary files.
     #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_size)]
     pub cache_size: u64,
+    /// Disk for the temporary files of records decoded outside memory, e.g. 4G; a record
+    /// larger than this is refused (EIO).
+    #[arg(long, value_name = "BYTES", default_value = "16G", value_parser = parse_size)]
+    pub spill_size: u64,
     /// Seconds between re-reads of the annotation catalog (the one mutable object).
     #[arg(long, value_name = "SECS", default_value_t = 5)]
     pub metadata_ttl: u64,
@@ -122,7 +126,7 @@ pub struct MountArgs {
     #[arg(long, value_name = "WHO", default_value = "auto")]
     pub file_opens: FileOpens,
     /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
-    /// cache_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, nopassthrough,
+    /// cache_size=BYTES, spill_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, nopassthrough,
     /// file_opens=auto|kernel|daemon,
     /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
@@ -268,6 +272,7 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "uid" => args.uid = Some(parse_number(name, value.ok_or_else(missing)?)?),
             "gid" => args.gid = Some(parse_number(name, value.ok_or_else(missing)?)?),
             "cache_size" => args.cache_size = parse_size(value.ok_or_else(missing)?)?,
+            "spill_size" => args.spill_size = parse_size(value.ok_or_else(missing)?)?,
             "metadata_ttl" => args.metadata_ttl = parse_number(name, value.ok_or_else(missing)?)?,
             "threads" => args.threads = parse_number(name, value.ok_or_else(missing)?)?,
             "log_file" => args.log_file = Some(PathBuf::from(value.ok_or_else(missing)?)),
@@ -442,6 +447,8 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
     out.extend([
         "--cache-size".into(),
         args.cache_size.to_string().into(),
+        "--spill-size".into(),
+        args.spill_size.to_string().into(),
         "--metadata-ttl".into(),
         args.metadata_ttl.to_string().into(),
         "--threads".into(),
@@ -503,7 +510,12 @@ fn serve(
     stats: Arc<MountStats>,
     signals: &libc::sigset_t,
 ) -> Result<(), String> {
-    let dataset = Arc::new(dataset);
+    let cache = CacheConfig {
+        spill_bytes: args.spill_size,
+        ..CacheConfig::for_cache_size(args.cache_size)
+    };
+    let memory = crate::budget::Budget::new("memory", cache.memory_bytes);
+    let dataset = Arc::new(dataset.with_memory_budget(memory));
     let owner = Ownership {
         // SAFETY: getuid/getgid cannot fail.
         uid: args.uid.unwrap_or_else(|| unsafe { libc::getuid() }),
@@ -512,7 +524,7 @@ fn serve(
         mtime: dataset.root_modified().unwrap_or(std::time::UNIX_EPOCH),
     };
     let config = NamespaceConfig {
-        cache: CacheConfig::for_cache_size(args.cache_size),
+        cache,
         metadata_ttl: std::time::Duration::from_secs(args.metadata_ttl),
         ..NamespaceConfig::default()
     };

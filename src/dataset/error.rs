@@ -42,6 +42,14 @@ pub enum DatasetError {
     /// An ordinal past the end of the dataset.
     #[error("ordinal {ordinal} is out of range: the dataset has {record_count} records")]
     OutOfRange { ordinal: u64, record_count: u64 },
+    /// A chunk or page the memory budget refused: larger than the whole budget, no room in
+    /// time, or its requester interrupted while waiting.
+    #[error("{object}: {source} (--cache-size)")]
+    Budget {
+        object: String,
+        #[source]
+        source: crate::budget::BudgetError,
+    },
     /// Publication refused its inputs.
     #[error("publication refused: {0}")]
     Publication(String),

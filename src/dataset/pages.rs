@@ -5,16 +5,23 @@
 //! must not read them all. The snapshot's manifest references are sorted and tile the ordinal
 //! range, so a binary search finds the page, and a second binary search inside the page finds
 //! the shard entry: O(log) per lookup with at most one page read on a miss. The cache lock is
-//! never held across storage I/O; two threads missing the same page may both read it, which is
-//! harmless because pages are immutable.
+//! never held across storage I/O.
+//!
+//! Memory: a page is charged to the memory budget before it is read, at the most reading and
+//! parsing it can take ([`load_bound`]: its reference says its size), and keeps the charge of
+//! what it holds once parsed ([`held_bound`]) for as long as it lives (cache or reader). A page
+//! larger than the whole budget is refused without being read. Concurrent first reads of one
+//! page wait for a single load (a per-page gate) instead of each loading it.
 
+use std::collections::HashMap;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use lru::LruCache;
 
 use super::error::DatasetError;
 use super::objects::Objects;
+use crate::budget::{Budget, Charge, Reclaim};
 use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
 use crate::format::limits::JsonLimits;
 
@@ -24,8 +31,8 @@ pub struct RecordLocation {
     pub ordinal: u64,
     /// Index of the manifest page in the snapshot.
     pub page_index: usize,
-    /// The page, kept alive for as long as the location is used.
-    pub page: Arc<ManifestPage>,
+    /// The page, kept alive (and charged) for as long as the location is used.
+    pub page: Arc<LoadedPage>,
     /// Index of the shard entry within the page.
     pub shard_index: usize,
     /// Index of the record within the shard entry (`ordinal - entry.first_ordinal`).
@@ -41,20 +48,65 @@ impl RecordLocation {
     }
 }
 
+/// A parsed page with its charge to the memory budget.
+#[derive(Debug)]
+pub struct LoadedPage {
+    page: ManifestPage,
+    _charge: Charge,
+}
+
+impl std::ops::Deref for LoadedPage {
+    type Target = ManifestPage;
+    fn deref(&self) -> &ManifestPage {
+        &self.page
+    }
+}
+
+/// The most reading and parsing a page of `stored` bytes can take: the text, the parsed JSON
+/// tree (at most one value per two bytes of text, and never more than the control limit's
+/// node count, at 64 bytes a value), and the page built from it (within the text's size again).
+pub(crate) fn load_bound(stored: u64, limits: &JsonLimits) -> u64 {
+    let values = (stored / 2).min(limits.max_nodes as u64);
+    stored
+        .saturating_mul(3)
+        .saturating_add(values.saturating_mul(64))
+}
+
+/// What a parsed page of `stored` bytes keeps: its entries take no more than their text, and
+/// record indices 8 bytes for at least 2 of text.
+fn held_bound(stored: u64) -> u64 {
+    stored.saturating_mul(4)
+}
+
 /// The page cache of one open dataset.
 #[derive(Debug)]
 pub(crate) struct PageCache {
-    pages: Mutex<LruCache<usize, Arc<ManifestPage>>>,
+    pages: Mutex<LruCache<usize, Arc<LoadedPage>>>,
+    loading: Mutex<HashMap<usize, Arc<Mutex<()>>>>,
     limits: JsonLimits,
+    memory: Arc<Budget>,
+}
+
+impl Reclaim for PageCache {
+    fn reclaim_one(&self) -> bool {
+        // The entry is dropped after the lock: its charge goes back to the budget.
+        let evicted = self.lock().pop_lru();
+        evicted.is_some()
+    }
 }
 
 impl PageCache {
-    pub(crate) fn new(capacity: usize, limits: JsonLimits) -> PageCache {
+    pub(crate) fn new(capacity: usize, limits: JsonLimits, memory: Arc<Budget>) -> Arc<PageCache> {
         let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
-        PageCache {
+        let cache = Arc::new(PageCache {
             pages: Mutex::new(LruCache::new(capacity)),
+            loading: Mutex::new(HashMap::new()),
             limits,
-        }
+            memory,
+        });
+        let reclaimer: Arc<dyn Reclaim> = cache.clone();
+        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache
     }
 
     /// The validated page `index` of `snapshot`, from the cache or storage.
@@ -63,20 +115,59 @@ impl PageCache {
         objects: &Objects,
         snapshot: &Snapshot,
         index: usize,
-    ) -> Result<Arc<ManifestPage>, DatasetError> {
+    ) -> Result<Arc<LoadedPage>, DatasetError> {
         if let Some(page) = self.lock().get(&index) {
             return Ok(page.clone());
         }
-        let page = Arc::new(load_page(objects, snapshot, index, &self.limits)?);
+        let gate = lock(&self.loading).entry(index).or_default().clone();
+        let only_loader = lock(&gate);
+        // Bound first: a guard in the `match` scrutinee would live through `load`.
+        let cached = self.lock().get(&index).cloned();
+        let result = match cached {
+            Some(page) => Ok(page),
+            None => self.load(objects, snapshot, index),
+        };
+        drop(only_loader);
+        lock(&self.loading).remove(&index);
+        result
+    }
+
+    fn load(
+        &self,
+        objects: &Objects,
+        snapshot: &Snapshot,
+        index: usize,
+    ) -> Result<Arc<LoadedPage>, DatasetError> {
+        let reference = snapshot.manifests.get(index).ok_or_else(|| {
+            DatasetError::corrupt("snapshot.json", format!("no manifest page {index}"))
+        })?;
+        let stored = reference.object.stored_bytes;
+        let mut charge = self
+            .memory
+            .charge(load_bound(stored, &self.limits))
+            .map_err(|source| DatasetError::Budget {
+                object: reference.object.path.to_string(),
+                source,
+            })?;
+        let page = load_page(objects, snapshot, index, &self.limits)?;
+        charge.shrink_to(held_bound(stored));
+        let page = Arc::new(LoadedPage {
+            page,
+            _charge: charge,
+        });
         self.lock().put(index, page.clone());
         Ok(page)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<usize, Arc<ManifestPage>>> {
-        // A panic while holding this lock cannot leave the LRU inconsistent in a way that
-        // matters (entries are immutable), so a poisoned lock is simply taken over.
-        self.pages.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, LruCache<usize, Arc<LoadedPage>>> {
+        lock(&self.pages)
     }
+}
+
+/// A panic while holding these locks cannot leave the maps inconsistent in a way that matters
+/// (entries are immutable), so a poisoned lock is simply taken over.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Reads, parses and checks page `index` against the snapshot's reference to it.

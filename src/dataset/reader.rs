@@ -14,12 +14,14 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+use super::chunks::{Charged, ChunkCache};
 use super::error::DatasetError;
 use super::objects::Objects;
 use super::pages::{locate, PageCache, RecordLocation};
 use super::shards::{check_in_shard, ShardCache, ShardReader};
 use super::OpenOptions;
 use crate::arrayrecord::RecordSink;
+use crate::budget::Budget;
 use crate::format::documents::{DatasetRoot, ObjectRef, Snapshot};
 use crate::format::limits::JsonLimits;
 use crate::format::path::{ObjectPath, RelPath};
@@ -42,8 +44,9 @@ pub struct Dataset {
     root_modified: Option<SystemTime>,
     snapshot: Snapshot,
     snapshot_bytes: Bytes,
-    pages: PageCache,
+    pages: Arc<PageCache>,
     shards: ShardCache,
+    chunks: Arc<ChunkCache>,
 }
 
 /// Reads a control document below the root of `store` through its reference: size capped by
@@ -160,8 +163,9 @@ impl Dataset {
             .validate()
             .map_err(|e| e.with_document(snapshot_name))?;
         Ok(Dataset {
-            pages: PageCache::new(options.manifest_cache_pages, limits),
+            pages: PageCache::new(options.manifest_cache_pages, limits, options.memory.clone()),
             shards: ShardCache::new(options.open_shards),
+            chunks: ChunkCache::new(options.memory.clone()),
             objects,
             options,
             root,
@@ -170,6 +174,21 @@ impl Dataset {
             snapshot,
             snapshot_bytes,
         })
+    }
+
+    /// The same dataset charging `memory` for its pages and decoded chunks (the mount's
+    /// budget, shared with its caches). Call before the first read.
+    pub fn with_memory_budget(mut self, memory: Arc<Budget>) -> Dataset {
+        let limits = self.options.control_limits;
+        self.pages = PageCache::new(self.options.manifest_cache_pages, limits, memory.clone());
+        self.chunks = ChunkCache::new(memory.clone());
+        self.options.memory = memory;
+        self
+    }
+
+    /// The memory budget pages and chunks are charged to.
+    pub fn memory(&self) -> &Arc<Budget> {
+        &self.options.memory
     }
 
     pub(crate) fn objects(&self) -> &Objects {
@@ -274,8 +293,17 @@ impl Dataset {
     /// The metadata row at a known location.
     pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
         let shard = self.metadata_shard(location)?;
-        let bytes = self.read_chunk(&shard, location.physical_index)?;
-        RecordMeta::parse_row(&bytes, &self.options.record_limits).map_err(|source| {
+        let row = self.read_chunk(&shard, location.physical_index)?;
+        // Parsing builds a tree of values beside the text: charged while it runs.
+        let _parsing = self
+            .options
+            .memory
+            .charge(row_parse_bytes(&row.value))
+            .map_err(|source| DatasetError::Budget {
+                object: format!("{} (row of record {})", shard.name(), location.ordinal),
+                source,
+            })?;
+        RecordMeta::parse_row(&row.value, &self.options.record_limits).map_err(|source| {
             DatasetError::Record {
                 ordinal: location.ordinal,
                 object: shard.name().to_string(),
@@ -284,21 +312,20 @@ impl Dataset {
         })
     }
 
-    /// The encoded record (SafeTensors payload) of `ordinal`, held in memory.
-    pub fn read_payload(&self, location: &RecordLocation) -> Result<Bytes, DatasetError> {
+    /// The encoded record (SafeTensors payload) of `ordinal`, held in memory (and charged to
+    /// the memory budget while it lives).
+    pub fn read_payload(&self, location: &RecordLocation) -> Result<Charged<Bytes>, DatasetError> {
         let shard = self.data_shard(location)?;
         self.read_chunk(&shard, location.physical_index)
     }
 
-    /// Physical record `index` of `shard`, then read-ahead of the next chunks when the reads
-    /// of this shard are sequential.
-    fn read_chunk(&self, shard: &ShardReader, index: u64) -> Result<Bytes, DatasetError> {
-        let bytes = shard.read(index).map_err(|source| DatasetError::Shard {
-            object: shard.name().to_string(),
-            source,
-        })?;
+    /// Physical record `index` of `shard` (charged, its chunk decoded once for concurrent
+    /// readers: [`ChunkCache`]), then read-ahead of the next chunks when the reads of this
+    /// shard are sequential.
+    fn read_chunk(&self, shard: &ShardReader, index: u64) -> Result<Charged<Bytes>, DatasetError> {
+        let record = self.chunks.record(shard, index)?;
         self.read_ahead(shard, index);
-        Ok(bytes)
+        Ok(record)
     }
 
     /// Streams the encoded record of `location` into `sink` without holding it in memory;
@@ -365,7 +392,7 @@ impl Dataset {
     pub fn read_record(&self, ordinal: u64) -> Result<Record, DatasetError> {
         let location = self.locate(ordinal)?;
         let row = self.record_meta_at(&location)?;
-        let payload = self.read_payload(&location)?;
+        let payload = self.read_payload(&location)?.value;
         let object = self.objects.describe(&self.entry(&location)?.data.path);
         let record_error = |source| DatasetError::Record {
             ordinal,
@@ -443,6 +470,17 @@ impl Dataset {
             |m| m.object.path.to_string(),
         )
     }
+}
+
+/// The most parsing a metadata row takes beside its text: its strings four times over (the
+/// parsed values, and the compact and pretty texts validation and the views write from them,
+/// measured for rows carrying one large string), and 64 bytes for each value it can hold
+/// ([`crate::format::json::values_at_most`]).
+fn row_parse_bytes(row: &[u8]) -> u64 {
+    let values = crate::format::json::values_at_most(row);
+    (row.len() as u64)
+        .saturating_mul(4)
+        .saturating_add(values.saturating_mul(64))
 }
 
 /// A contiguous run of records within one shard object (as TFDS and ArrayRecord name them).

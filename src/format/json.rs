@@ -1173,3 +1173,41 @@ mod tests {
         assert!(o.only_keys(&["n", "f", "b", "s", "neg"]).is_err());
     }
 }
+
+/// An upper bound on the values a JSON text holds, from one scan without parsing: one, plus
+/// one for every comma, colon and opening bracket outside strings. Lets a caller price a parse
+/// before committing the memory it takes.
+pub fn values_at_most(text: &[u8]) -> u64 {
+    let (mut in_string, mut escaped, mut count) = (false, false, 1u64);
+    for &byte in text {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b',' | b':' | b'[' | b'{' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod value_bound_tests {
+    use super::values_at_most;
+
+    #[test]
+    fn the_bound_counts_values_outside_strings_only() {
+        assert_eq!(values_at_most(b"7"), 1);
+        assert_eq!(values_at_most(b"[1,2,3]"), 4);
+        assert_eq!(values_at_most(br#"{"a":[1,{"b":2}]}"#), 7);
+        // Separators inside strings, escaped quotes included, are not values.
+        assert_eq!(values_at_most(br#"["x,y:[{", "q\",\\"]"#), 3);
+    }
+}

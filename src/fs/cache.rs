@@ -41,19 +41,27 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use bytes::Bytes;
 use lru::LruCache;
 
-use crate::dataset::{Dataset, DatasetError};
+use crate::budget::{Budget, BudgetError, Charge, Reclaim};
+use crate::dataset::{Dataset, DatasetError, Held};
 use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
+use crate::fs::log_limit;
 use crate::fs::record_tree::{RecordTree, TreeError};
 use crate::fs::spill::{SpillSink, Spilled};
 
 /// A decoded record's tensor bytes, wherever they are held.
 #[derive(Debug)]
 pub enum RecordBytes {
-    /// Tensor bytes by field name.
-    Memory(BTreeMap<String, Bytes>),
+    /// Tensor bytes by field name (slices of the payload, which stays charged to the memory
+    /// budget while they live).
+    Memory {
+        fields: BTreeMap<String, Bytes>,
+        _held: Held,
+    },
     File {
         spilled: Spilled,
         layout: RecordLayout,
+        /// The files' bytes, charged to the spill budget while they exist.
+        _disk: Charge,
     },
 }
 
@@ -61,7 +69,7 @@ impl RecordBytes {
     /// Up to `len` bytes of field `name`'s tensor starting at `offset`.
     pub fn read_field(&self, name: &str, offset: u64, len: usize) -> std::io::Result<Bytes> {
         match self {
-            RecordBytes::Memory(fields) => {
+            RecordBytes::Memory { fields, .. } => {
                 let data = fields.get(name).ok_or_else(|| missing_field(name))?;
                 let start = usize::try_from(offset)
                     .unwrap_or(usize::MAX)
@@ -69,7 +77,9 @@ impl RecordBytes {
                 let end = start.saturating_add(len).min(data.len());
                 Ok(data.slice(start..end))
             }
-            RecordBytes::File { spilled, layout } => {
+            RecordBytes::File {
+                spilled, layout, ..
+            } => {
                 let field = layout.fields.get(name).ok_or_else(|| missing_field(name))?;
                 let field_len = field.range.end - field.range.start;
                 let start = offset.min(field_len);
@@ -89,7 +99,10 @@ impl RecordBytes {
     /// The file holding exactly field `name`'s tensor bytes from offset 0, if the record was
     /// spilled to temporary files and the field was large enough for a file of its own.
     pub fn own_file(&self, name: &str) -> Option<&File> {
-        let RecordBytes::File { spilled, layout } = self else {
+        let RecordBytes::File {
+            spilled, layout, ..
+        } = self
+        else {
             return None;
         };
         let field = layout.fields.get(name)?;
@@ -129,16 +142,29 @@ pub struct CacheConfig {
     pub file_threshold: u64,
     /// Temporary-file records kept.
     pub files: usize,
+    /// Disk the temporary files may take in all (`--spill-size`).
+    pub spill_bytes: u64,
 }
 
+/// The smallest memory budget a mount takes (a smaller `--cache-size` is raised to it): room
+/// for a manifest page, a row and its tree.
+pub const MIN_CACHE_BYTES: u64 = 1 << 20;
+
+/// The default disk budget for temporary files: 16 GiB.
+pub const DEFAULT_SPILL_BYTES: u64 = 16 << 30;
+
 impl CacheConfig {
-    /// The default split for a `--cache-size`: records above a quarter of the cache (at least
-    /// 1 MiB) go to temporary files so one large record cannot flush every other entry.
+    /// The default split for a `--cache-size` of `bytes` (at least [`MIN_CACHE_BYTES`]):
+    /// records above a quarter of the cache go to temporary files, so one large record cannot
+    /// flush every other entry, and a record in memory (with its chunk while it is decoded)
+    /// takes at most half of the memory budget.
     pub fn for_cache_size(bytes: u64) -> CacheConfig {
+        let bytes = bytes.max(MIN_CACHE_BYTES);
         CacheConfig {
             memory_bytes: bytes,
-            file_threshold: (bytes / 4).max(1 << 20),
+            file_threshold: bytes / 4,
             files: 4,
+            spill_bytes: DEFAULT_SPILL_BYTES,
         }
     }
 }
@@ -158,6 +184,23 @@ pub struct RecordCache {
     files: Mutex<LruCache<u64, Arc<RecordBytes>>>,
     in_flight: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
     counters: CacheCounters,
+    /// Disk for temporary files (`--spill-size`), given back by evicting them.
+    spill: Arc<Budget>,
+    spill_reclaimer: Mutex<Option<Arc<dyn Reclaim>>>,
+}
+
+/// Gives the spill budget back by evicting the least recently used temporary-file record.
+#[derive(Debug)]
+struct SpillFiles(std::sync::Weak<RecordCache>);
+
+impl Reclaim for SpillFiles {
+    fn reclaim_one(&self) -> bool {
+        let Some(cache) = self.0.upgrade() else {
+            return false;
+        };
+        let evicted = lock(&cache.files).pop_lru();
+        evicted.is_some()
+    }
 }
 
 /// Hits, misses and decoded bytes of the record cache (for `sdsfs status`).
@@ -183,7 +226,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl RecordCache {
-    pub fn new(config: CacheConfig) -> RecordCache {
+    /// A cache with `config`'s sizes, giving its entries back when `memory` needs room.
+    pub fn new(config: CacheConfig, memory: &Budget) -> Arc<RecordCache> {
+        let cache = Arc::new(RecordCache::unregistered(config));
+        let reclaimer: Arc<dyn Reclaim> = cache.clone();
+        memory.register(Arc::downgrade(&reclaimer));
+        let files: Arc<dyn Reclaim> = Arc::new(SpillFiles(Arc::downgrade(&cache)));
+        cache.spill.register(Arc::downgrade(&files));
+        // The spill budget holds the only strong reference it needs: the cache's own.
+        *lock(&cache.spill_reclaimer) = Some(files);
+        cache
+    }
+
+    /// The disk budget of temporary files.
+    pub fn spill_budget(&self) -> &Arc<Budget> {
+        &self.spill
+    }
+
+    fn unregistered(config: CacheConfig) -> RecordCache {
         RecordCache {
             config,
             memory: Mutex::new(MemoryLru {
@@ -196,6 +256,8 @@ impl RecordCache {
             )),
             in_flight: Mutex::new(HashMap::new()),
             counters: CacheCounters::default(),
+            spill: Budget::new("spill", config.spill_bytes),
+            spill_reclaimer: Mutex::new(None),
         }
     }
 
@@ -313,19 +375,28 @@ impl RecordCache {
             .loaded_bytes
             .fetch_add(claimed, Ordering::Relaxed);
         if self.spills(claimed) {
-            let bytes = Arc::new(load_into_file(dataset, &location, row)?);
+            // The files hold the decoded payload: charged at its size (the shard's index says
+            // it, and decoding never writes more) before a byte is written.
+            let disk = self.spill.charge(claimed).map_err(|e| LoadError::Other {
+                ordinal,
+                detail: format!("temporary files: {e} (--spill-size)"),
+            })?;
+            let bytes = Arc::new(load_into_file(dataset, &location, row, disk)?);
             lock(&self.files).put(ordinal, bytes.clone());
             return Ok(bytes);
         }
         let payload = dataset.read_payload(&location)?;
-        let weight = payload.len() as u64;
-        let record = decode_checked(dataset, ordinal, payload, row)?;
+        let weight = payload.value.len() as u64;
+        let record = decode_checked(dataset, ordinal, payload.value, row)?;
         let fields = record
             .fields
             .into_iter()
             .map(|(name, field)| (name, field.data))
             .collect();
-        let bytes = Arc::new(RecordBytes::Memory(fields));
+        let bytes = Arc::new(RecordBytes::Memory {
+            fields,
+            _held: payload.held,
+        });
         self.insert_memory(ordinal, bytes.clone(), weight);
         Ok(bytes)
     }
@@ -342,6 +413,22 @@ impl RecordCache {
             let w = memory.weights.remove(&evicted).unwrap_or(0);
             memory.total = memory.total.saturating_sub(w);
         }
+    }
+}
+
+/// Under memory pressure, decoded records in memory go first (least recently used).
+impl Reclaim for RecordCache {
+    fn reclaim_one(&self) -> bool {
+        let mut memory = lock(&self.memory);
+        let Some((evicted, bytes)) = memory.entries.pop_lru() else {
+            return false;
+        };
+        let weight = memory.weights.remove(&evicted).unwrap_or(0);
+        memory.total = memory.total.saturating_sub(weight);
+        drop(memory);
+        // Its charge goes back once the last reader drops it, outside the lock.
+        drop(bytes);
+        true
     }
 }
 
@@ -376,6 +463,7 @@ fn load_into_file(
     dataset: &Dataset,
     location: &crate::dataset::RecordLocation,
     row: &RecordMeta,
+    disk: Charge,
 ) -> Result<RecordBytes, LoadError> {
     let ordinal = location.ordinal;
     let other = |detail: String| LoadError::Other { ordinal, detail };
@@ -409,15 +497,63 @@ fn load_into_file(
     let layout = RecordLayout::from_parts(header, &descriptor, limits)
         .map_err(|e| record_error(dataset, ordinal, e))?;
     record::check_row_agrees(row, &layout.meta).map_err(|e| record_error(dataset, ordinal, e))?;
-    Ok(RecordBytes::File { spilled, layout })
+    Ok(RecordBytes::File {
+        spilled,
+        layout,
+        _disk: disk,
+    })
 }
 
 /// Record trees (metadata rows parsed and laid out as files), shared by the FUSE threads and
 /// the decode-ahead worker: in a scan the worker reads and parses the next record's row once,
 /// for its decoding, and the lookups of that record find the tree built.
+///
+/// Each tree is charged to the memory budget at [`tree_bytes`] for as long as it lives, and
+/// concurrent misses of one record wait for a single build (a per-record gate).
 #[derive(Debug)]
 pub struct TreeCache {
-    trees: Mutex<LruCache<u64, Arc<RecordTree>>>,
+    trees: Mutex<LruCache<u64, Arc<CachedTree>>>,
+    building: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    memory: Arc<Budget>,
+}
+
+/// A record tree with its charge to the memory budget.
+#[derive(Debug)]
+pub struct CachedTree {
+    tree: RecordTree,
+    _charge: Charge,
+}
+
+impl std::ops::Deref for CachedTree {
+    type Target = RecordTree;
+    fn deref(&self) -> &RecordTree {
+        &self.tree
+    }
+}
+
+/// What a tree keeps, estimated from what it holds: its texts (`record.json`, each field's
+/// views and name) three times over for the parsed metadata they came from, 64 bytes a node,
+/// and a fixed kilobyte.
+pub fn tree_bytes(tree: &RecordTree) -> u64 {
+    let field_texts: usize = tree
+        .fields
+        .iter()
+        .map(|f| {
+            f.name.len()
+                + f.json.len()
+                + f.npy_header.len()
+                + f.sigmf_meta.as_ref().map_or(0, Vec::len)
+        })
+        .sum();
+    let texts = (tree.record_json.len() + field_texts) as u64;
+    texts * 3 + tree.nodes.len() as u64 * 64 + 1024
+}
+
+impl Reclaim for TreeCache {
+    fn reclaim_one(&self) -> bool {
+        let evicted = lock(&self.trees).pop_lru();
+        evicted.is_some()
+    }
 }
 
 /// Why a record tree could not be had.
@@ -428,30 +564,59 @@ pub enum TreeLoadError {
     Row(#[from] DatasetError),
     #[error("record {ordinal}: {source}")]
     Tree { ordinal: u64, source: TreeError },
+    #[error("record {ordinal}: its file tree: {source} (--cache-size)")]
+    Budget { ordinal: u64, source: BudgetError },
 }
 
 impl TreeCache {
-    /// A cache of at most `capacity` trees (at least one).
-    pub fn new(capacity: usize) -> TreeCache {
-        TreeCache {
+    /// A cache of at most `capacity` trees (at least one), charged to `memory`.
+    pub fn new(capacity: usize, memory: Arc<Budget>) -> Arc<TreeCache> {
+        let cache = Arc::new(TreeCache {
             trees: Mutex::new(LruCache::new(
                 NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
             )),
-        }
+            building: Mutex::new(HashMap::new()),
+            memory,
+        });
+        let reclaimer: Arc<dyn Reclaim> = cache.clone();
+        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache
     }
 
     /// The tree of record `ordinal`, built from its row on a miss.
-    pub fn get(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<RecordTree>, TreeLoadError> {
+    pub fn get(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, TreeLoadError> {
         if let Some(tree) = lock(&self.trees).get(&ordinal) {
             return Ok(tree.clone());
         }
+        let gate = lock(&self.building).entry(ordinal).or_default().clone();
+        let only_builder = lock(&gate);
+        let cached = lock(&self.trees).get(&ordinal).cloned();
+        let result = match cached {
+            Some(tree) => Ok(tree),
+            None => self.build(dataset, ordinal),
+        };
+        drop(only_builder);
+        lock(&self.building).remove(&ordinal);
+        result
+    }
+
+    fn build(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, TreeLoadError> {
         let meta = dataset.record_meta(ordinal)?;
         let tree = RecordTree::build(ordinal, meta)
             .map_err(|source| TreeLoadError::Tree { ordinal, source })?;
+        let charge = self
+            .memory
+            .charge(tree_bytes(&tree))
+            .map_err(|source| TreeLoadError::Budget { ordinal, source })?;
         for clash in &tree.clashes {
-            tracing::warn!(ordinal, path = %clash, "field path clashes with another and is not shown");
+            if log_limit::admit("path-clash") {
+                tracing::warn!(ordinal, path = %clash, "field path clashes with another and is not shown");
+            }
         }
-        let tree = Arc::new(tree);
+        let tree = Arc::new(CachedTree {
+            tree,
+            _charge: charge,
+        });
         lock(&self.trees).put(ordinal, tree.clone());
         Ok(tree)
     }

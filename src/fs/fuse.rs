@@ -55,11 +55,11 @@ use fuser::{
 
 use super::catalog_watch::KnownRecords;
 use super::inode::Ino;
-use super::interrupt;
 use super::log_limit;
 use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
 use super::status_file::StatusReports;
+use crate::interrupt;
 
 /// The status file's entry is not cached: every lookup takes a new report (see
 /// [`super::status_file`]).
@@ -279,6 +279,14 @@ impl SdsFuse {
                 "misses": misses,
                 "hit_rate": hit_rate,
                 "loaded_bytes": counters.loaded_bytes.load(Ordering::Relaxed),
+            },
+            "memory": {
+                "budget_bytes": dataset.memory().capacity(),
+                "used_bytes": dataset.memory().used(),
+            },
+            "spill": {
+                "budget_bytes": cache.spill_budget().capacity(),
+                "used_bytes": cache.spill_budget().used(),
             },
             "requests": {
                 "fuse": self.stats.requests.load(Ordering::Relaxed),

@@ -21,15 +21,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::cache::{CacheConfig, DecodeAhead, LoadError, RecordCache, TreeCache, TreeLoadError};
+use super::cache::{
+    CacheConfig, CachedTree, DecodeAhead, LoadError, RecordCache, TreeCache, TreeLoadError,
+};
 use super::inode::{Ino, MAX_ORDINAL};
-use super::interrupt::Interrupted;
 use super::overlay::{Carrier, Overlay, VisibleSet};
 use super::record_tree::{Node, RecordTree};
 use super::row_index::{IndexError, Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
+use crate::interrupt::Interrupted;
 
 /// The kind of a node, as `stat` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +71,7 @@ pub enum FsError {
     /// Storage or data failed for this record or object; the message names both.
     #[error("{0}")]
     Io(String),
-    /// The requester has a signal pending (see [`super::interrupt`]): EINTR.
+    /// The requester has a signal pending (see [`crate::interrupt`]): EINTR.
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
 }
@@ -161,10 +163,10 @@ impl Namespace {
         let last = dataset.len().saturating_sub(1);
         Namespace {
             ordinal_width: last.to_string().len(),
-            trees: Arc::new(TreeCache::new(config.record_trees)),
-            records: Arc::new(RecordCache::new(config.cache)),
+            trees: TreeCache::new(config.record_trees, dataset.memory().clone()),
+            records: RecordCache::new(config.cache, dataset.memory()),
             ahead: DecodeAhead::default(),
-            indexes: RowIndexes::new(config.cache.memory_bytes),
+            indexes: RowIndexes::new(),
             overlay: Overlay::new(config.metadata_ttl),
             dataset,
         }
@@ -192,7 +194,7 @@ impl Namespace {
     }
 
     /// The record tree of `ordinal` (its metadata row, parsed and laid out), cached.
-    pub fn record_tree(&self, ordinal: u64) -> Result<Arc<RecordTree>, FsError> {
+    pub fn record_tree(&self, ordinal: u64) -> Result<Arc<CachedTree>, FsError> {
         self.trees.get(&self.dataset, ordinal).map_err(|e| match e {
             TreeLoadError::Row(e) => with_ordinal(ordinal, e.to_string()),
             tree => FsError::Io(tree.to_string()),
@@ -791,7 +793,7 @@ impl Namespace {
     }
 
     /// The record tree and field of a `.raw` or `.sigmf-data` view.
-    fn tensor_view(&self, ino: u64) -> Option<(Arc<RecordTree>, usize)> {
+    fn tensor_view(&self, ino: u64) -> Option<(Arc<CachedTree>, usize)> {
         let Ino::FieldNode(ordinal, node) = Ino::decode(ino)? else {
             return None;
         };

@@ -3,7 +3,7 @@
 //!
 //! Why in the background: building reads one row per record, which takes minutes for millions
 //! of records and forever for a snapshot that claims ten billion. A request that did it would
-//! hold its requester in D state the whole time (see [`super::interrupt`]). So the first
+//! hold its requester in D state the whole time (see [`crate::interrupt`]). So the first
 //! request that needs the indexes starts one builder thread and waits for it, looking at its
 //! requester every [`interrupt::POLL`]: Ctrl-C ends the `ls` at once, and the build goes on,
 //! so the next `ls` finds it further along or done.
@@ -22,10 +22,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::interrupt::{self, Interrupted};
 use super::log_limit::{self, thousands};
 use super::names::encode_entry;
+use crate::budget::Charge;
 use crate::dataset::Dataset;
+use crate::interrupt::{self, Interrupted};
 
 /// The least memory one record's entries can take: an id entry (a `String` and an ordinal,
 /// 32 bytes, plus at least 8 bytes of name) and a scene ordinal (8 bytes).
@@ -38,7 +39,12 @@ pub struct Indexes {
     pub ids: Vec<(String, u64)>,
     /// Encoded scene id -> its ordinals in order, sorted by name.
     pub scenes: Vec<(String, Vec<u64>)>,
+    /// Their memory, charged to the mount's budget in steps of [`CHARGE_STEP`].
+    _charges: Vec<Charge>,
 }
+
+/// The indexes are charged to the memory budget in steps of this many bytes as they grow.
+pub const CHARGE_STEP: u64 = 1 << 20;
 
 impl Indexes {
     /// The ordinal `by-id/<name>` points at.
@@ -88,7 +94,6 @@ struct Shared {
 #[derive(Debug)]
 pub struct RowIndexes {
     shared: Arc<Shared>,
-    limit_bytes: u64,
 }
 
 impl Drop for RowIndexes {
@@ -97,16 +102,21 @@ impl Drop for RowIndexes {
     }
 }
 
+impl Default for RowIndexes {
+    fn default() -> Self {
+        RowIndexes::new()
+    }
+}
+
 impl RowIndexes {
-    /// Indexes whose entries may take at most `limit_bytes`.
-    pub fn new(limit_bytes: u64) -> RowIndexes {
+    /// Indexes charged to their dataset's memory budget.
+    pub fn new() -> RowIndexes {
         RowIndexes {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::NotStarted),
                 changed: Condvar::new(),
                 stop: AtomicBool::new(false),
             }),
-            limit_bytes,
         }
     }
 
@@ -148,25 +158,26 @@ impl RowIndexes {
     fn start(&self, dataset: &Arc<Dataset>) -> Result<(), String> {
         let records = dataset.len();
         let least = records.saturating_mul(MIN_ENTRY_BYTES);
-        if least > self.limit_bytes {
+        let limit = dataset.memory().capacity();
+        if least > limit {
             return Err(format!(
                 "{}: record_count {} needs at least {} bytes of index for by-id/ and by-scene/, \
                  more than the memory budget of {} bytes (--cache-size)",
                 snapshot_name(dataset),
                 thousands(records),
                 thousands(least),
-                thousands(self.limit_bytes)
+                thousands(limit)
             ));
         }
         tracing::info!(
             records,
             "building by-id/ and by-scene/ from every metadata row"
         );
-        let (shared, dataset, limit) = (self.shared.clone(), dataset.clone(), self.limit_bytes);
+        let (shared, dataset) = (self.shared.clone(), dataset.clone());
         std::thread::Builder::new()
             .name("sdsfs-index".into())
             .spawn(move || {
-                let outcome = build(&dataset, limit, &shared.stop);
+                let outcome = build(&dataset, &shared.stop);
                 let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
                 *state = match outcome {
                     Ok(indexes) => State::Ready(Arc::new(indexes)),
@@ -187,10 +198,11 @@ fn snapshot_name(dataset: &Dataset) -> String {
 }
 
 /// Reads every row; unreadable rows are left out (logged, rate-limited).
-fn build(dataset: &Dataset, limit: u64, stop: &AtomicBool) -> Result<Indexes, String> {
+fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<Indexes, String> {
     let mut ids: Vec<(String, u64)> = Vec::new();
     let mut scenes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut bytes = 0u64;
+    let mut charges: Vec<Charge> = Vec::new();
     for ordinal in 0..dataset.len() {
         if stop.load(Ordering::Relaxed) {
             return Err("the mount is ending".into());
@@ -218,13 +230,15 @@ fn build(dataset: &Dataset, limit: u64, stop: &AtomicBool) -> Result<Indexes, St
                 }
             }
         }
-        if bytes > limit {
-            return Err(format!(
-                "by-id/ and by-scene/: the index outgrew the memory budget of {} bytes \
-                 (--cache-size) at record {ordinal} of {}",
-                thousands(limit),
-                thousands(dataset.len())
-            ));
+        while bytes > charges.len() as u64 * CHARGE_STEP {
+            let charge = dataset.memory().charge(CHARGE_STEP).map_err(|e| {
+                format!(
+                    "by-id/ and by-scene/: the index outgrew the memory budget at record \
+                     {ordinal} of {}: {e} (--cache-size)",
+                    thousands(dataset.len())
+                )
+            })?;
+            charges.push(charge);
         }
     }
     // Stable sort: for a name carried by several records, the lowest ordinal comes first.
@@ -234,5 +248,6 @@ fn build(dataset: &Dataset, limit: u64, stop: &AtomicBool) -> Result<Indexes, St
     Ok(Indexes {
         ids,
         scenes: scenes.into_iter().collect(),
+        _charges: charges,
     })
 }

@@ -1,4 +1,6 @@
-//! Requests that wait, ended by the requester's signals.
+//! Requests that wait, ended by the requester's signals. A helper below every layer (it uses
+//! nothing else in the crate): the mount's adapter says whom a thread serves, and whatever waits
+//! on its behalf (a memory budget, an index build) asks.
 //!
 //! Why not `FUSE_INTERRUPT`: `fuser` 0.18 answers it with ENOSYS (upstream cberner/fuser#14),
 //! after which the kernel never sends it again, and a request the daemon has taken must then be

@@ -1,0 +1,301 @@
+//! Byte budgets: one for the memory everything the mount keeps or decodes may take, one for
+//! the disk its temporary files may take. A helper below every layer (it uses nothing else in
+//! the crate), so the dataset layer (pages, chunks) and the mount (records, trees, indexes)
+//! charge the same budget. It asks [`crate::interrupt`] whether a waiting requester gave up.
+//!
+//! Why one budget rather than a bound per cache: a hostile dataset chooses which part grows
+//! (huge rows, huge pages, a huge chunk behind a tiny file, many at once), so bounds per cache
+//! add up to far more than the operator gave, and a bound by entry count is no bound at all.
+//! Every unit is charged before it is read or decoded, at what it will take at most (a
+//! chunk's decoded size comes from the shard's index, a page's from its reference), and the
+//! charge lives as long as the memory (it travels with the value, so an entry evicted from a
+//! cache while a reader still holds it stays charged until the reader drops it).
+//!
+//! When a charge does not fit, the caches registered as [`Reclaim`]ers give back their least
+//! recently used entries; when none has anything left to give (everything is in use by
+//! in-flight requests), the charge waits for a release, looking at its requester's signals
+//! (see [`crate::interrupt`]) and giving up after [`WAIT_LIMIT`]. A unit larger than the whole
+//! budget is refused at once ([`BudgetError::TooLarge`]): it is never decoded.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+/// How long a charge waits for in-flight work to release room before failing.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(50);
+
+/// A cache that can give memory back.
+pub trait Reclaim: Send + Sync + std::fmt::Debug {
+    /// Drops the least recently used entry; false when there is none.
+    fn reclaim_one(&self) -> bool;
+}
+
+/// Why a charge was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    #[error("{bytes} bytes are more than the whole {what} budget of {capacity} bytes")]
+    TooLarge {
+        what: &'static str,
+        bytes: u64,
+        capacity: u64,
+    },
+    #[error("interrupted while waiting for room in the {what} budget")]
+    Interrupted { what: &'static str },
+    #[error(
+        "the {what} budget of {capacity} bytes stayed full for {} s (every byte in use by \
+         other requests)", WAIT_LIMIT.as_secs()
+    )]
+    Exhausted { what: &'static str, capacity: u64 },
+}
+
+/// A budget of bytes.
+pub struct Budget {
+    what: &'static str,
+    capacity: u64,
+    used: Mutex<u64>,
+    released: Condvar,
+    reclaimers: Mutex<Vec<Weak<dyn Reclaim>>>,
+}
+
+impl std::fmt::Debug for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Budget")
+            .field("what", &self.what)
+            .field("capacity", &self.capacity)
+            .field("used", &self.used())
+            .finish()
+    }
+}
+
+/// Bytes charged to a budget, given back when dropped.
+#[derive(Debug)]
+pub struct Charge {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget.release(self.bytes);
+    }
+}
+
+impl Charge {
+    /// The bytes charged.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Gives back what is charged beyond `bytes` (a unit that turned out smaller than its
+    /// bound).
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if bytes < self.bytes {
+            self.budget.release(self.bytes - bytes);
+            self.bytes = bytes;
+        }
+    }
+}
+
+impl Budget {
+    /// A budget of `capacity` bytes; `what` names it in messages ("memory", "spill").
+    pub fn new(what: &'static str, capacity: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            what,
+            capacity,
+            used: Mutex::new(0),
+            released: Condvar::new(),
+            reclaimers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A budget that never refuses (library use, `sds` commands).
+    pub fn unlimited(what: &'static str) -> Arc<Budget> {
+        Budget::new(what, u64::MAX)
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    pub fn used(&self) -> u64 {
+        *self.lock()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, u64> {
+        self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a cache that gives memory back when a charge does not fit.
+    pub fn register(&self, reclaimer: Weak<dyn Reclaim>) {
+        self.reclaimers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(reclaimer);
+    }
+
+    fn release(&self, bytes: u64) {
+        let mut used = self.lock();
+        *used = used.saturating_sub(bytes);
+        drop(used);
+        self.released.notify_all();
+    }
+
+    /// Charges `bytes`, reclaiming cache entries and then waiting for in-flight work as
+    /// needed; the wait ends when the requester this thread serves is interrupted.
+    pub fn charge(self: &Arc<Self>, bytes: u64) -> Result<Charge, BudgetError> {
+        if bytes > self.capacity {
+            return Err(BudgetError::TooLarge {
+                what: self.what,
+                bytes,
+                capacity: self.capacity,
+            });
+        }
+        let started = Instant::now();
+        loop {
+            if let Some(charge) = self.try_take(bytes) {
+                return Ok(charge);
+            }
+            if self.reclaim_one() {
+                continue;
+            }
+            if crate::interrupt::check().is_err() {
+                return Err(BudgetError::Interrupted { what: self.what });
+            }
+            if started.elapsed() > WAIT_LIMIT {
+                return Err(BudgetError::Exhausted {
+                    what: self.what,
+                    capacity: self.capacity,
+                });
+            }
+            let used = self.lock();
+            if used.saturating_add(bytes) > self.capacity {
+                drop(
+                    self.released
+                        .wait_timeout(used, POLL)
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
+            }
+        }
+    }
+
+    /// Charges `bytes` if they fit after reclaiming, without waiting (optional work such as
+    /// decoding ahead of a scan).
+    pub fn try_charge(self: &Arc<Self>, bytes: u64) -> Option<Charge> {
+        loop {
+            if let Some(charge) = self.try_take(bytes) {
+                return Some(charge);
+            }
+            if bytes > self.capacity || !self.reclaim_one() {
+                return None;
+            }
+        }
+    }
+
+    fn try_take(self: &Arc<Self>, bytes: u64) -> Option<Charge> {
+        let mut used = self.lock();
+        if used.saturating_add(bytes) > self.capacity {
+            return None;
+        }
+        *used += bytes;
+        Some(Charge {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+
+    /// Asks the registered caches, the most recently registered first (a mount registers its
+    /// decoded records last: they go before rows, chunks and manifest pages), to drop one
+    /// entry; false if none could.
+    fn reclaim_one(&self) -> bool {
+        let reclaimers: Vec<Arc<dyn Reclaim>> = self
+            .reclaimers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .rev()
+            .filter_map(Weak::upgrade)
+            .collect();
+        reclaimers.iter().any(|cache| cache.reclaim_one())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_are_given_back_on_drop_and_shrink() {
+        let budget = Budget::new("memory", 100);
+        let mut a = budget.charge(60).unwrap();
+        assert_eq!(budget.used(), 60);
+        assert!(budget.try_charge(50).is_none());
+        a.shrink_to(40);
+        let b = budget.try_charge(50).unwrap();
+        assert_eq!(budget.used(), 90);
+        drop((a, b));
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_unit_larger_than_the_budget_is_refused_at_once() {
+        let budget = Budget::new("memory", 100);
+        let refused = budget.charge(101).unwrap_err();
+        assert_eq!(
+            refused,
+            BudgetError::TooLarge {
+                what: "memory",
+                bytes: 101,
+                capacity: 100
+            }
+        );
+    }
+
+    #[derive(Debug)]
+    struct Entries(Mutex<Vec<Charge>>);
+    impl Reclaim for Entries {
+        fn reclaim_one(&self) -> bool {
+            let mut entries = self.0.lock().unwrap();
+            if entries.is_empty() {
+                return false;
+            }
+            entries.remove(0);
+            true
+        }
+    }
+
+    #[test]
+    fn caches_give_back_entries_to_make_room() {
+        let budget = Budget::new("memory", 100);
+        let cache = Arc::new(Entries(Mutex::new(Vec::new())));
+        let weak: Weak<dyn Reclaim> = Arc::downgrade(&(cache.clone() as Arc<dyn Reclaim>));
+        budget.register(weak);
+        for _ in 0..4 {
+            let charge = budget.charge(25).unwrap();
+            cache.0.lock().unwrap().push(charge);
+        }
+        let big = budget.charge(60).unwrap();
+        assert_eq!(cache.0.lock().unwrap().len(), 1, "three entries reclaimed");
+        assert_eq!(budget.used(), 85);
+        drop(big);
+    }
+
+    #[test]
+    fn a_charge_waits_for_in_flight_work_and_can_be_interrupted() {
+        let budget = Budget::new("memory", 100);
+        let held = budget.charge(80).unwrap();
+        let waiter = {
+            let budget = budget.clone();
+            std::thread::spawn(move || budget.charge(50).map(|c| c.bytes()))
+        };
+        std::thread::sleep(Duration::from_millis(120));
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), Ok(50));
+        let _held = budget.charge(80).unwrap();
+        // A requester that is gone counts as interrupted.
+        let refused = crate::interrupt::serving(u32::MAX - 1, || budget.charge(50));
+        assert_eq!(
+            refused.unwrap_err(),
+            BudgetError::Interrupted { what: "memory" }
+        );
+    }
+}

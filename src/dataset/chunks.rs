@@ -1,0 +1,186 @@
+//! Records read from shards in memory, charged to the memory budget, decoded once when
+//! several readers want the same chunk.
+//!
+//! Why: a tiny shard can hold a chunk that decodes to hundreds of MiB (compression), and a
+//! chunk holding many rows (`group_size` above 1) is decoded in whole for any one of them. Eight
+//! `stat`s of eight rows of one such chunk decoded it eight times at once. Here a chunk is
+//! charged at its decoded size plus its stored span (both from the shard's index, before any
+//! read) and decoded by one reader at a time (a per-chunk gate); a chunk of several records is
+//! then kept in a small LRU, so the readers waiting behind the gate, and the next rows of a
+//! walk, take their record from it. A chunk larger than the whole budget is never decoded.
+//!
+//! A record handed out keeps its memory charged for as long as it lives ([`Held`]): its own
+//! charge, or a share of its chunk's.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use super::error::DatasetError;
+use super::shards::ShardReader;
+use crate::budget::{Budget, Charge, Reclaim};
+
+/// Chunks of several records kept decoded.
+const KEPT_CHUNKS: usize = 8;
+
+/// A value with the memory it holds still charged.
+#[derive(Debug)]
+pub struct Charged<T> {
+    pub value: T,
+    pub held: Held,
+}
+
+/// What keeps a record's memory charged: its own charge or its chunk's.
+#[derive(Debug)]
+pub struct Held(HeldBy);
+
+#[derive(Debug)]
+enum HeldBy {
+    Own(Charge),
+    Chunk(Arc<DecodedChunk>),
+}
+
+impl Held {
+    /// Bytes charged for this record (its chunk's whole charge when it shares one).
+    pub fn bytes(&self) -> u64 {
+        match &self.0 {
+            HeldBy::Own(charge) => charge.bytes(),
+            HeldBy::Chunk(chunk) => chunk.charge.bytes(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct DecodedChunk {
+    records: Vec<Bytes>,
+    charge: Charge,
+}
+
+type ChunkKey = (String, u64);
+
+/// The decoded chunks of one open dataset.
+#[derive(Debug)]
+pub(crate) struct ChunkCache {
+    kept: Mutex<LruCache<ChunkKey, Arc<DecodedChunk>>>,
+    decoding: Mutex<HashMap<ChunkKey, Arc<Mutex<()>>>>,
+    memory: Arc<Budget>,
+}
+
+impl Reclaim for ChunkCache {
+    fn reclaim_one(&self) -> bool {
+        let evicted = lock(&self.kept).pop_lru();
+        evicted.is_some()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ChunkCache {
+    pub(crate) fn new(memory: Arc<Budget>) -> Arc<ChunkCache> {
+        let cache = Arc::new(ChunkCache {
+            kept: Mutex::new(LruCache::new(
+                NonZeroUsize::new(KEPT_CHUNKS).unwrap_or(NonZeroUsize::MIN),
+            )),
+            decoding: Mutex::new(HashMap::new()),
+            memory,
+        });
+        let reclaimer: Arc<dyn Reclaim> = cache.clone();
+        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache
+    }
+
+    /// Physical record `index` of `shard`, decoded in memory and charged.
+    pub(crate) fn record(
+        &self,
+        shard: &ShardReader,
+        index: u64,
+    ) -> Result<Charged<Bytes>, DatasetError> {
+        let group = shard.group_size().max(1);
+        let key = (shard.name().to_string(), index / group);
+        if let Some(hit) = self.kept_record(&key, shard, index) {
+            return hit;
+        }
+        let gate = lock(&self.decoding).entry(key.clone()).or_default().clone();
+        let only_decoder = lock(&gate);
+        let result = match self.kept_record(&key, shard, index) {
+            Some(hit) => hit,
+            None => self.decode(key.clone(), shard, index, group),
+        };
+        drop(only_decoder);
+        lock(&self.decoding).remove(&key);
+        result
+    }
+
+    fn kept_record(
+        &self,
+        key: &ChunkKey,
+        shard: &ShardReader,
+        index: u64,
+    ) -> Option<Result<Charged<Bytes>, DatasetError>> {
+        let chunk = lock(&self.kept).get(key)?.clone();
+        Some(record_of(chunk, shard, index))
+    }
+
+    fn decode(
+        &self,
+        key: ChunkKey,
+        shard: &ShardReader,
+        index: u64,
+        group: u64,
+    ) -> Result<Charged<Bytes>, DatasetError> {
+        let failed = |source| DatasetError::Shard {
+            object: shard.name().to_string(),
+            source,
+        };
+        let decoded = shard.chunk_decoded_len(index).map_err(failed)?;
+        let span = shard.chunk_span(index).map_err(failed)?;
+        let mut charge = self
+            .memory
+            .charge(decoded.saturating_add(span.end - span.start))
+            .map_err(|source| DatasetError::Budget {
+                object: format!("{} (chunk of record {index})", shard.name()),
+                source,
+            })?;
+        if group == 1 {
+            let record = shard.read(index).map_err(failed)?;
+            charge.shrink_to(record.len() as u64);
+            return Ok(Charged {
+                value: record,
+                held: Held(HeldBy::Own(charge)),
+            });
+        }
+        let records = shard.read_chunk(key.1).map_err(failed)?;
+        charge.shrink_to(decoded);
+        let chunk = Arc::new(DecodedChunk { records, charge });
+        lock(&self.kept).put(key, chunk.clone());
+        record_of(chunk, shard, index)
+    }
+}
+
+/// Record `index` of `shard` from its decoded chunk.
+fn record_of(
+    chunk: Arc<DecodedChunk>,
+    shard: &ShardReader,
+    index: u64,
+) -> Result<Charged<Bytes>, DatasetError> {
+    let local = index % shard.group_size().max(1);
+    let record = usize::try_from(local)
+        .ok()
+        .and_then(|local| chunk.records.get(local))
+        .cloned()
+        .ok_or_else(|| {
+            DatasetError::corrupt(
+                shard.name(),
+                format!("record {index} missing from its chunk"),
+            )
+        })?;
+    Ok(Charged {
+        value: record,
+        held: Held(HeldBy::Chunk(chunk)),
+    })
+}

@@ -1,0 +1,314 @@
+//! One memory budget (issue 27, item 1): everything the daemon keeps or decodes is charged to
+//! `--cache-size`, and peak RSS (VmHWM, read from `/proc`) stays within the budget plus a fixed
+//! 64 MiB, whatever the dataset makes large. The hostile datasets are small on disk (their
+//! metadata compresses to almost nothing) and huge decoded.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::datasets::*;
+use common::mount::{peak_rss, MountGuard};
+use sdsfs::arrayrecord::WriterOptions;
+use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
+use sdsfs::format::json::Value;
+use sdsfs::format::record::Record;
+
+const MIB: u64 = 1 << 20;
+/// What the daemon may take beyond its budget.
+const OVERHEAD: u64 = 64 * MIB;
+
+/// `records` records, each carrying a `blob_mib` MiB string in its metadata, written
+/// `group_size` records to a chunk in one shard.
+fn blob_dataset(records: usize, blob_mib: usize, group_size: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let blob = "x".repeat(blob_mib << 20);
+    let all = (0..records).map(|i| {
+        Record::new(format!("blob-{i:03}"))
+            .with_metadata(obj(&[("blob", Value::from(blob.as_str()))]))
+            .with_field("iq", iq_capture(vec![0u8; 64]))
+    });
+    let options = ShardOptions {
+        writer_options: WriterOptions {
+            group_size,
+            ..WriterOptions::default()
+        },
+        ..ShardOptions::default()
+    };
+    let receipt = write_shard(store.as_ref(), all, "work-000", 0, &options).unwrap();
+    publish(
+        store.as_ref(),
+        &[receipt],
+        &PublishOptions::new("blobs", "v1"),
+    )
+    .unwrap();
+    let on_disk: u64 = files_below(dir.path())
+        .iter()
+        .map(|(_, path)| std::fs::metadata(path).unwrap().len())
+        .sum();
+    assert!(
+        on_disk < 4 * MIB,
+        "the dataset is small on disk: {on_disk} bytes"
+    );
+    dir
+}
+
+fn record_json(mount: &MountGuard, ordinal: usize) -> std::io::Result<std::fs::Metadata> {
+    std::fs::metadata(mount.path(&format!("records/{ordinal:02}/record.json")))
+}
+
+fn assert_within_budget(mount: &MountGuard, budget: u64) -> u64 {
+    let peak = peak_rss(mount.pid());
+    assert!(peak > 0, "VmHWM read");
+    assert!(
+        peak <= budget + OVERHEAD,
+        "peak RSS {} MiB above the budget of {} MiB + {} MiB",
+        peak / MIB,
+        budget / MIB,
+        OVERHEAD / MIB
+    );
+    peak
+}
+
+#[test]
+fn rows_larger_than_the_budget_are_refused_without_being_kept() {
+    let dir = blob_dataset(64, 4, 1);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "1M"]);
+    for ordinal in 0..64 {
+        let error = record_json(&mount, ordinal).expect_err("a 4 MiB row cannot fit 1 MiB");
+        assert_eq!(error.raw_os_error(), Some(libc::EIO), "record {ordinal}");
+    }
+    assert!(
+        std::fs::read(mount.path("dataset.json")).is_ok(),
+        "the mount is up"
+    );
+    let peak = assert_within_budget(&mount, MIB);
+    let log = mount.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("EIO"))
+        .unwrap_or_else(|| panic!("no EIO line: {log}"));
+    for needle in [
+        "objects/metadata/",
+        "memory budget of 1048576 bytes",
+        "--cache-size",
+    ] {
+        assert!(line.contains(needle), "{needle:?} missing from {line}");
+    }
+    eprintln!(
+        "64 rows of 4 MiB, 1 MiB budget: peak RSS {} MiB",
+        peak / MIB
+    );
+}
+
+#[test]
+fn rows_within_the_budget_are_served_and_memory_stays_within_it() {
+    let dir = blob_dataset(64, 4, 1);
+    let budget = 24 * MIB;
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "24M"]);
+    for ordinal in 0..64 {
+        let size = record_json(&mount, ordinal).unwrap().len();
+        assert!(size > 4 * MIB, "record.json carries the blob: {size} bytes");
+    }
+    let text = std::fs::read(mount.path("records/63/record.json")).unwrap();
+    let parsed: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    assert_eq!(
+        parsed["metadata"]["blob"].as_str().map(str::len),
+        Some(4 << 20)
+    );
+    let peak = assert_within_budget(&mount, budget);
+    eprintln!(
+        "64 rows of 4 MiB, 24 MiB budget: peak RSS {} MiB",
+        peak / MIB
+    );
+}
+
+/// `stat`s `records/NN/record.json` for `ordinals` from one thread each, all at once.
+fn concurrent_stats(
+    mount: &MountGuard,
+    ordinals: std::ops::Range<usize>,
+) -> Vec<std::io::Result<u64>> {
+    let root = Arc::new(mount.path("records"));
+    let threads: Vec<_> = ordinals
+        .map(|ordinal| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                std::fs::metadata(Path::new(&*root).join(format!("{ordinal:02}/record.json")))
+                    .map(|m| m.len())
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn concurrent_stats_of_rows_in_one_huge_chunk_share_its_decode_within_the_budget() {
+    // 64 rows of 4 MiB in one chunk: a 256 MiB decode behind a file of a few KiB.
+    let dir = blob_dataset(64, 4, 64);
+    let budget = 320 * MIB;
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "320M"]);
+    for result in concurrent_stats(&mount, 0..16) {
+        assert!(result.unwrap() > 4 * MIB);
+    }
+    let peak = assert_within_budget(&mount, budget);
+    eprintln!(
+        "16 concurrent stats in a 256 MiB chunk, 320 MiB budget: peak RSS {} MiB",
+        peak / MIB
+    );
+}
+
+#[test]
+fn a_chunk_larger_than_the_budget_is_never_decoded() {
+    let dir = blob_dataset(64, 4, 64);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
+    for result in concurrent_stats(&mount, 0..8) {
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EIO));
+    }
+    let peak = assert_within_budget(&mount, 64 * MIB);
+    assert!(
+        peak < 100 * MIB,
+        "nothing of the chunk was decoded: {} MiB",
+        peak / MIB
+    );
+    let log = mount.log_text();
+    assert!(
+        log.contains("chunk of record") && log.contains("memory budget of 67108864 bytes"),
+        "{log}"
+    );
+}
+
+/// A tmpfs for the daemon's temporary files (`TMPDIR`), so the bytes they take can be read
+/// from the filesystem itself: unnamed temporary files appear in no listing.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=2g", "sdsfs-test-scratch"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount a tmpfs");
+        Scratch { dir }
+    }
+
+    /// Bytes in use on the tmpfs.
+    fn used(&self) -> u64 {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(self.dir.path().as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid C path and a zeroed statvfs for the call to fill.
+        unsafe {
+            let mut stat: libc::statvfs = std::mem::zeroed();
+            assert_eq!(libc::statvfs(path.as_ptr(), &mut stat), 0);
+            (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Four records of one 256 MiB zero-filled field each: a data shard of a few hundred KiB.
+fn spilling_dataset() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let all = (0..4).map(|i| {
+        Record::new(format!("wide-{i}")).with_field("iq", iq_capture(vec![0u8; 256 << 20]))
+    });
+    let receipt =
+        write_shard(store.as_ref(), all, "work-000", 0, &ShardOptions::default()).unwrap();
+    publish(
+        store.as_ref(),
+        &[receipt],
+        &PublishOptions::new("wide", "v1"),
+    )
+    .unwrap();
+    dir
+}
+
+/// Reads the first 4 KiB of record `ordinal`'s IQ samples while a thread samples the scratch
+/// tmpfs; returns the bytes read (or the error) and the most the tmpfs held meanwhile.
+fn head_of_field(
+    mount: &MountGuard,
+    scratch: &Scratch,
+    ordinal: usize,
+) -> (std::io::Result<Vec<u8>>, u64) {
+    use std::io::Read;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let most = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(scratch.used());
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most.max(scratch.used())
+        });
+        let path = mount.path(&format!("records/{ordinal}/fields/iq.raw"));
+        let read = std::fs::File::open(path).and_then(|file| {
+            let mut head = Vec::new();
+            file.take(4096).read_to_end(&mut head).map(|_| head)
+        });
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (read, sampler.join().unwrap())
+    });
+    most
+}
+
+#[test]
+fn a_record_larger_than_the_spill_budget_writes_nothing_to_disk() {
+    let dir = spilling_dataset();
+    let scratch = Scratch::new();
+    let tmpdir = scratch.dir.path().to_str().unwrap().to_string();
+    let mount = MountGuard::mount_with_env(
+        dir.path().as_os_str(),
+        &["--cache-size", "16M", "--spill-size", "64M"],
+        &[("TMPDIR", tmpdir.as_str())],
+    );
+    let (read, most) = head_of_field(&mount, &scratch, 0);
+    assert_eq!(read.unwrap_err().raw_os_error(), Some(libc::EIO));
+    assert!(most < MIB, "{most} bytes written to the scratch tmpfs");
+    let log = mount.log_text();
+    assert!(
+        log.contains("spill budget of 67108864 bytes") && log.contains("--spill-size"),
+        "{log}"
+    );
+}
+
+#[test]
+fn temporary_files_stay_within_the_spill_budget_across_records() {
+    let dir = spilling_dataset();
+    let scratch = Scratch::new();
+    let tmpdir = scratch.dir.path().to_str().unwrap().to_string();
+    let budget = 600 * MIB;
+    let mount = MountGuard::mount_with_env(
+        dir.path().as_os_str(),
+        &["--cache-size", "16M", "--spill-size", "600M"],
+        &[("TMPDIR", tmpdir.as_str())],
+    );
+    for ordinal in 0..4 {
+        let (read, most) = head_of_field(&mount, &scratch, ordinal);
+        assert_eq!(read.unwrap(), vec![0u8; 4096], "record {ordinal}");
+        assert!(
+            most <= budget,
+            "record {ordinal}: {} MiB of temporary files, budget {} MiB",
+            most / MIB,
+            budget / MIB
+        );
+    }
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(mount.path(".sdsfs-status")).unwrap()).unwrap();
+    assert_eq!(status["spill"]["budget_bytes"], budget);
+    assert!(status["spill"]["used_bytes"].as_u64().unwrap() <= budget);
+}
