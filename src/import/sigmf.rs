@@ -283,7 +283,7 @@ impl RecordSource for Segment {
 
     fn load(&self) -> Result<Record, ImportError> {
         let rec = &self.recording;
-        let samples = rec.format.convert(&self.read_samples()?);
+        let samples = rec.format.convert(self.read_samples()?);
         let name = if rec.format.is_complex() {
             "iq"
         } else {
