@@ -80,7 +80,8 @@ pub enum Command {
         json: bool,
     },
     /// List records from their metadata rows: ordinal, id, scene id, field count and tensor
-    /// bytes. Never reads a data shard.
+    /// bytes. Never reads a data shard. A row that cannot be read is reported on stderr
+    /// (record, object, rule) and the listing goes on; the exit status is then 1.
     Ls {
         /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
