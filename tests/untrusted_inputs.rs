@@ -661,3 +661,24 @@ fn a_claim_of_10_to_the_15_records_never_aborts_an_sds_command() {
     );
     assert!(!dest.join("root.json").exists());
 }
+
+/// A `record.json` longer than a descriptor may be is refused by its size, before it is read.
+#[test]
+fn an_oversized_record_json_is_refused_by_its_size() {
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    let raw = one_record_tree(&tree, 3);
+    std::fs::write(&raw, [1u8, 2, 3]).unwrap();
+    let json = tree.join("records/0/record.json");
+    let mut padded = std::fs::read(&json).unwrap();
+    padded.resize(17 << 20, b' ');
+    std::fs::write(&json, padded).unwrap();
+    let out = work.path().join("out");
+    let refused = fails(&["create", text(&out), "--from-dir", text(&tree), "-q"]);
+    assert!(
+        refused.contains("records/0/record.json")
+            && refused.contains(&format!("{} bytes is more than the {}", 17 << 20, 16 << 20)),
+        "{refused}"
+    );
+    assert_nothing_published(&out);
+}

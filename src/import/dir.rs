@@ -145,8 +145,8 @@ struct DirRecord {
 impl DirRecord {
     fn open(dir: PathBuf, tree: Arc<PathBuf>) -> Result<DirRecord, ImportError> {
         let path = dir.join("record.json");
-        let text = read_input(&path, Some(&tree))?;
         let limits = RecordLimits::default().descriptor_json();
+        let text = read_input(&path, Some(&tree), limits.max_bytes)?;
         let object = parse_object(&text, &limits)
             .map_err(|e| ImportError::invalid(&path, format!("invalid JSON: {e}")))?;
         let meta = RecordMeta::from_row_object(&object).map_err(|source| ImportError::Record {
@@ -275,8 +275,9 @@ fn data_file_base(file: &Path) -> Option<PathBuf> {
 }
 
 fn json_name(path: &Path, tree: &Path) -> Option<String> {
-    let text = read_input(path, Some(tree)).ok()?;
-    let object = parse_object(&text, &RecordLimits::default().descriptor_json()).ok()?;
+    let limits = RecordLimits::default().descriptor_json();
+    let text = read_input(path, Some(tree), limits.max_bytes).ok()?;
+    let object = parse_object(&text, &limits).ok()?;
     object.req_str("name").ok().map(str::to_string)
 }
 

@@ -54,19 +54,35 @@ pub(crate) fn open_input(path: &Path, tree: Option<&Path>) -> Result<Input, Impo
     })
 }
 
-/// Reads a whole input file (see [`open_input`]), naming it on failure.
-pub(crate) fn read_input(path: &Path, tree: Option<&Path>) -> Result<Vec<u8>, ImportError> {
-    let mut input = open_input(path, tree)?;
-    let mut bytes = Vec::new();
-    // The length is the descriptor's own (a regular file), only a starting capacity.
-    let capacity = usize::try_from(input.len).unwrap_or(usize::MAX);
-    bytes
-        .try_reserve_exact(capacity)
-        .map_err(|_| ImportError::invalid(path, format!("cannot hold {capacity} bytes")))?;
+/// Reads a whole input file (see [`open_input`]) of at most `max` bytes (the limit of the
+/// document it holds: a larger file is refused before anything is read), naming it on failure.
+pub(crate) fn read_input(
+    path: &Path,
+    tree: Option<&Path>,
+    max: usize,
+) -> Result<Vec<u8>, ImportError> {
+    let input = open_input(path, tree)?;
+    let too_long = |len: u64| {
+        ImportError::invalid(
+            path,
+            format!("{len} bytes is more than the {max} such a document may hold"),
+        )
+    };
+    let len = usize::try_from(input.len)
+        .ok()
+        .filter(|&len| len <= max)
+        .ok_or_else(|| too_long(input.len))?;
+    let mut bytes = Vec::with_capacity(len);
+    // A file growing while it is read is cut one byte past the limit, and refused.
+    let limit = (max as u64).saturating_add(1);
     input
         .file
+        .take(limit)
         .read_to_end(&mut bytes)
         .map_err(|e| ImportError::io(path, e))?;
+    if bytes.len() > max {
+        return Err(too_long(bytes.len() as u64));
+    }
     Ok(bytes)
 }
 

@@ -95,8 +95,11 @@ fn open(file: &Path) -> Result<Recording, ImportError> {
     let base = base_of(file)?;
     let meta_path = PathBuf::from(format!("{}.sigmf-meta", base.display()));
     let data_path = PathBuf::from(format!("{}.sigmf-data", base.display()));
-    let object = parse_object(&read_input(&meta_path, None)?, &JsonLimits::CONTROL)
-        .map_err(|e| ImportError::invalid(&meta_path, format!("invalid JSON: {e}")))?;
+    let object = parse_object(
+        &read_input(&meta_path, None, JsonLimits::CONTROL.max_bytes)?,
+        &JsonLimits::CONTROL,
+    )
+    .map_err(|e| ImportError::invalid(&meta_path, format!("invalid JSON: {e}")))?;
     let bad = |problem: String| ImportError::invalid(&meta_path, problem);
     let sigmf = parse_meta(&object).map_err(bad)?;
     let datatype = match sigmf.global.get("core:datatype") {
