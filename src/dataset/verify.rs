@@ -257,13 +257,12 @@ impl Verifier<'_> {
                 [(&data, &data_object), (&metadata, &metadata_object)],
             );
         }
-        let (Some(data), Some(metadata)) = (data, metadata) else {
-            // A shard that cannot be read was reported; its records cannot be checked, and
-            // walking a claimed count with nothing to check would only take time.
+        if data.is_none() && metadata.is_none() {
+            // Both were reported unreadable; walking a claimed count with nothing to check
+            // would only take time.
             return;
-        };
-        let checked = self.checkable_records(page, entry, &data, &metadata);
-        let (data, metadata) = (Some(data), Some(metadata));
+        }
+        let checked = self.checkable_records(page, entry, [&data, &metadata]);
         let record_limits = self.dataset.options().record_limits;
         for k in 0..checked {
             let ordinal = entry.first_ordinal.saturating_add(k);
@@ -397,13 +396,17 @@ impl Verifier<'_> {
         &mut self,
         page: &str,
         entry: &crate::format::documents::ShardEntry,
-        data: &ShardReader,
-        metadata: &ShardReader,
+        shards: [&Option<Arc<ShardReader>>; 2],
     ) -> u64 {
         if entry.record_indices.is_some() {
             return entry.record_count;
         }
-        let held = data.len().min(metadata.len());
+        let held = shards
+            .into_iter()
+            .flatten()
+            .map(|shard| shard.len())
+            .min()
+            .unwrap_or(0);
         if entry.record_count > held {
             let missing = entry.record_count - held;
             self.problem(
