@@ -682,3 +682,38 @@ fn an_oversized_record_json_is_refused_by_its_size() {
     );
     assert_nothing_published(&out);
 }
+
+/// An NPY header claiming 2^40 float32 elements over 16 data bytes, as a file and as an
+/// `.npz` member: refused by the data length, without allocating what the header claims.
+#[test]
+fn an_npy_header_claiming_terabytes_is_refused_without_allocating() {
+    let work = tempfile::tempdir().unwrap();
+    let script = "import numpy as np, sys, zipfile\n\
+         h = np.lib.format.header_data_from_array_1_0(np.zeros(4, dtype=np.float32))\n\
+         h['shape'] = (1 << 40,)\n\
+         with open(sys.argv[1] + '/claim.npy', 'wb') as f:\n\
+         \x20   np.lib.format.write_array_header_1_0(f, h)\n\
+         \x20   f.write(bytes(16))\n\
+         with zipfile.ZipFile(sys.argv[1] + '/claim.npz', 'w') as z:\n\
+         \x20   z.write(sys.argv[1] + '/claim.npy', 'x.npy')\n";
+    let status = Command::new(common::python())
+        .args(["-c", script, text(work.path())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = work.path().join("out");
+    for input in ["claim.npy", "claim.npz"] {
+        let path = work.path().join(input);
+        let (output, elapsed) = run_bounded(&["create", text(&out), "--from-npy", text(&path)]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{input}: {stderr}");
+        assert!(elapsed < Duration::from_secs(5), "{input} took {elapsed:?}");
+        assert!(
+            stderr.contains(input)
+                && stderr.contains(&format!("needs {}", 4u64 << 40))
+                && stderr.contains("16 data bytes"),
+            "{stderr}"
+        );
+        assert_nothing_published(&out);
+    }
+}

@@ -66,14 +66,14 @@ impl RecordSource for ArrayFile {
             Record::new(stem_of(&self.path)?).with_metadata(source_metadata(&self.path));
         if is_npz(&self.path) {
             for_each_member(&self.path, |name, member, place| {
-                let (header, data) = read_npy_stream(member, place)?;
+                let (header, data) = read_npy_stream(member, place, None)?;
                 record.fields.insert(name, npy_field(header, data, place)?);
                 Ok(())
             })?;
         } else {
             let place = self.path.display().to_string();
             let mut input = open_input(&self.path, None)?;
-            let (header, data) = read_npy_stream(&mut input.file, &place)?;
+            let (header, data) = read_npy_stream(&mut input.file, &place, Some(input.len))?;
             let field = npy_field(header, data, &place)?;
             record = record.with_field(stem_of(&self.path)?, field);
         }

@@ -334,7 +334,8 @@ fn read_raw(path: &Path, meta: &FieldMeta, tree: &Path) -> Result<Bytes, ImportE
 fn read_npy(path: &Path, meta: &FieldMeta, tree: &Path) -> Result<Bytes, ImportError> {
     let expected = expected_len(path, meta)?;
     let mut input = open_input(path, Some(tree))?;
-    let (header, data) = read_npy_stream(&mut input.file, &path.display().to_string())?;
+    let place = path.display().to_string();
+    let (header, data) = read_npy_stream(&mut input.file, &place, Some(input.len))?;
     if header.dtype != meta.dtype || header.shape != meta.shape {
         let problem = format!(
             "holds {} {:?}, but record.json says {} {:?}",

@@ -68,11 +68,15 @@ pub fn read_header(reader: &mut impl Read, place: &str) -> Result<NpyHeader, Imp
     parse_header(&bytes).map_err(invalid)
 }
 
-/// Reads a whole NPY stream: its header, then exactly the data bytes the header promises into
-/// one buffer of that size (no copy of the file), refusing a stream with more or fewer.
+/// Reads a whole NPY stream: its header, then exactly the data bytes the header promises,
+/// refusing a stream with more or fewer. `stream_len`, when known (a file's `fstat` length), is
+/// checked against the header before anything is allocated, and the data is then read into one
+/// buffer of its size; otherwise (an archive member) the buffer grows as bytes arrive, so a
+/// header claiming terabytes over a small stream allocates nothing of the sort.
 pub fn read_npy_stream(
     reader: &mut impl Read,
     place: &str,
+    stream_len: Option<u64>,
 ) -> Result<(NpyHeader, Vec<u8>), ImportError> {
     let header = read_header(reader, place)?;
     let invalid = |problem: String| ImportError::Invalid {
@@ -82,7 +86,33 @@ pub fn read_npy_stream(
     let len = header
         .data_len()
         .ok_or_else(|| invalid(format!("shape {:?} overflows 64 bits", header.shape)))?;
-    let data = read_exactly(reader, len, Path::new(place))?;
+    let wrong_length = |actual: u64| {
+        invalid(format!(
+            "{actual} data bytes after the NPY header, shape {:?} of {} needs {len}",
+            header.shape, header.dtype
+        ))
+    };
+    let data = match stream_len {
+        Some(total) => {
+            let body = total.saturating_sub(header.data_start as u64);
+            if body != len {
+                return Err(wrong_length(body));
+            }
+            read_exactly(reader, len, Path::new(place))?
+        }
+        None => {
+            let mut data = Vec::new();
+            reader
+                .by_ref()
+                .take(len)
+                .read_to_end(&mut data)
+                .map_err(|e| invalid(format!("reading: {e}")))?;
+            if (data.len() as u64) < len {
+                return Err(wrong_length(data.len() as u64));
+            }
+            data
+        }
+    };
     let mut probe = [0u8; 1];
     let more = reader
         .read(&mut probe)
