@@ -16,6 +16,8 @@
 //! - [`arrays`]: `.npy` and `.npz` files, one record per file, one field per array.
 //! - [`npy`]: the NPY header parser the others share.
 //! - [`samples`]: SigMF sample datatypes and their lossless conversion.
+//! - [`open`]: the rules on which files are read at all (regular files only; in a `--from-dir`
+//!   tree, symbolic links only to files inside it).
 //! - [`build`]: shard planning, parallel shard writing, content-derived ids and publication.
 //!
 //! Layering: `import` sits beside `fs` above `dataset`. It uses `crate::fs::names` (pure
@@ -27,6 +29,7 @@ pub mod build;
 pub mod dir;
 mod listing;
 pub mod npy;
+mod open;
 pub mod raw;
 pub mod samples;
 pub mod sigmf;
@@ -93,10 +96,7 @@ pub trait RecordSource: Send + Sync {
 /// The records of an import, in ordinal order.
 pub type Sources = Vec<Box<dyn RecordSource>>;
 
-/// Reads a whole file, naming it on failure.
-pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, ImportError> {
-    std::fs::read(path).map_err(|e| ImportError::io(path, e))
-}
+pub(crate) use open::{open_input, read_input};
 
 /// The file's name without its last extension, for record ids.
 pub(crate) fn stem_of(path: &Path) -> Result<String, ImportError> {

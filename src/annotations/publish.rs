@@ -39,7 +39,7 @@ use std::time::Duration;
 use super::carrier::AnnotationRecord;
 use super::read::{read_catalog_state, read_worker_pointer};
 use super::{AnnotationError, AnnotationStatus};
-use crate::arrayrecord::{ArrayRecordWriter, WriterOptions};
+use crate::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
 use crate::dataset::Dataset;
 use crate::format::documents::annotation::layout::{
     self, content_hash, default_publication_id, distributed_object_id, logical_shard_id,
@@ -71,6 +71,10 @@ pub struct AnnotationOptions {
     /// pointers record each object's location as this, `/`, and the object's path, as the
     /// library does. `None`: the store's own description of its root.
     pub root_location: Option<String>,
+    /// Check each worker pointer against its object before committing (on by default): the
+    /// object holds one carrier per record the pointer names, and its name is the id of those
+    /// carriers. A pointer is a worker's claim; committing a wrong one loses or invents rows.
+    pub verify_pointers: bool,
 }
 
 impl Default for AnnotationOptions {
@@ -82,6 +86,7 @@ impl Default for AnnotationOptions {
             writer_options: WriterOptions::default(),
             record_limits: RecordLimits::default(),
             root_location: None,
+            verify_pointers: true,
         }
     }
 }
@@ -394,6 +399,13 @@ pub fn publish_set(
         };
         let described = dataset.store().describe(&path);
         let object = check_pointer(dataset, &pointer, name, publication_id, next, &root)
+            .and_then(|object| {
+                if options.verify_pointers {
+                    check_pointer_object(dataset, &pointer, &object)
+                        .map_err(|detail| format!("worker pointer of {shard_id}: {detail}"))?;
+                }
+                Ok(object)
+            })
             .map_err(|detail| AnnotationError::corrupt(described, detail))?;
         statuses.extend(pointer.statuses.iter().copied());
         let count = pointer.record_ids.len() as u64;
@@ -474,6 +486,59 @@ fn check_pointer(
         ));
     }
     Ok(object)
+}
+
+/// Reads a pointer's object: it must hold one carrier per record id (and status) the pointer
+/// names, and be named by the distributed id of those carriers
+/// (`sha256("<name>:<publication_id>:<logical_shard_id>:<content hash>")`, 32 hex digits).
+fn check_pointer_object(
+    dataset: &Dataset,
+    pointer: &WorkerPointer,
+    object: &RelPath,
+) -> Result<(), String> {
+    let described = dataset.store().describe(object);
+    let source = crate::storage::ObjectReader::open(dataset.store().clone(), object.clone(), None)
+        .map_err(|e| e.to_string())?;
+    let reader = ArrayRecordReader::open(source, described.clone()).map_err(|e| e.to_string())?;
+    let claimed = pointer.record_ids.len() as u64;
+    for (key, count) in [
+        ("statuses", pointer.statuses.len()),
+        ("terminal_statuses", pointer.terminal_statuses.len()),
+    ] {
+        if count as u64 != claimed {
+            return Err(format!(
+                "{key} has {count} entries but record_ids has {claimed} (the pointer is checked \
+                 against its object unless --no-verify-receipts is given)"
+            ));
+        }
+    }
+    if reader.len() != claimed {
+        return Err(format!(
+            "its object {described} holds {} carriers but the pointer names {claimed} records \
+             (the pointer is checked against its object unless --no-verify-receipts is given)",
+            reader.len()
+        ));
+    }
+    let payloads = (0..reader.len())
+        .map(|k| reader.read(k))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("its object {described}: {e}"))?;
+    let hash = content_hash(payloads.iter().map(|p| p.as_ref()));
+    let id = distributed_object_id(
+        &pointer.name,
+        &pointer.publication_id,
+        &pointer.logical_shard_id,
+        &hash,
+    );
+    let leaf = object.as_str().rsplit('/').next().unwrap_or_default();
+    if leaf.strip_suffix(".arrayrecord") != Some(id.as_str()) {
+        return Err(format!(
+            "its object {described} is not the one its carriers name: objects/{}/{id}.arrayrecord \
+             (the pointer is checked against its object unless --no-verify-receipts is given)",
+            &id[..2]
+        ));
+    }
+    Ok(())
 }
 
 /// The dataset-relative path of a pointer's `uri`, which must lie in the publication's

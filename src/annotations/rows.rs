@@ -333,7 +333,9 @@ pub fn resolve_rows(
         }
         by_ordinal.insert(ordinal, row);
     }
-    let mut out = Vec::with_capacity((range.end - range.start) as usize);
+    // Sized from the rows given, not from the range: the range comes from the snapshot's
+    // record count, a document's claim; what is pushed beyond follows records actually read.
+    let mut out = Vec::with_capacity(by_ordinal.len());
     let mut missing = Vec::new();
     for ordinal in range.clone() {
         let source = dataset

@@ -5,8 +5,6 @@
 //! reports each problem found rather than stopping at the first, so one run lists everything a
 //! repair needs. A shard object that cannot be opened is reported once, not once per record.
 
-use std::collections::BTreeSet;
-
 use super::read::{read_catalog, shard_reference, AnnotationSet};
 use super::AnnotationError;
 use crate::arrayrecord::ArrayRecordReader;
@@ -20,6 +18,35 @@ pub struct Problem {
     pub object: String,
     pub ordinal: Option<u64>,
     pub problem: String,
+}
+
+/// The rows of one set shard, in order, until its object proves unreadable as a whole: then
+/// one problem for it and no more (a shard claiming 10^15 rows over a small object must not
+/// mean 10^15 problems, or iterations).
+fn verify_shard_rows(
+    dataset: &Dataset,
+    set: &AnnotationSet,
+    shard: &crate::format::documents::SetShard,
+    problems: &mut Vec<Problem>,
+) {
+    let object = dataset.store().describe(&shard.object.path);
+    let end = shard.first_ordinal.saturating_add(shard.record_count);
+    for ordinal in shard.first_ordinal..end {
+        if let Err(e) = set.get(dataset, ordinal) {
+            let whole_object = matches!(
+                &e,
+                AnnotationError::Storage(_) | AnnotationError::Dataset(_)
+            ) || e.to_string().contains("carrier records but");
+            problems.push(Problem {
+                object: object.clone(),
+                ordinal: Some(ordinal),
+                problem: e.to_string(),
+            });
+            if whole_object {
+                return;
+            }
+        }
+    }
 }
 
 /// Every problem of every annotation set of `dataset`; empty when all are sound (or there is
@@ -52,29 +79,8 @@ pub fn verify_sets(dataset: &Dataset) -> Vec<Problem> {
                 continue;
             }
         };
-        let mut broken_objects = BTreeSet::new();
-        for ordinal in 0..set.len() {
-            let object = set
-                .shard_of(ordinal)
-                .map(|s| dataset.store().describe(&s.object.path))
-                .unwrap_or_default();
-            if broken_objects.contains(&object) {
-                continue;
-            }
-            if let Err(e) = set.get(dataset, ordinal) {
-                let whole_object = matches!(
-                    &e,
-                    AnnotationError::Storage(_) | AnnotationError::Dataset(_)
-                ) || e.to_string().contains("carrier records but");
-                if whole_object {
-                    broken_objects.insert(object.clone());
-                }
-                problems.push(Problem {
-                    object,
-                    ordinal: Some(ordinal),
-                    problem: e.to_string(),
-                });
-            }
+        for shard in &set.root().shards {
+            verify_shard_rows(dataset, set, shard, &mut problems);
         }
     }
     problems

@@ -60,6 +60,11 @@ impl<W: Write> ArrayRecordWriter<W> {
 
     /// Appends one record; writes a chunk whenever a group is complete.
     pub fn write(&mut self, record: &[u8]) -> Result<()> {
+        if self.options.group_size == 1 {
+            // A group of one is the record itself: encoded from the caller's bytes, without
+            // the copy into `values` (a record of gigabytes would otherwise be held twice).
+            return self.write_single(record);
+        }
         self.sizes.push(record.len() as u64);
         self.values.extend_from_slice(record);
         self.num_records += 1;
@@ -79,6 +84,27 @@ impl<W: Write> ArrayRecordWriter<W> {
         self.num_records == 0
     }
 
+    /// Writes one record as a chunk of its own (the same bytes `flush_group` writes for it).
+    fn write_single(&mut self, record: &[u8]) -> Result<()> {
+        let compression = self.options.compression;
+        let sizes = [record.len() as u64];
+        let written = self.write_simple(&compression, &sizes, record)?;
+        self.num_records += 1;
+        self.chunk_written([written, sizes[0], 1])
+    }
+
+    /// Records a data chunk (offset, decoded size, records) in the index, then pads.
+    fn chunk_written(&mut self, entry: [u64; 3]) -> Result<()> {
+        self.index.push(entry);
+        if self.options.pad_to_block_boundary {
+            let pos = self.out.pos();
+            self.out
+                .pad_to_block_boundary()
+                .map_err(|e| io_error(pos, e))?;
+        }
+        Ok(())
+    }
+
     fn flush_group(&mut self) -> Result<()> {
         if self.sizes.is_empty() {
             return Ok(());
@@ -95,14 +121,7 @@ impl<W: Write> ArrayRecordWriter<W> {
         values.clear();
         self.sizes = sizes;
         self.values = values;
-        self.index.push([written?, decoded, n]);
-        if self.options.pad_to_block_boundary {
-            let pos = self.out.pos();
-            self.out
-                .pad_to_block_boundary()
-                .map_err(|e| io_error(pos, e))?;
-        }
-        Ok(())
+        self.chunk_written([written?, decoded, n])
     }
 
     /// Writes a simple chunk holding the given records; returns its begin offset.

@@ -3,7 +3,8 @@
 //! - `sds info DATASET [--json]`: identity, counts and sizes, and the first record's fields,
 //!   read from control documents and one metadata row.
 //! - `sds ls DATASET [--start N] [--limit N]`: one line per record from its metadata row
-//!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard.
+//!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard; a row that cannot
+//!   be read is reported on stderr and the listing goes on (exit status 1 at the end).
 //! - `sds annotate DATASET --name NAME --rows ROWS.jsonl` (and `annotate write-shard`,
 //!   `annotate publish`): publishes an annotation set (see [`annotate`]).
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
@@ -79,7 +80,8 @@ pub enum Command {
         json: bool,
     },
     /// List records from their metadata rows: ordinal, id, scene id, field count and tensor
-    /// bytes. Never reads a data shard.
+    /// bytes. Never reads a data shard. A row that cannot be read is reported on stderr
+    /// (record, object, rule) and the listing goes on; the exit status is then 1.
     Ls {
         /// Dataset directory, file:// URL, s3://bucket/prefix or gs://bucket/prefix.
         dataset: String,
@@ -154,9 +156,14 @@ pub enum Command {
         /// The publication's metadata, a JSON object written into root.json.
         #[arg(long, value_name = "JSON")]
         metadata: Option<String>,
-        /// Also count each shard's records and compare with its receipt (one shard index read
-        /// per shard; by default only sizes are checked).
+        /// Commit the receipts without reading their shards (sizes are still checked). By
+        /// default every receipt is checked before anything is written: its shards are the ones
+        /// its work id and attempt name, and each holds the receipt's record count.
         #[arg(long)]
+        no_verify_receipts: bool,
+        /// Accepted for compatibility: record counts are always checked now (see
+        /// --no-verify-receipts).
+        #[arg(long, hide = true)]
         verify_record_counts: bool,
     },
     /// Check a whole dataset: control documents, counts, ranges, sizes, every record and
@@ -265,12 +272,13 @@ pub fn run(command: Command) -> Result<(), String> {
             expected_work_ids,
             shards_per_manifest,
             metadata,
-            verify_record_counts,
+            no_verify_receipts,
+            verify_record_counts: _,
         } => {
             let mut options = PublishOptions::new(dataset_id, snapshot_id);
             options.expected_work_ids = expected_work_ids;
             options.shards_per_manifest = shards_per_manifest;
-            options.verify_record_counts = verify_record_counts;
+            options.verify_receipts = !no_verify_receipts;
             if let Some(text) = metadata {
                 options.metadata = distributed::parse_metadata(&text)?;
             }
@@ -336,6 +344,9 @@ fn run_info(dataset: &str, json: bool) -> Result<(), String> {
     })
 }
 
+/// Prints one line per record as it is read (memory does not grow with the record count). A
+/// row that cannot be read is reported on stderr, naming the record and the object, and the
+/// listing goes on; the command then fails with the number of such rows.
 fn run_ls(dataset: &str, start: u64, limit: u64) -> Result<(), String> {
     let opened = open_dataset(dataset).map_err(|e| e.0)?;
     let stop = if limit == 0 {
@@ -343,11 +354,28 @@ fn run_ls(dataset: &str, start: u64, limit: u64) -> Result<(), String> {
     } else {
         start.saturating_add(limit).min(opened.len())
     };
-    let mut out = String::new();
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let write_error = |e: std::io::Error| format!("writing to stdout: {e}");
+    let mut unreadable = 0u64;
     for ordinal in start..stop {
-        out.push_str(&ls_line(&opened, ordinal)?);
+        match ls_line(&opened, ordinal) {
+            Ok(line) => stdout.write_all(line.as_bytes()).map_err(write_error)?,
+            Err(message) => {
+                // Rows already printed come first, so stdout and stderr read in ordinal order.
+                stdout.flush().map_err(write_error)?;
+                eprintln!("sds: {}", one_line(&message));
+                unreadable += 1;
+            }
+        }
     }
-    print(&out)
+    stdout.flush().map_err(write_error)?;
+    match unreadable {
+        0 => Ok(()),
+        n => Err(format!(
+            "{dataset}: {n} of {} listed records could not be read (see above)",
+            stop.saturating_sub(start)
+        )),
+    }
 }
 
 fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, String> {

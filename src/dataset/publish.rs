@@ -11,8 +11,8 @@
 //!   one the library's Python driver produces with `dataclasses.asdict`, key order free.
 //! - `publish` keeps the highest attempt per work id, refuses missing, unexpected or duplicate
 //!   expected work ids, orders shards by work id (string order), keeps empty shards, checks
-//!   each shard's size with one metadata request (and counts its records only when asked),
-//!   then writes manifest pages (at most `shards_per_manifest` entries each), the snapshot and
+//!   each shard's size with one metadata request and, by default, checks every receipt against
+//!   its shards before writing anything ([`PublishOptions::verify_receipts`]), then writes manifest pages (at most `shards_per_manifest` entries each), the snapshot and
 //!   `root.json` last, all create-only: an interrupted publication converges on the same bytes
 //!   when re-run with the same inputs, and a reader never sees a root before its objects.
 //!
@@ -90,9 +90,12 @@ pub struct PublishOptions {
     pub metadata: Object,
     /// At most this many shards per manifest page (default 10,000).
     pub shards_per_manifest: usize,
-    /// Count each shard's records and compare with its receipt (the library's
-    /// `verify_record_counts`; off by default: one metadata request per shard suffices).
-    pub verify_record_counts: bool,
+    /// Check every receipt against its shards before writing anything (on by default): both
+    /// objects are the ones its work id and attempt name (`sha256("<work_id>:<attempt>")`),
+    /// and each holds the receipt's record count, read from the ArrayRecord file itself. A
+    /// receipt is a worker's claim: committing a wrong count silently loses or invents
+    /// records. Sizes are checked either way.
+    pub verify_receipts: bool,
     pub page_layout: PageLayout,
 }
 
@@ -104,7 +107,7 @@ impl PublishOptions {
             expected_work_ids: None,
             metadata: Object::new(),
             shards_per_manifest: 10_000,
-            verify_record_counts: false,
+            verify_receipts: true,
             page_layout: PageLayout::Hashed,
         }
     }
@@ -251,6 +254,10 @@ where
                     source,
                 }
             })?;
+        // The payload holds every tensor byte now: the record's own copy goes before the
+        // writer buffers and compresses the payload, so a large record is held twice at
+        // most, not three times.
+        drop(record);
         data.write(&payload)?;
         metadata.write(meta.to_row_json().as_bytes())?;
         record_count += 1;
@@ -354,7 +361,7 @@ pub fn publish(
 ) -> Result<PublishSummary, DatasetError> {
     check_ids(options)?;
     let chosen = choose_receipts(receipts, options.expected_work_ids.as_deref())?;
-    let entries = shard_entries(store, &chosen, options.verify_record_counts)?;
+    let entries = shard_entries(store, &chosen, options.verify_receipts)?;
     publish_entries(store, entries, options)
 }
 
@@ -488,17 +495,20 @@ fn check_expected(
 }
 
 /// Shard entries for the chosen receipts, in order, empty shards included; each shard's size
-/// checked with a metadata request (and its records counted when asked).
+/// checked with a metadata request (and, with `verify`, its name and record count).
 fn shard_entries(
     store: &dyn ObjectStore,
     receipts: &[&ShardReceipt],
-    count_records: bool,
+    verify: bool,
 ) -> Result<Vec<ShardEntry>, DatasetError> {
     let mut entries = Vec::new();
     let mut first_ordinal = 0u64;
     for receipt in receipts {
+        if verify {
+            check_shard_names(store, receipt)?;
+        }
         let check = |uri: &str, bytes, generation| {
-            checked_reference(store, receipt, uri, bytes, generation, count_records)
+            checked_reference(store, receipt, uri, bytes, generation, verify)
         };
         let data = check(
             &receipt.data_uri,
@@ -580,14 +590,57 @@ fn checked_reference(
             }
         })?;
         if reader.len() != receipt.record_count {
-            return Err(DatasetError::Publication(format!(
-                "work {work_id}: {object} holds {} records but its receipt says {}",
-                reader.len(),
-                receipt.record_count
-            )));
+            return Err(refused_receipt(
+                receipt,
+                format!(
+                    "{object} holds {} records but the receipt says record_count {}",
+                    reader.len(),
+                    receipt.record_count
+                ),
+            ));
         }
     }
     Ok(Reference::new(path, expected_bytes))
+}
+
+/// The refusal of a receipt that does not describe its shards.
+fn refused_receipt(receipt: &ShardReceipt, problem: String) -> DatasetError {
+    DatasetError::Publication(format!(
+        "receipt of work {:?} attempt {}: {problem}; nothing was published (receipts are \
+         checked against their shards unless --no-verify-receipts is given)",
+        receipt.work_id, receipt.attempt
+    ))
+}
+
+/// Both of a receipt's objects must be the shard pair its work id and attempt name: a receipt
+/// naming another work's shard would publish that shard twice, or one nobody wrote for it.
+fn check_shard_names(store: &dyn ObjectStore, receipt: &ShardReceipt) -> Result<(), DatasetError> {
+    let id = shard_id(&receipt.work_id, receipt.attempt);
+    let bad_id = |e: crate::format::documents::IdError| DatasetError::Publication(e.to_string());
+    let expected = [
+        (
+            "data_uri",
+            &receipt.data_uri,
+            data_shard_path(&id).map_err(bad_id)?,
+        ),
+        (
+            "metadata_uri",
+            &receipt.metadata_uri,
+            metadata_shard_path(&id).map_err(bad_id)?,
+        ),
+    ];
+    for (key, uri, path) in expected {
+        if relative_location(store, uri)? != path {
+            return Err(refused_receipt(
+                receipt,
+                format!(
+                    "{key} {uri} is not {path}, the shard its work id and attempt name \
+                     (sha256(\"<work_id>:<attempt>\"))"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An object read through a borrowed store (counting a shard's records at publication).

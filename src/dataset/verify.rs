@@ -250,8 +250,21 @@ impl Verifier<'_> {
                 );
             }
         }
+        if self.options.deep && entry.record_indices.is_none() {
+            self.whole_shards(
+                page,
+                entry,
+                [(&data, &data_object), (&metadata, &metadata_object)],
+            );
+        }
+        if data.is_none() && metadata.is_none() {
+            // Both were reported unreadable; walking a claimed count with nothing to check
+            // would only take time.
+            return;
+        }
+        let checked = self.checkable_records(page, entry, [&data, &metadata]);
         let record_limits = self.dataset.options().record_limits;
-        for k in 0..entry.record_count {
+        for k in 0..checked {
             let ordinal = entry.first_ordinal.saturating_add(k);
             let Some(physical) = entry.physical_index(k) else {
                 self.problem(
@@ -346,6 +359,68 @@ impl Verifier<'_> {
                 self.report.records_checked += 1;
             }
         }
+    }
+
+    /// An entry without `record_indices` covers its shards from their first record: a shard
+    /// holding another number of records than the entry's `record_count` lost records or
+    /// promises ones it does not hold (what a lying receipt leaves behind).
+    fn whole_shards(
+        &mut self,
+        page: &str,
+        entry: &crate::format::documents::ShardEntry,
+        shards: [(&Option<Arc<ShardReader>>, &String); 2],
+    ) {
+        for (shard, object) in shards {
+            let Some(shard) = shard else { continue };
+            if shard.len() != entry.record_count {
+                self.problem(
+                    object.as_str(),
+                    None,
+                    format!(
+                        "holds {} records but its entry in {page} (first_ordinal {}) says \
+                         record_count {}: an entry without record_indices covers its whole shard",
+                        shard.len(),
+                        entry.first_ordinal,
+                        entry.record_count
+                    ),
+                );
+            }
+        }
+    }
+
+    /// How many of an entry's records can be checked one by one. An entry without
+    /// `record_indices` whose `record_count` exceeds its shards' records gets one problem for
+    /// all the missing ones (a claim of 10^15 records must not mean 10^15 lines or iterations);
+    /// with `record_indices` the list itself bounds the walk.
+    fn checkable_records(
+        &mut self,
+        page: &str,
+        entry: &crate::format::documents::ShardEntry,
+        shards: [&Option<Arc<ShardReader>>; 2],
+    ) -> u64 {
+        if entry.record_indices.is_some() {
+            return entry.record_count;
+        }
+        let held = shards
+            .into_iter()
+            .flatten()
+            .map(|shard| shard.len())
+            .min()
+            .unwrap_or(0);
+        if entry.record_count > held {
+            let missing = entry.record_count - held;
+            self.problem(
+                page,
+                Some(entry.first_ordinal.saturating_add(held)),
+                format!(
+                    "this and the next {} records of the entry are out of range: its shards hold \
+                     {held} records but its record_count is {} (FORMAT.md section 4)",
+                    missing - 1,
+                    entry.record_count
+                ),
+            );
+        }
+        entry.record_count.min(held)
     }
 
     /// Opens and checks the shard `reference` points at, once per path.

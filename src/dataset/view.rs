@@ -79,6 +79,15 @@ pub fn parse_indices(spec: &str, record_count: u64) -> Result<Vec<u64>, DatasetE
                         format!("range {start}:{stop} is not within 0:{record_count}"),
                     ));
                 }
+                // The range is within the dataset's record count, but that count is a
+                // document's claim: a selection that cannot be held is refused, not an abort.
+                let len = usize::try_from(stop - start).unwrap_or(usize::MAX);
+                out.try_reserve(len).map_err(|_| {
+                    bad(
+                        item,
+                        format!("{len} ordinals are more than this machine can hold in memory"),
+                    )
+                })?;
                 out.extend(start..stop);
             }
         }

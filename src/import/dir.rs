@@ -14,13 +14,14 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
 use super::listing::Kind;
-use super::npy::parse_header;
-use super::{checked_meta, read_file, ImportError, RecordSource, Sources};
+use super::npy::read_npy_stream;
+use super::open::{linked_dir_inside, read_exactly};
+use super::{checked_meta, open_input, read_input, ImportError, RecordSource, Sources};
 use crate::format::json::{parse_object, ObjectExt};
 use crate::format::limits::RecordLimits;
 use crate::format::record::{Field, FieldMeta, Record, RecordMeta};
@@ -29,6 +30,8 @@ use crate::fs::names::{decode_segment, encode_field_path};
 /// The record directories under `dir` (or `dir/records`), in ordinal order; their
 /// `record.json` files are read and parsed on up to `jobs` threads.
 pub fn sources(dir: &Path, jobs: usize) -> Result<Sources, ImportError> {
+    // Every file read must lie inside this directory, symbolic links resolved (see `open`).
+    let tree = Arc::new(std::fs::canonicalize(dir).map_err(|e| ImportError::io(dir, e))?);
     let records = dir.join("records");
     let root = if records.is_dir() {
         records
@@ -51,7 +54,7 @@ pub fn sources(dir: &Path, jobs: usize) -> Result<Sources, ImportError> {
     numbered.sort();
     check_numbering(&root, &numbered)?;
     let paths: Vec<PathBuf> = numbered.into_iter().map(|(_, path)| path).collect();
-    open_all(&paths, jobs)
+    open_all(&paths, &tree, jobs)
 }
 
 /// Opens every record directory, in order. Reading and parsing every `record.json` is the
@@ -60,12 +63,13 @@ pub fn sources(dir: &Path, jobs: usize) -> Result<Sources, ImportError> {
 /// none is left (halves of the list took unequal times: directories created earlier are
 /// cheaper to read), and the first error in ordinal order is the one reported, as with one
 /// thread.
-fn open_all(paths: &[PathBuf], jobs: usize) -> Result<Sources, ImportError> {
+fn open_all(paths: &[PathBuf], tree: &Arc<PathBuf>, jobs: usize) -> Result<Sources, ImportError> {
+    let open = |dir: &PathBuf| DirRecord::open(dir.clone(), Arc::clone(tree));
     let blocks: Vec<&[PathBuf]> = paths.chunks(OPEN_BLOCK).collect();
     let threads = jobs.clamp(1, blocks.len().max(1));
     if threads == 1 {
         // One thread: the calling one (see `build::write_all` on allocation arenas).
-        let opened = paths.iter().cloned().map(DirRecord::open);
+        let opened = paths.iter().map(open);
         return opened
             .map(|r| Ok(Box::new(r?) as Box<dyn RecordSource>))
             .collect();
@@ -78,7 +82,7 @@ fn open_all(paths: &[PathBuf], jobs: usize) -> Result<Sources, ImportError> {
         let Some(block) = blocks.get(index) else {
             return;
         };
-        let opened = block.iter().cloned().map(DirRecord::open).collect();
+        let opened = block.iter().map(open).collect();
         if let Ok(mut slot) = results[index].lock() {
             *slot = Some(opened);
         }
@@ -134,20 +138,22 @@ fn check_numbering(root: &Path, numbered: &[(u128, PathBuf)]) -> Result<(), Impo
 struct DirRecord {
     dir: PathBuf,
     meta: RecordMeta,
+    /// The canonical input directory every file read must lie in.
+    tree: Arc<PathBuf>,
 }
 
 impl DirRecord {
-    fn open(dir: PathBuf) -> Result<DirRecord, ImportError> {
+    fn open(dir: PathBuf, tree: Arc<PathBuf>) -> Result<DirRecord, ImportError> {
         let path = dir.join("record.json");
-        let text = read_file(&path)?;
         let limits = RecordLimits::default().descriptor_json();
+        let text = read_input(&path, Some(&tree), limits.max_bytes)?;
         let object = parse_object(&text, &limits)
             .map_err(|e| ImportError::invalid(&path, format!("invalid JSON: {e}")))?;
         let meta = RecordMeta::from_row_object(&object).map_err(|source| ImportError::Record {
             path: path.display().to_string(),
             source,
         })?;
-        Ok(DirRecord { dir, meta })
+        Ok(DirRecord { dir, meta, tree })
     }
 
     /// `fields/<encoded name>` without a view suffix.
@@ -171,9 +177,9 @@ impl DirRecord {
         let raw = with_suffix(&base, ".raw");
         let npy = with_suffix(&base, ".npy");
         let data = if listed.contains(&raw) {
-            read_raw(&raw, meta)?
+            read_raw(&raw, meta, &self.tree)?
         } else if listed.contains(&npy) {
-            read_npy(&npy, meta)?
+            read_npy(&npy, meta, &self.tree)?
         } else {
             let problem = format!("field {name:?} has neither a .raw nor a .npy file");
             return Err(ImportError::invalid(&with_suffix(&base, ".raw"), problem));
@@ -194,7 +200,7 @@ impl DirRecord {
             .map(|n| self.field_base(n))
             .collect();
         let mut files = Vec::new();
-        walk(&self.dir.join("fields"), &mut files)?;
+        walk(&self.dir.join("fields"), &self.tree, &mut files)?;
         for file in &files {
             let Some(base) = data_file_base(file) else {
                 continue;
@@ -216,7 +222,7 @@ impl DirRecord {
         let relative = base.strip_prefix(&fields).unwrap_or(base);
         let text = relative.to_string_lossy();
         if text.contains("%~") {
-            if let Some(name) = json_name(&with_suffix(base, ".json")) {
+            if let Some(name) = json_name(&with_suffix(base, ".json"), &self.tree) {
                 return name;
             }
         }
@@ -268,13 +274,14 @@ fn data_file_base(file: &Path) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn json_name(path: &Path) -> Option<String> {
-    let text = std::fs::read(path).ok()?;
-    let object = parse_object(&text, &RecordLimits::default().descriptor_json()).ok()?;
+fn json_name(path: &Path, tree: &Path) -> Option<String> {
+    let limits = RecordLimits::default().descriptor_json();
+    let text = read_input(path, Some(tree), limits.max_bytes).ok()?;
+    let object = parse_object(&text, &limits).ok()?;
     object.req_str("name").ok().map(str::to_string)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
+fn walk(dir: &Path, tree: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
     let listing = match super::listing::list(dir) {
         Ok(listing) => listing,
         // Absent or not a directory: nothing under it.
@@ -283,24 +290,27 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
         }
         Err(e) => return Err(ImportError::io(dir, e)),
     };
-    let mut entries: Vec<(PathBuf, bool)> = listing
-        .into_iter()
-        .map(|entry| {
-            let path = dir.join(&entry.name);
-            // The type comes with the listing (no stat per entry, which dominated `sds create`
-            // profiles); a symbolic link is followed, as before, with one stat.
-            let is_dir = match entry.kind {
-                Kind::Dir => true,
-                Kind::File => false,
-                Kind::Symlink | Kind::Other => path.is_dir(),
-            };
-            (path, is_dir)
-        })
-        .collect();
+    let mut entries = Vec::with_capacity(listing.len());
+    for entry in listing {
+        let path = dir.join(&entry.name);
+        // The type comes with the listing (no stat per entry, which dominated `sds create`
+        // profiles); a symbolic link is followed with one stat, and only inside the tree.
+        let is_dir = match entry.kind {
+            Kind::Dir => true,
+            Kind::File => false,
+            Kind::Symlink if path.is_dir() => {
+                linked_dir_inside(&path, tree)?;
+                true
+            }
+            Kind::Symlink => false,
+            Kind::Other => path.is_dir(),
+        };
+        entries.push((path, is_dir));
+    }
     entries.sort();
     for (path, is_dir) in entries {
         if is_dir {
-            walk(&path, out)?;
+            walk(&path, tree, out)?;
         } else {
             out.push(path);
         }
@@ -308,28 +318,24 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
     Ok(())
 }
 
-fn read_raw(path: &Path, meta: &FieldMeta) -> Result<Bytes, ImportError> {
+fn read_raw(path: &Path, meta: &FieldMeta, tree: &Path) -> Result<Bytes, ImportError> {
     let expected = expected_len(path, meta)?;
-    let data = read_up_to(path, expected.saturating_add(1))?;
-    if data.len() as u64 != expected {
-        // Only `expected + 1` bytes were read: the length of a longer file comes from a stat.
-        let actual = match std::fs::metadata(path) {
-            Ok(meta) if data.len() as u64 > expected => meta.len(),
-            _ => data.len() as u64,
-        };
+    let mut input = open_input(path, Some(tree))?;
+    if input.len != expected {
         let problem = format!(
-            "{actual} bytes, but record.json says {} {:?} ({expected} bytes)",
-            meta.dtype, meta.shape
+            "{} bytes, but record.json says {} {:?} ({expected} bytes)",
+            input.len, meta.dtype, meta.shape
         );
         return Err(ImportError::invalid(path, problem));
     }
-    Ok(Bytes::from(data))
+    Ok(Bytes::from(read_exactly(&mut input.file, expected, path)?))
 }
 
-fn read_npy(path: &Path, meta: &FieldMeta) -> Result<Bytes, ImportError> {
+fn read_npy(path: &Path, meta: &FieldMeta, tree: &Path) -> Result<Bytes, ImportError> {
     let expected = expected_len(path, meta)?;
-    let data = read_file(path)?;
-    let header = parse_header(&data).map_err(|p| ImportError::invalid(path, p))?;
+    let mut input = open_input(path, Some(tree))?;
+    let place = path.display().to_string();
+    let (header, data) = read_npy_stream(&mut input.file, &place, Some(input.len))?;
     if header.dtype != meta.dtype || header.shape != meta.shape {
         let problem = format!(
             "holds {} {:?}, but record.json says {} {:?}",
@@ -337,35 +343,14 @@ fn read_npy(path: &Path, meta: &FieldMeta) -> Result<Bytes, ImportError> {
         );
         return Err(ImportError::invalid(path, problem));
     }
-    let body = data.len().saturating_sub(header.data_start) as u64;
-    if body != expected {
-        let problem = format!("{body} data bytes after the header, shape needs {expected}");
+    if data.len() as u64 != expected {
+        let problem = format!(
+            "{} data bytes after the header, shape needs {expected}",
+            data.len()
+        );
         return Err(ImportError::invalid(path, problem));
     }
-    Ok(Bytes::from(data).slice(header.data_start..))
-}
-
-/// Reads at most `limit` bytes of a file, for a file whose length is known in advance: as
-/// `std::fs::read`, without its `stat` (one system call per field in `sds create`).
-fn read_up_to(path: &Path, limit: u64) -> Result<Vec<u8>, ImportError> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| ImportError::io(path, e))?;
-    let too_large = || ImportError::invalid(path, format!("cannot hold {limit} bytes in memory"));
-    let len = usize::try_from(limit).map_err(|_| too_large())?;
-    let mut data = Vec::new();
-    data.try_reserve_exact(len).map_err(|_| too_large())?;
-    data.resize(len, 0);
-    let mut filled = 0;
-    while filled < len {
-        match file.read(&mut data[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ImportError::io(path, e)),
-        }
-    }
-    data.truncate(filled);
-    Ok(data)
+    Ok(Bytes::from(data))
 }
 
 fn expected_len(path: &Path, meta: &FieldMeta) -> Result<u64, ImportError> {

@@ -5,9 +5,17 @@
 //! object arrays are refused with a message saying how to convert them, rather than converted
 //! silently, so an import never changes values behind the user's back.
 
+use std::io::Read;
+use std::path::Path;
+
+use super::open::read_exactly;
+use super::ImportError;
 use crate::format::dtype::{DType, ALL_DTYPES};
 
 const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Longest header dict accepted when reading a stream (NumPy writes a few hundred bytes).
+const MAX_DICT_BYTES: usize = 1 << 20;
 
 /// What an NPY header says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +33,97 @@ impl NpyHeader {
             .iter()
             .try_fold(self.dtype.itemsize(), |n, &d| n.checked_mul(d))
     }
+}
+
+/// Reads an NPY header from the start of `reader`, leaving it at the first data byte; `place`
+/// names the file (or archive member) in errors.
+pub fn read_header(reader: &mut impl Read, place: &str) -> Result<NpyHeader, ImportError> {
+    let invalid = |problem: String| ImportError::Invalid {
+        path: place.to_string(),
+        problem,
+    };
+    let io = |e: std::io::Error| invalid(format!("reading the NPY header: {e}"));
+    let mut bytes = vec![0u8; 8];
+    reader.read_exact(&mut bytes).map_err(io)?;
+    if &bytes[..6] != MAGIC {
+        return Err(invalid("not an NPY file (bad magic)".into()));
+    }
+    let len_size = match bytes[6] {
+        1 => 2,
+        2 | 3 => 4,
+        v => return Err(invalid(format!("unsupported NPY format version {v}"))),
+    };
+    let mut len_bytes = [0u8; 4];
+    reader.read_exact(&mut len_bytes[..len_size]).map_err(io)?;
+    bytes.extend_from_slice(&len_bytes[..len_size]);
+    let dict_len = u32::from_le_bytes(len_bytes) as usize;
+    if dict_len > MAX_DICT_BYTES {
+        return Err(invalid(format!(
+            "NPY header of {dict_len} bytes is longer than {MAX_DICT_BYTES}"
+        )));
+    }
+    let start = bytes.len();
+    bytes.resize(start + dict_len, 0);
+    reader.read_exact(&mut bytes[start..]).map_err(io)?;
+    parse_header(&bytes).map_err(invalid)
+}
+
+/// Reads a whole NPY stream: its header, then exactly the data bytes the header promises,
+/// refusing a stream with more or fewer. `stream_len`, when known (a file's `fstat` length), is
+/// checked against the header before anything is allocated, and the data is then read into one
+/// buffer of its size; otherwise (an archive member) the buffer grows as bytes arrive, so a
+/// header claiming terabytes over a small stream allocates nothing of the sort.
+pub fn read_npy_stream(
+    reader: &mut impl Read,
+    place: &str,
+    stream_len: Option<u64>,
+) -> Result<(NpyHeader, Vec<u8>), ImportError> {
+    let header = read_header(reader, place)?;
+    let invalid = |problem: String| ImportError::Invalid {
+        path: place.to_string(),
+        problem,
+    };
+    let len = header
+        .data_len()
+        .ok_or_else(|| invalid(format!("shape {:?} overflows 64 bits", header.shape)))?;
+    let wrong_length = |actual: u64| {
+        invalid(format!(
+            "{actual} data bytes after the NPY header, shape {:?} of {} needs {len}",
+            header.shape, header.dtype
+        ))
+    };
+    let data = match stream_len {
+        Some(total) => {
+            let body = total.saturating_sub(header.data_start as u64);
+            if body != len {
+                return Err(wrong_length(body));
+            }
+            read_exactly(reader, len, Path::new(place))?
+        }
+        None => {
+            let mut data = Vec::new();
+            reader
+                .by_ref()
+                .take(len)
+                .read_to_end(&mut data)
+                .map_err(|e| invalid(format!("reading: {e}")))?;
+            if (data.len() as u64) < len {
+                return Err(wrong_length(data.len() as u64));
+            }
+            data
+        }
+    };
+    let mut probe = [0u8; 1];
+    let more = reader
+        .read(&mut probe)
+        .map_err(|e| invalid(format!("reading: {e}")))?;
+    if more != 0 {
+        return Err(invalid(format!(
+            "more data bytes after the NPY header than shape {:?} of {} needs ({len})",
+            header.shape, header.dtype
+        )));
+    }
+    Ok((header, data))
 }
 
 /// Parses the header at the start of `bytes`; the error is the problem, without the file name.

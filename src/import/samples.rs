@@ -99,11 +99,13 @@ impl SampleFormat {
     }
 
     /// Converts whole samples of this format into little-endian bytes of [`Self::dtype`].
-    pub fn convert(&self, input: &[u8]) -> Vec<u8> {
+    /// Takes the samples by value: little-endian floats are already the stored form and are
+    /// returned as they are, so a large capture is not held twice.
+    pub fn convert(&self, input: Vec<u8>) -> Vec<u8> {
         let width = (self.bits / 8) as usize;
         let passthrough = self.kind == Kind::Float && !self.big_endian;
         if passthrough {
-            return input.to_vec();
+            return input;
         }
         let mut out = Vec::with_capacity(input.len() / width * self.dtype().itemsize() as usize);
         for component in input.chunks_exact(width) {
@@ -153,20 +155,24 @@ mod tests {
             .collect();
         assert_eq!(ci16.dtype(), DType::C64);
         assert_eq!(
-            floats(&ci16.convert(&input)),
+            floats(&ci16.convert(input.clone())),
             vec![-32768.0, 32767.0, 1.0, -1.0]
         );
         let be = SampleFormat::parse("ci16_be").unwrap();
         assert_eq!(
-            floats(&be.convert(&[0x01, 0x00, 0xff, 0xfe])),
+            floats(&be.convert(vec![0x01, 0x00, 0xff, 0xfe])),
             vec![256.0, -2.0]
         );
         assert_eq!(
-            floats(&SampleFormat::parse("ci8").unwrap().convert(&[0x80, 0x7f])),
+            floats(
+                &SampleFormat::parse("ci8")
+                    .unwrap()
+                    .convert(vec![0x80, 0x7f])
+            ),
             vec![-128.0, 127.0]
         );
         assert_eq!(
-            floats(&SampleFormat::parse("cu8").unwrap().convert(&[0, 255])),
+            floats(&SampleFormat::parse("cu8").unwrap().convert(vec![0, 255])),
             vec![0.0, 255.0]
         );
         let rf32 = SampleFormat::parse("rf32_le").unwrap();

@@ -20,12 +20,13 @@
 //!
 //! Multi-channel recordings and captures with `core:header_bytes` are refused.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::open::read_exactly;
 use super::samples::SampleFormat;
-use super::{checked, read_file, stem_of, ImportError, RecordSource, Sources};
+use super::{checked, open_input, read_input, stem_of, ImportError, RecordSource, Sources};
 use crate::format::dtype::DType;
 use crate::format::json::{parse_object, JsonLimits, Object, Value};
 use crate::format::record::{Axis, Coordinate, Field, FieldMeta, Record};
@@ -94,8 +95,11 @@ fn open(file: &Path) -> Result<Recording, ImportError> {
     let base = base_of(file)?;
     let meta_path = PathBuf::from(format!("{}.sigmf-meta", base.display()));
     let data_path = PathBuf::from(format!("{}.sigmf-data", base.display()));
-    let object = parse_object(&read_file(&meta_path)?, &JsonLimits::CONTROL)
-        .map_err(|e| ImportError::invalid(&meta_path, format!("invalid JSON: {e}")))?;
+    let object = parse_object(
+        &read_input(&meta_path, None, JsonLimits::CONTROL.max_bytes)?,
+        &JsonLimits::CONTROL,
+    )
+    .map_err(|e| ImportError::invalid(&meta_path, format!("invalid JSON: {e}")))?;
     let bad = |problem: String| ImportError::invalid(&meta_path, problem);
     let sigmf = parse_meta(&object).map_err(bad)?;
     let datatype = match sigmf.global.get("core:datatype") {
@@ -139,9 +143,7 @@ impl Recording {
 }
 
 fn sample_count(data_path: &Path, format: &SampleFormat) -> Result<u64, ImportError> {
-    let len = std::fs::metadata(data_path)
-        .map_err(|e| ImportError::io(data_path, e))?
-        .len();
+    let len = open_input(data_path, None)?.len;
     let size = format.sample_bytes();
     if len % size != 0 {
         let problem = format!("{len} bytes is not a whole number of {size}-byte samples");
@@ -284,7 +286,7 @@ impl RecordSource for Segment {
 
     fn load(&self) -> Result<Record, ImportError> {
         let rec = &self.recording;
-        let samples = rec.format.convert(&self.read_samples()?);
+        let samples = rec.format.convert(self.read_samples()?);
         let name = if rec.format.is_complex() {
             "iq"
         } else {
@@ -319,13 +321,12 @@ impl Segment {
         let rec = &self.recording;
         let size = rec.format.sample_bytes();
         let io = |e| ImportError::io(&rec.data_path, e);
-        let mut file = std::fs::File::open(&rec.data_path).map_err(io)?;
-        file.seek(SeekFrom::Start(self.start * size)).map_err(io)?;
-        let len = usize::try_from(self.count * size)
-            .map_err(|_| ImportError::invalid(&rec.data_path, "segment too large for memory"))?;
-        let mut buffer = vec![0u8; len];
-        file.read_exact(&mut buffer).map_err(io)?;
-        Ok(buffer)
+        let mut input = open_input(&rec.data_path, None)?;
+        input
+            .file
+            .seek(SeekFrom::Start(self.start * size))
+            .map_err(io)?;
+        read_exactly(&mut input.file, self.count * size, &rec.data_path)
     }
 
     fn signal_meta(&self) -> FieldMeta {

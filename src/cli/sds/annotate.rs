@@ -97,6 +97,10 @@ pub enum AnnotateAction {
         /// Set metadata, a JSON object.
         #[arg(long)]
         metadata: Option<String>,
+        /// Commit the worker pointers without reading their objects. By default each object
+        /// must hold one carrier per record its pointer names and be named by their content.
+        #[arg(long)]
+        no_verify_receipts: bool,
     },
 }
 
@@ -180,9 +184,13 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
         Some(AnnotateAction::Publish {
             set,
             metadata: text,
+            no_verify_receipts,
         }) => {
             let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
-            let options = options(&set)?;
+            let options = AnnotationOptions {
+                verify_pointers: !no_verify_receipts,
+                ..options(&set)?
+            };
             let publication_id = options
                 .publication_id_for(&dataset, &set.name)
                 .map_err(|e| e.to_string())?;

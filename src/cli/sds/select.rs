@@ -34,7 +34,12 @@ pub struct Selection {
 /// The ordinals a selection names in `dataset`.
 pub fn ordinals(dataset: &Dataset, selection: &Selection) -> Result<Vec<u64>, String> {
     let mut chosen = match &selection.indices {
-        Some(spec) => parse_indices(spec, dataset.len()).map_err(|e| e.to_string())?,
+        Some(spec) => parse_indices(spec, dataset.len()).map_err(|e| {
+            format!(
+                "--indices {spec:?} of a dataset of {} records: {e}",
+                dataset.len()
+            )
+        })?,
         None => Vec::new(),
     };
     if !selection.scenes.is_empty() {
