@@ -34,7 +34,8 @@
 //! charged to the object it concerns. The hidden control file `.sdsfs-status` at the root
 //! (found by lookup, never listed, so listings stay the dataset's) reads as a JSON report of
 //! the mount's counters, taken when it is looked up ([`super::status_file`]): what `sdsfs
-//! status` prints. The status file's own requests are not counted.
+//! status` prints. The status file's own requests are not counted, and only the mounting user
+//! (and root) may look it up or read it ([`super::status_file::StatusReader`]).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -57,7 +58,7 @@ use super::catalog_watch::KnownRecords;
 use super::inode::Ino;
 use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
-use super::status_file::StatusReports;
+use super::status_file::{StatusReader, StatusReports};
 
 /// The status file's entry is not cached: every lookup takes a new report (see
 /// [`super::status_file`]).
@@ -104,6 +105,9 @@ pub struct SdsFuse {
     info: MountInfo,
     /// The status reports handed out, one inode each.
     status: StatusReports,
+    /// Who may read them: the mounting user (the daemon's own uid), whatever owner `--uid`
+    /// shows for the tree.
+    status_reader: StatusReader,
     /// Who answers file opens, as asked for; decided at `INIT` into `kernel_opens`.
     file_opens: FileOpens,
     /// Whether the kernel opens files on its own (ENOSYS to `OPEN`): no `OPEN` or `RELEASE`
@@ -208,6 +212,7 @@ impl SdsFuse {
             stats,
             info,
             status: StatusReports::default(),
+            status_reader: StatusReader::mounting_user(),
             file_opens: FileOpens::Auto,
             kernel_opens: false,
             passthrough: AtomicBool::new(false),
@@ -309,6 +314,7 @@ impl SdsFuse {
         });
         (attr.mtime, attr.ctime, attr.atime, attr.crtime) =
             (report.taken, report.taken, report.taken, report.taken);
+        (attr.uid, attr.gid, attr.perm) = (self.status_reader.uid, self.status_reader.gid, 0o400);
         Some(attr)
     }
 
@@ -544,10 +550,13 @@ impl Filesystem for SdsFuse {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(parent = parent.0, name = ?name))]
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         // The status file's own requests are not counted: reading the counters leaves them
         // as they were.
         if parent.0 == 1 && name == STATUS_FILE {
+            if !self.status_reader.admits(req.uid()) {
+                return reply.error(Errno::EACCES);
+            }
             return match self.new_status_file() {
                 Some(attr) => reply.entry(&STATUS_TTL, &attr, Generation(0)),
                 None => reply.error(Errno::EIO),
@@ -568,8 +577,11 @@ impl Filesystem for SdsFuse {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         if StatusReports::is_report(ino.0) {
+            if !self.status_reader.admits(req.uid()) {
+                return reply.error(Errno::EACCES);
+            }
             return match self.status_file(ino.0) {
                 Some(attr) => reply.attr(&IMMUTABLE_TTL, &attr),
                 None => reply.error(Errno::ESTALE),
@@ -592,11 +604,14 @@ impl Filesystem for SdsFuse {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
         if StatusReports::is_report(ino.0) {
+            if !self.status_reader.admits(req.uid()) {
+                return reply.error(Errno::EACCES);
+            }
             // An immutable report (see `status_file`): cached as any file.
             return reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
         }
@@ -618,7 +633,7 @@ impl Filesystem for SdsFuse {
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset, size))]
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -628,6 +643,9 @@ impl Filesystem for SdsFuse {
         reply: ReplyData,
     ) {
         if StatusReports::is_report(ino.0) {
+            if !self.status_reader.admits(req.uid()) {
+                return reply.error(Errno::EACCES);
+            }
             let Some(report) = self.status.get(ino.0) else {
                 return reply.error(Errno::ESTALE);
             };
@@ -767,12 +785,15 @@ impl Filesystem for SdsFuse {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
         if StatusReports::is_report(ino.0) {
-            return reply.ok();
+            return match self.status_reader.admits(req.uid()) {
+                true => reply.ok(),
+                false => reply.error(Errno::EACCES),
+            };
         }
         self.count(FuseOp::Access);
         match self.namespace.getattr(ino.0) {
