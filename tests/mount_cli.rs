@@ -275,3 +275,44 @@ fn the_status_file_is_readable_by_the_mounting_user_only() {
     // Root still reads it after nobody was refused.
     assert!(std::fs::read(&status).unwrap().starts_with(b"{"));
 }
+
+/// A `generation` on root.json's snapshot reference (a local store has no generations) is a
+/// defect of root.json, which holds the reference: the refusal and `sds verify` name it.
+#[test]
+fn a_generation_on_the_snapshot_reference_is_reported_against_root_json() {
+    let dataset = tiny_dataset();
+    let root_path = dataset.path().join("root.json");
+    let mut root: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&root_path).unwrap()).unwrap();
+    root["snapshot"]["generation"] = 7.into();
+    std::fs::write(&root_path, serde_json::to_vec_pretty(&root).unwrap()).unwrap();
+    let root_name = root_path.display().to_string();
+
+    let mnt = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(mnt.path());
+    let out = sdsfs()
+        .args(["mount", "-f"])
+        .arg(dataset.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("generation"), "{stderr}");
+    // The message opens with the document holding the reference.
+    let named = stderr
+        .split(": ")
+        .find(|part| part.ends_with(".json"))
+        .unwrap_or("");
+    assert!(named.ends_with(&root_name), "{stderr}");
+    assert_eq!(std::fs::read_dir(mnt.path()).unwrap().count(), 0);
+
+    let verify = common::cli::sds(&["verify", dataset.path().to_str().unwrap()]);
+    let verify = String::from_utf8_lossy(&verify.stdout);
+    let problem = verify
+        .lines()
+        .find(|line| line.contains("generation"))
+        .unwrap_or_else(|| panic!("{verify}"));
+    assert!(problem.starts_with(&root_name), "{problem}");
+}

@@ -744,8 +744,16 @@ impl Filesystem for SdsFuse {
         let mut failure = None;
         let result = self.namespace.read_dir(ino.0, offset, |entry, next| {
             // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
-            let attr = match self.namespace.getattr(entry.ino) {
-                Ok(attr) => attr,
+            let (attr, ttl) = match self.namespace.getattr(entry.ino) {
+                Ok(attr) => (attr, self.ttl(entry.ino)),
+                // An entry whose attributes cannot be read (an annotation file whose object
+                // fails) is listed all the same, with attributes valid for no time: every
+                // `stat`, lookup or open of it asks again and gets the EIO, and only it does.
+                Err(FsError::Io(_)) => {
+                    let size = 0;
+                    let (ino, kind) = (entry.ino, entry.kind);
+                    (Attr { ino, kind, size }, Duration::ZERO)
+                }
                 Err(e) => {
                     failure = Some(e);
                     return true;
@@ -756,7 +764,7 @@ impl Filesystem for SdsFuse {
                 INodeNo(entry.ino),
                 next,
                 &entry.name,
-                &self.ttl(entry.ino),
+                &ttl,
                 &self.file_attr(&attr),
                 Generation(0),
             )
