@@ -105,6 +105,14 @@ fn unmount_clears_a_killed_daemons_mount_with_a_file_open_and_a_remount_works() 
     daemon.wait().unwrap();
     let dead = std::fs::read_dir(&mountpoint).unwrap_err();
     assert_eq!(dead.raw_os_error(), Some(libc::ENOTCONN), "{dead}");
+    // Mounting over the dead mount is refused, naming the way out.
+    let out = sdsfs(&[
+        "mount".as_ref(),
+        published.root().as_os_str(),
+        mountpoint.as_os_str(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sdsfs unmount"));
 
     let out = sdsfs(&["unmount".as_ref(), mountpoint.as_os_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -371,10 +371,7 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
 fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ENOTCONN) => format!(
-            "{shown}: a mount whose daemon is gone is still there; clear it with \
-             `sdsfs unmount {shown}`"
-        ),
+        Some(libc::ENOTCONN) => dead_mount(path),
         _ => format!("{shown}: {e}"),
     })?;
     if !meta.is_dir() {
@@ -384,6 +381,10 @@ fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
         return Ok(());
     }
     if let Some(what) = mounted_at(path) {
+        let listing = std::fs::read_dir(path).and_then(|mut entries| entries.next().transpose());
+        if matches!(listing, Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)) {
+            return Err(dead_mount(path));
+        }
         return Err(format!(
             "{shown}: already a mount point ({what}); unmount it first, or pass --nonempty \
              (-o nonempty) to mount over it"
@@ -397,6 +398,15 @@ fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The refusal of a mount point holding a mount whose daemon is gone (`ENOTCONN`).
+fn dead_mount(path: &Path) -> String {
+    let shown = path.display();
+    format!(
+        "{shown}: a mount whose daemon is gone is still there; clear it with \
+         `sdsfs unmount {shown}`"
+    )
 }
 
 /// The filesystem type and source of the mount whose mount point is `path`, from
