@@ -750,9 +750,12 @@ impl Filesystem for SdsFuse {
                 // fails) is listed all the same, with attributes valid for no time: every
                 // `stat`, lookup or open of it asks again and gets the EIO, and only it does.
                 Err(FsError::Io(_)) => {
-                    let size = 0;
-                    let (ino, kind) = (entry.ino, entry.kind);
-                    (Attr { ino, kind, size }, Duration::ZERO)
+                    let unknown = Attr {
+                        ino: entry.ino,
+                        kind: entry.kind,
+                        size: 0,
+                    };
+                    (unknown, Duration::ZERO)
                 }
                 Err(e) => {
                     failure = Some(e);

@@ -213,8 +213,7 @@ impl Namespace {
 
     /// The storage object a failure at `ino` is charged to in `sdsfs status`: the annotation
     /// object of a record's annotation files (or of their directory, for a lookup in it), the
-    /// data object of the record `ino` belongs to, or the
-    /// dataset for everything else.
+    /// data object of the record `ino` belongs to, or the dataset for everything else.
     pub fn object_of(&self, ino: u64) -> String {
         if let Some(
             Ino::RecordSetDir(o, i) | Ino::RecordSetJson(o, i) | Ino::RecordSetField(o, i, _),
