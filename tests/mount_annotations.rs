@@ -1,11 +1,12 @@
 //! The annotation overlay of a real mount: `annotations/<set>/set.json`, per-record
 //! `annotation.json` and carrier fields with every view, a catalog change visible after the
-//! metadata TTL without remounting, a broken set hidden, and a failing object giving EIO only
-//! on that set's files of the records it holds.
+//! metadata TTL without remounting, a broken set hidden, and a failing or deleted object giving
+//! EIO only on that set's files of the records it holds, its directories still listable.
 
 mod common;
 
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use common::datasets::{obj, publish_dataset};
@@ -242,8 +243,8 @@ fn a_set_published_for_an_earlier_source_stays_hidden_beside_a_new_one() {
 }
 
 /// A catalog revision whose bytes no longer hash to its name leaves every `annotations/`
-/// directory empty while the records still mount, and `sds verify` and `sds info` name the
-/// revision and the rule.
+/// directory empty while the records still mount, the log line names the catalog and the
+/// revision, and `sds verify` and `sds info` name the revision and the rule.
 #[test]
 fn a_revision_that_does_not_hash_to_its_name_empties_annotations_only() {
     let published = publish_dataset(&[3], 10);
@@ -266,7 +267,12 @@ fn a_revision_that_does_not_hash_to_its_name_empties_annotations_only() {
     assert_eq!(listing(&mount.path("records")), ["0", "1", "2"]);
     assert!(listing(&mount.path("annotations")).is_empty());
     assert!(listing(&mount.path("records/1/annotations")).is_empty());
-    assert!(mount.log_text().contains("SHA-256"), "{}", mount.log_text());
+    // Logged against the catalog pointer, through which the revision is reached.
+    let log = mount.log_text();
+    let line = log.lines().find(|line| line.contains("SHA-256"));
+    let line = line.unwrap_or_else(|| panic!("no line about the hash: {log}"));
+    assert!(line.contains("annotations/catalog.json"), "{line}");
+    assert!(line.contains(set.revision_path.as_str()), "{line}");
     drop(mount);
 
     let root = published.root().to_str().unwrap();
@@ -282,4 +288,92 @@ fn a_revision_that_does_not_hash_to_its_name_empties_annotations_only() {
             "sds {command}: {text}"
         );
     }
+}
+
+fn assert_eio<T: std::fmt::Debug>(what: &Path, result: std::io::Result<T>) {
+    let error = result.expect_err(&what.display().to_string());
+    assert_eq!(
+        error.raw_os_error(),
+        Some(libc::EIO),
+        "{}: {error}",
+        what.display()
+    );
+}
+
+/// A deleted carrier object gives EIO on exactly the files that need it (`annotation.json`,
+/// the field files, the `fields/` listing) of the records it holds; `annotations/<set>` stays
+/// listable, other records' files read, and the errors are charged to that object in
+/// `sdsfs status`.
+#[test]
+fn a_deleted_carrier_object_fails_its_files_and_leaves_its_directories_listable() {
+    let published = publish_dataset(&[4], 10);
+    let dataset = published.open();
+    let labels = rows(&dataset, "t");
+    publish_annotations(
+        &dataset,
+        "labels",
+        &labels,
+        &Default::default(),
+        &options(2),
+    )
+    .unwrap();
+    let catalog = read_catalog(&dataset).unwrap();
+    let set = catalog.sets["labels"].as_ref().unwrap();
+    // Ordinals 0 and 1 are in the first object; 2 and 3 in the second.
+    let gone = set.root().shards[0].object.path.clone();
+    std::fs::remove_file(published.file(gone.as_str())).unwrap();
+
+    let mount = MountGuard::mount(published.root(), &[]);
+    assert_eq!(listing(&mount.path("annotations")), ["labels"]);
+    assert!(std::fs::read(mount.path("annotations/labels/set.json")).is_ok());
+    for (o, row) in labels.iter().enumerate() {
+        let dir = mount.path(&format!("records/{o}/annotations/labels"));
+        assert_eq!(
+            listing(&mount.path(&format!("records/{o}/annotations"))),
+            ["labels"]
+        );
+        assert_eq!(listing(&dir), ["annotation.json", "fields"], "record {o}");
+        assert!(std::fs::metadata(dir.join("fields")).unwrap().is_dir());
+        let json = dir.join("annotation.json");
+        // Even ordinals have a `det/iq` field.
+        let raw = dir.join("fields/det/iq.raw");
+        if o < 2 {
+            assert_eio(&json, std::fs::metadata(&json));
+            assert_eio(&json, std::fs::read(&json));
+            assert_eio(&raw, std::fs::read(&raw));
+            let fields = dir.join("fields");
+            let entries = std::fs::read_dir(&fields).and_then(|d| d.collect::<Result<Vec<_>, _>>());
+            assert_eio(&fields, entries);
+            // `ls -l` of the set's directory: the listing, then one stat per entry.
+            let ls = Command::new("ls").arg("-l").arg(&dir).output().unwrap();
+            let stderr = String::from_utf8_lossy(&ls.stderr);
+            assert!(stderr.contains("annotation.json"), "{stderr}");
+            assert!(stderr.contains("Input/output error"), "{stderr}");
+            assert!(!stderr.contains("'fields'"), "{stderr}");
+        } else {
+            let text = std::fs::read_to_string(&json).unwrap();
+            assert_eq!(text, row.to_annotation_json("labels"));
+            match row.fields.get("det/iq") {
+                Some(field) => assert_eq!(std::fs::read(&raw).unwrap(), field.data.to_vec()),
+                None => assert!(listing(&dir.join("fields")).is_empty()),
+            }
+        }
+        assert!(std::fs::read(mount.path(&format!("records/{o}/record.json"))).is_ok());
+    }
+    let log = mount.log_text();
+    assert!(
+        log.contains(gone.as_str()),
+        "the log names the object: {log}"
+    );
+    let status = Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+        .args(["status", "--json"])
+        .arg(&mount.mountpoint)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let charged: Vec<&String> = report["errors"].as_object().unwrap().keys().collect();
+    assert!(
+        !charged.is_empty() && charged.iter().all(|object| object.ends_with(gone.as_str())),
+        "errors charged to {charged:?}"
+    );
 }

@@ -218,3 +218,101 @@ fn an_exiting_daemon_leaves_a_new_mount_at_its_path_alone() {
         second.wait().unwrap();
     }
 }
+
+/// Runs `command` as `nobody` (uid and gid 65534, no supplementary groups).
+fn as_nobody(command: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(command)
+        .output()
+        .unwrap()
+}
+
+/// `.sdsfs-status` (absolute paths, the pid) is the mounting user's only, even on a mount that
+/// admits everyone: shown 0400 and owned by that user, and refused by the daemon to any other
+/// user, since the kernel checks no modes on this mount.
+#[test]
+fn the_status_file_is_readable_by_the_mounting_user_only() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: getuid cannot fail.
+    assert_eq!(unsafe { libc::getuid() }, 0, "this test mounts as root");
+    let dataset = tiny_dataset();
+    let mount = common::mount::MountGuard::mount(dataset.path(), &["--allow-other"]);
+    let above = mount.mountpoint.parent().unwrap();
+    std::fs::set_permissions(above, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let status = mount.path(".sdsfs-status");
+    let data = mount.path("records/0/fields/x.raw");
+
+    let meta = std::fs::metadata(&status).unwrap();
+    assert_eq!((meta.mode() & 0o7777, meta.uid()), (0o400, 0));
+    let root_status = sdsfs()
+        .arg("status")
+        .arg(&mount.mountpoint)
+        .output()
+        .unwrap();
+    assert!(root_status.status.success());
+    let text = String::from_utf8(root_status.stdout).unwrap();
+    assert!(
+        text.contains(&mount.mountpoint.display().to_string()),
+        "{text}"
+    );
+
+    let nobody_data = as_nobody(&["cat".as_ref(), data.as_os_str()]);
+    assert!(nobody_data.status.success(), "{nobody_data:?}");
+    assert_eq!(nobody_data.stdout, [1, 2, 3]);
+    for command in [&["cat"][..], &["stat", "--"][..]] {
+        let mut argv: Vec<&std::ffi::OsStr> = command.iter().map(|a| a.as_ref()).collect();
+        argv.push(status.as_os_str());
+        let refused = as_nobody(&argv);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{command:?}: {stderr}");
+        assert!(refused.stdout.is_empty(), "{command:?} printed the report");
+        assert!(
+            stderr.contains("Permission denied") || stderr.contains("not permitted"),
+            "{command:?}: {stderr}"
+        );
+    }
+    // Root still reads it after nobody was refused.
+    assert!(std::fs::read(&status).unwrap().starts_with(b"{"));
+}
+
+/// A `generation` on root.json's snapshot reference (a local store has no generations) is a
+/// defect of root.json, which holds the reference: the refusal and `sds verify` name it.
+#[test]
+fn a_generation_on_the_snapshot_reference_is_reported_against_root_json() {
+    let dataset = tiny_dataset();
+    let root_path = dataset.path().join("root.json");
+    let mut root: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&root_path).unwrap()).unwrap();
+    root["snapshot"]["generation"] = 7.into();
+    std::fs::write(&root_path, serde_json::to_vec_pretty(&root).unwrap()).unwrap();
+    let root_name = root_path.display().to_string();
+
+    let mnt = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(mnt.path());
+    let out = sdsfs()
+        .args(["mount", "-f"])
+        .arg(dataset.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("generation"), "{stderr}");
+    // The message opens with the document holding the reference.
+    let named = stderr
+        .split(": ")
+        .find(|part| part.ends_with(".json"))
+        .unwrap_or("");
+    assert!(named.ends_with(&root_name), "{stderr}");
+    assert_eq!(std::fs::read_dir(mnt.path()).unwrap().count(), 0);
+
+    let verify = common::cli::sds(&["verify", dataset.path().to_str().unwrap()]);
+    let verify = String::from_utf8_lossy(&verify.stdout);
+    let problem = verify
+        .lines()
+        .find(|line| line.contains("generation"))
+        .unwrap_or_else(|| panic!("{verify}"));
+    assert!(problem.starts_with(&root_name), "{problem}");
+}

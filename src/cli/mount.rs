@@ -19,9 +19,10 @@
 //! Under systemd (`Type=notify`), a foreground mount sends `READY=1` to `$NOTIFY_SOCKET` once
 //! the mount is in place and `STOPPING=1` when it starts unmounting ([`notify_systemd`]).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -53,7 +54,8 @@ pub struct SdsfsCli {
 pub enum SdsfsCommand {
     /// Mount DATASET read-only at MOUNTPOINT; returns once the mount is ready.
     Mount(MountArgs),
-    /// Unmount a mounted dataset (also clears a mount whose daemon died).
+    /// Unmount a mounted dataset; a busy one (files open) is detached lazily, which also clears
+    /// a mount whose daemon died with files open.
     Unmount {
         /// The mount point.
         mountpoint: PathBuf,
@@ -85,6 +87,10 @@ pub struct MountArgs {
     pub dataset: String,
     /// An existing empty directory to mount on.
     pub mountpoint: PathBuf,
+    /// Mount even if MOUNTPOINT is not empty or is already a mount point (its contents, or the
+    /// mount there, are hidden until this mount goes).
+    #[arg(long)]
+    pub nonempty: bool,
     /// Stay attached to the terminal and log to stderr instead of daemonizing.
     #[arg(short = 'f', long)]
     pub foreground: bool,
@@ -126,7 +132,8 @@ pub struct MountArgs {
     #[arg(long, value_name = "WHO", default_value = "auto")]
     pub file_opens: FileOpens,
     /// Comma-separated mount options as mount(8) passes them: ro, allow_other, uid=N, gid=N,
-    /// cache_size=BYTES, spill_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N, nopassthrough,
+    /// cache_size=BYTES, spill_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N,
+    /// nopassthrough, nonempty,
     /// file_opens=auto|kernel|daemon,
     /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
@@ -278,6 +285,7 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "log_file" => args.log_file = Some(PathBuf::from(value.ok_or_else(missing)?)),
             "foreground" => args.foreground = true,
             "nopassthrough" => args.no_passthrough = true,
+            "nonempty" => args.nonempty = true,
             "file_opens" => {
                 args.file_opens = value
                     .ok_or_else(missing)?
@@ -346,7 +354,7 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
     crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     super::location::use_store_args(args.store.clone());
-    check_mountpoint(&args.mountpoint)?;
+    check_mountpoint(&args.mountpoint, args.nonempty)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
     let stats = Arc::new(MountStats::default());
     let counted = stats.clone();
@@ -363,15 +371,92 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
     }
 }
 
-fn check_mountpoint(path: &Path) -> Result<(), String> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(format!(
-            "{}: mount point is not a directory",
-            path.display()
-        )),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+/// Refuses a mount point that is not a directory, is a dead mount, or (unless `nonempty`)
+/// holds files or is already a mount point: mounting there would hide what is there without a
+/// word, and a second mount over the first is almost always a mistake (a unit started twice,
+/// a script run again).
+fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOTCONN) => dead_mount(path),
+        _ => format!("{shown}: {e}"),
+    })?;
+    if !meta.is_dir() {
+        return Err(format!("{shown}: mount point is not a directory"));
     }
+    if nonempty {
+        return Ok(());
+    }
+    if let Some(what) = mounted_at(path) {
+        let listing = std::fs::read_dir(path).and_then(|mut entries| entries.next().transpose());
+        if matches!(listing, Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)) {
+            return Err(dead_mount(path));
+        }
+        return Err(format!(
+            "{shown}: already a mount point ({what}); unmount it first, or pass --nonempty \
+             (-o nonempty) to mount over it"
+        ));
+    }
+    let mut entries = std::fs::read_dir(path).map_err(|e| format!("{shown}: {e}"))?;
+    if entries.next().is_some() {
+        return Err(format!(
+            "{shown}: mount point is not empty; use an empty directory, or pass --nonempty \
+             (-o nonempty) to hide its contents under the mount"
+        ));
+    }
+    Ok(())
+}
+
+/// The refusal of a mount point holding a mount whose daemon is gone (`ENOTCONN`).
+fn dead_mount(path: &Path) -> String {
+    let shown = path.display();
+    format!(
+        "{shown}: a mount whose daemon is gone is still there; clear it with \
+         `sdsfs unmount {shown}`"
+    )
+}
+
+/// The filesystem type and source of the mount whose mount point is `path`, from
+/// `/proc/self/mountinfo`; `None` when nothing is mounted there (or the table is unreadable).
+fn mounted_at(path: &Path) -> Option<String> {
+    let wanted = std::fs::canonicalize(path).ok()?;
+    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    // Each line: id parent major:minor root MOUNTPOINT options [optional...] - TYPE SOURCE ...
+    table.lines().rev().find_map(|line| {
+        let mut fields = line.split(' ');
+        let point = fields.nth(4)?;
+        if Path::new(OsStr::from_bytes(&unescape_mountinfo(point))) != wanted {
+            return None;
+        }
+        let mut tail = line.split(" - ").nth(1)?.split(' ');
+        let fstype = tail.next()?;
+        let source = tail.next().map(unescape_mountinfo).unwrap_or_default();
+        Some(format!("{fstype} {}", String::from_utf8_lossy(&source)))
+    })
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space, `\011`, `\012`, `\134`).
+fn unescape_mountinfo(field: &str) -> Vec<u8> {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        let octal = bytes
+            .get(at + 1..at + 4)
+            .filter(|digits| byte == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)))
+            .and_then(|digits| u8::from_str_radix(std::str::from_utf8(digits).ok()?, 8).ok());
+        match octal {
+            Some(decoded) => {
+                out.push(decoded);
+                at += 4;
+            }
+            None => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    out
 }
 
 /// Re-executes this program in the foreground as a detached daemon and waits for it to report.
@@ -436,6 +521,9 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
     }
     if args.no_passthrough {
         out.push("--no-passthrough".into());
+    }
+    if args.nonempty {
+        out.push("--nonempty".into());
     }
     out.extend(["--file-opens".into(), args.file_opens.to_string().into()]);
     if let Some(uid) = args.uid {
@@ -589,9 +677,47 @@ fn serve(
             .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()));
     }
     tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
-    background
-        .umount_and_join()
-        .map_err(|e| format!("unmount of {} failed: {e}", args.mountpoint.display()))
+    let wait = match detach(&args.mountpoint) {
+        Ok(Detached::Unmounted) => SESSION_END_WAIT,
+        Ok(Detached::Lazily) => {
+            tracing::warn!(
+                mountpoint = %args.mountpoint.display(),
+                "files are still open on the mount: detached lazily; reads of those files fail \
+                 once the daemon has exited"
+            );
+            Duration::ZERO
+        }
+        // Already gone (unmounted from outside meanwhile) or not permitted: the connection
+        // ends with this process either way.
+        Err(why) => {
+            tracing::warn!(%why, "unmount");
+            SESSION_END_WAIT
+        }
+    };
+    end_session(background, wait)
+        .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()))
+}
+
+/// How long a signalled daemon waits for its session to end after unmounting outright.
+const SESSION_END_WAIT: Duration = Duration::from_secs(2);
+
+/// Ends the session after this daemon detached its mount, waiting up to `wait` for it. A mount
+/// unmounted outright ends its session at once; a lazily detached one lives on while files are
+/// open, and is left to end with this process (the kernel aborts the connection when
+/// `/dev/fuse` is closed, and those files then read ENOTCONN), since the daemon must not
+/// outlive its stop.
+fn end_session(background: fuser::BackgroundSession, wait: Duration) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    while !background.guard.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if background.guard.is_finished() {
+        return join_without_unmount(background);
+    }
+    tracing::info!("open files still held the session: ending it with the daemon");
+    // Never dropped: dropping would unmount the path again, which may hold a new mount by now.
+    std::mem::forget(background);
+    Ok(())
 }
 
 /// Joins the session thread after an unmount from outside, without unmounting again.
@@ -682,35 +808,83 @@ fn wait_for_end(session: &fuser::BackgroundSession, signals: &libc::sigset_t) ->
     }
 }
 
-/// Unmounts `mountpoint`: `umount2` when allowed (root), else `fusermount3 -u`.
+/// How an unmount went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detached {
+    /// Unmounted outright: nothing held it.
+    Unmounted,
+    /// Files were still open on it (possibly with its daemon dead): detached from the
+    /// namespace lazily, so the path is free at once; the mount itself ends when the last of
+    /// those files is closed.
+    Lazily,
+}
+
+/// `sdsfs unmount`: unmounts `mountpoint`, detaching it lazily when it is busy (saying so on
+/// stderr), so that a mount whose daemon died with files open is cleared too.
 pub fn unmount(mountpoint: &Path) -> Result<(), String> {
-    let path = std::ffi::CString::new(mountpoint.as_os_str().as_encoded_bytes())
-        .map_err(|_| format!("{}: path contains NUL", mountpoint.display()))?;
-    // SAFETY: `path` is a valid NUL-terminated string.
-    let rc = unsafe { libc::umount2(path.as_ptr(), 0) };
-    if rc == 0 {
-        return Ok(());
+    if detach(mountpoint)? == Detached::Lazily {
+        eprintln!(
+            "sdsfs: {}: busy (files are still open on it): detached lazily; the path is free \
+             now, and those files stay open until closed",
+            mountpoint.display()
+        );
     }
-    let error = std::io::Error::last_os_error();
+    Ok(())
+}
+
+/// Unmounts `mountpoint`: `umount2` when allowed (root), else `fusermount3 -u`; when the mount
+/// is busy, the same lazily (`MNT_DETACH`, `fusermount3 -u -z`). A busy mount cannot be
+/// unmounted outright even when its daemon is dead, and left in place it answers ENOTCONN to
+/// everyone, including a remount at the same path.
+pub fn detach(mountpoint: &Path) -> Result<Detached, String> {
+    let path = std::ffi::CString::new(mountpoint.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: path contains NUL", mountpoint.display()))?;
+    let error = match umount2(&path, 0) {
+        Ok(()) => return Ok(Detached::Unmounted),
+        Err(error) => error,
+    };
     match error.raw_os_error() {
+        Some(libc::EBUSY) => match umount2(&path, libc::MNT_DETACH) {
+            Ok(()) => Ok(Detached::Lazily),
+            Err(e) => Err(format!("cannot unmount {}: {e}", mountpoint.display())),
+        },
         Some(libc::EPERM) | Some(libc::EACCES) => fusermount_unmount(mountpoint),
         Some(libc::EINVAL) => Err(format!("{}: not mounted", mountpoint.display())),
         _ => Err(format!("cannot unmount {}: {error}", mountpoint.display())),
     }
 }
 
-fn fusermount_unmount(mountpoint: &Path) -> Result<(), String> {
+fn umount2(path: &std::ffi::CStr, flags: i32) -> std::io::Result<()> {
+    // SAFETY: `path` is a valid NUL-terminated string.
+    match unsafe { libc::umount2(path.as_ptr(), flags) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+/// `fusermount3 -u` (the unprivileged way), then `-u -z` if that fails (busy).
+fn fusermount_unmount(mountpoint: &Path) -> Result<Detached, String> {
     for program in ["fusermount3", "fusermount"] {
-        if let Ok(status) = Command::new(program).arg("-u").arg(mountpoint).status() {
-            return if status.success() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{program} -u {} failed ({status})",
-                    mountpoint.display()
-                ))
-            };
+        let Ok(plain) = Command::new(program).arg("-u").arg(mountpoint).output() else {
+            continue;
+        };
+        if plain.status.success() {
+            return Ok(Detached::Unmounted);
         }
+        let lazy = Command::new(program)
+            .arg("-u")
+            .arg("-z")
+            .arg(mountpoint)
+            .output()
+            .map_err(|e| format!("{program} -u -z {}: {e}", mountpoint.display()))?;
+        if lazy.status.success() {
+            return Ok(Detached::Lazily);
+        }
+        return Err(format!(
+            "{program} -u {} failed: {}",
+            mountpoint.display(),
+            String::from_utf8_lossy(&plain.stderr).trim()
+        ));
     }
     Err(format!(
         "cannot unmount {}: not permitted and no fusermount3 found",

@@ -12,6 +12,10 @@ pub fn status(mountpoint: &Path, json: bool) -> Result<(), String> {
     let path = mountpoint.join(STATUS_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("{}: not an sdsfs mount", mountpoint.display()),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "{}: {e}: only the user who mounted it (and root) may read it",
+            path.display()
+        ),
         _ => format!("{}: {e}", path.display()),
     })?;
     if json {

@@ -113,6 +113,11 @@ pub(crate) fn read_object_control(
     )
 }
 
+/// The full location of `root.json`, for messages.
+fn root_name(objects: &Objects) -> String {
+    RelPath::new(ROOT_JSON).map_or_else(|_| ROOT_JSON.to_string(), |p| objects.root().describe(&p))
+}
+
 /// Reads `root.json`; when it is missing but `sds.json` exists, the refusal of the prototype.
 fn read_root(
     store: &dyn ObjectStore,
@@ -155,6 +160,11 @@ impl Dataset {
             stored_bytes: root.snapshot.stored_bytes,
             generation: root.snapshot.generation,
         };
+        // A generation the store cannot honour is a defect of the reference, so it is reported
+        // against root.json, the document holding it, not against the snapshot it names.
+        objects
+            .resolve(&snapshot_ref.path, snapshot_ref.generation)
+            .map_err(|e| DatasetError::corrupt(root_name(&objects), format!("snapshot: {e}")))?;
         let snapshot_bytes = read_object_control(&objects, &snapshot_ref, &limits)?;
         let snapshot_name = root.snapshot.path.as_str();
         let snapshot = Snapshot::parse(&snapshot_bytes, &limits)

@@ -34,7 +34,8 @@
 //! charged to the object it concerns. The hidden control file `.sdsfs-status` at the root
 //! (found by lookup, never listed, so listings stay the dataset's) reads as a JSON report of
 //! the mount's counters, taken when it is looked up ([`super::status_file`]): what `sdsfs
-//! status` prints. The status file's own requests are not counted.
+//! status` prints. The status file's own requests are not counted, and only the mounting user
+//! (and root) may look it up or read it ([`super::status_file::StatusReader`]).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -58,7 +59,7 @@ use super::inode::Ino;
 use super::log_limit;
 use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
-use super::status_file::StatusReports;
+use super::status_file::{StatusReader, StatusReports};
 use crate::interrupt;
 
 /// The status file's entry is not cached: every lookup takes a new report (see
@@ -106,6 +107,9 @@ pub struct SdsFuse {
     info: MountInfo,
     /// The status reports handed out, one inode each.
     status: StatusReports,
+    /// Who may read them: the mounting user (the daemon's own uid), whatever owner `--uid`
+    /// shows for the tree.
+    status_reader: StatusReader,
     /// Who answers file opens, as asked for; decided at `INIT` into `kernel_opens`.
     file_opens: FileOpens,
     /// Whether the kernel opens files on its own (ENOSYS to `OPEN`): no `OPEN` or `RELEASE`
@@ -210,6 +214,7 @@ impl SdsFuse {
             stats,
             info,
             status: StatusReports::default(),
+            status_reader: StatusReader::mounting_user(),
             file_opens: FileOpens::Auto,
             kernel_opens: false,
             passthrough: AtomicBool::new(false),
@@ -319,6 +324,7 @@ impl SdsFuse {
         });
         (attr.mtime, attr.ctime, attr.atime, attr.crtime) =
             (report.taken, report.taken, report.taken, report.taken);
+        (attr.uid, attr.gid, attr.perm) = (self.status_reader.uid, self.status_reader.gid, 0o400);
         Some(attr)
     }
 
@@ -578,11 +584,17 @@ impl Filesystem for SdsFuse {
 
     #[tracing::instrument(level = "debug", skip_all, fields(parent = parent.0, name = ?name))]
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if parent.0 == 1 && name == STATUS_FILE && !self.status_reader.admits(req.uid()) {
+            return reply.error(Errno::EACCES);
+        }
         interrupt::serving(req.pid(), || self.serve_lookup(parent, name, reply))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if StatusReports::is_report(ino.0) && !self.status_reader.admits(req.uid()) {
+            return reply.error(Errno::EACCES);
+        }
         interrupt::serving(req.pid(), || self.serve_getattr(ino, reply))
     }
 
@@ -591,11 +603,14 @@ impl Filesystem for SdsFuse {
         interrupt::serving(req.pid(), || self.serve_readlink(ino, reply))
     }
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != OpenAccMode::O_RDONLY {
             return reply.error(Errno::EROFS);
         }
         if StatusReports::is_report(ino.0) {
+            if !self.status_reader.admits(req.uid()) {
+                return reply.error(Errno::EACCES);
+            }
             // An immutable report (see `status_file`): cached as any file.
             return reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
         }
@@ -627,6 +642,9 @@ impl Filesystem for SdsFuse {
         reply: ReplyData,
     ) {
         if StatusReports::is_report(ino.0) {
+            if !self.status_reader.admits(req.uid()) {
+                return reply.error(Errno::EACCES);
+            }
             let Some(report) = self.status.get(ino.0) else {
                 return reply.error(Errno::ESTALE);
             };
@@ -728,8 +746,20 @@ impl Filesystem for SdsFuse {
         let result = interrupt::serving(req.pid(), || {
             self.namespace.read_dir(ino.0, offset, |entry, next| {
                 // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
-                let attr = match self.namespace.getattr(entry.ino) {
-                    Ok(attr) => attr,
+                let (attr, ttl) = match self.namespace.getattr(entry.ino) {
+                    Ok(attr) => (attr, self.ttl(entry.ino)),
+                    // An entry whose attributes cannot be read (an annotation file whose
+                    // object fails) is listed all the same, with attributes valid for no
+                    // time: every `stat`, lookup or open of it asks again and gets the EIO,
+                    // and only it does.
+                    Err(FsError::Io(_)) => {
+                        let unknown = Attr {
+                            ino: entry.ino,
+                            kind: entry.kind,
+                            size: 0,
+                        };
+                        (unknown, Duration::ZERO)
+                    }
                     Err(e) => {
                         failure = Some(e);
                         return true;
@@ -740,7 +770,7 @@ impl Filesystem for SdsFuse {
                     INodeNo(entry.ino),
                     next,
                     &entry.name,
-                    &self.ttl(entry.ino),
+                    &ttl,
                     &self.file_attr(&attr),
                     Generation(0),
                 )
@@ -770,12 +800,15 @@ impl Filesystem for SdsFuse {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0))]
-    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         if mask.contains(AccessFlags::W_OK) {
             return reply.error(Errno::EROFS);
         }
         if StatusReports::is_report(ino.0) {
-            return reply.ok();
+            return match self.status_reader.admits(req.uid()) {
+                true => reply.ok(),
+                false => reply.error(Errno::EACCES),
+            };
         }
         self.count(FuseOp::Access);
         match self.namespace.getattr(ino.0) {

@@ -226,9 +226,18 @@ impl Namespace {
         )
     }
 
-    /// The storage object a failure at `ino` is charged to in `sdsfs status`: the data object
-    /// of the record `ino` belongs to, or the dataset for everything else.
+    /// The storage object a failure at `ino` is charged to in `sdsfs status`: the annotation
+    /// object of a record's annotation files (or of their directory, for a lookup in it), the
+    /// data object of the record `ino` belongs to, or the dataset for everything else.
     pub fn object_of(&self, ino: u64) -> String {
+        if let Some(
+            Ino::RecordSetDir(o, i) | Ino::RecordSetJson(o, i) | Ino::RecordSetField(o, i, _),
+        ) = Ino::decode(ino)
+        {
+            if let Some(object) = self.annotation_object(o, i) {
+                return object;
+            }
+        }
         let ordinal = match Ino::decode(ino) {
             Some(
                 Ino::RecordDir(o)
@@ -277,6 +286,13 @@ impl Namespace {
             .by_index(index)
             .cloned()
             .ok_or(FsError::NotFound)
+    }
+
+    /// The object holding record `ordinal`'s annotation in set `index`, if the set is shown.
+    fn annotation_object(&self, ordinal: u64, index: u8) -> Option<String> {
+        let set = self.set_at(index).ok()?;
+        let shard = set.set.shard_of(ordinal)?;
+        Some(self.dataset.store().describe(&shard.object.path))
     }
 
     /// Record `ordinal`'s annotation in set `index`.
@@ -333,7 +349,9 @@ impl Namespace {
                 (Kind::Dir, 0)
             }
             Ino::SetJson(i) => (Kind::File, self.set_at(i)?.set.root_bytes().len() as u64),
-            Ino::RecordSetDir(o, i) => {
+            // `fields/` is a directory whatever the carrier holds: it stays listable in its
+            // parent when the carrier cannot be read, and only what needs the carrier fails.
+            Ino::RecordSetDir(o, i) | Ino::RecordSetField(o, i, 0) => {
                 self.check_ordinal(o)?;
                 self.set_at(i)?;
                 (Kind::Dir, 0)

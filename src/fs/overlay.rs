@@ -11,10 +11,14 @@
 //!   its number when other sets come and go. At most 256 names fit (`set:8`); later ones are
 //!   hidden and logged.
 //! - **Failures stay local.** A catalog pointer or revision that cannot be read leaves every
-//!   `annotations/` directory empty (logged). A set root that is invalid, or was published for
-//!   another snapshot, hides that set only (logged once per catalog change). A carrier that
-//!   cannot be read, or whose id is not the source record's, fails that set's files of that
-//!   record only (EIO), never the directory listing or other records.
+//!   `annotations/` directory empty (logged against `annotations/catalog.json`, through which
+//!   the revision is reached). A set root that is invalid, or was published for another
+//!   snapshot, hides that set only (logged once per catalog change). A carrier that cannot be
+//!   read (its object missing or corrupt), or whose id is not the source record's, fails that
+//!   set's files of that record only (EIO on `annotation.json`, the field files and the
+//!   `fields/` listing, which all need it), never `records/<n>/annotations/<set>/`'s listing
+//!   nor other records: `fields/` is a directory whatever the carrier holds, and the adapter
+//!   lists an entry whose attributes fail with attributes valid for no time.
 //! - **Changes show in the mtime.** Every directory and file of the overlay carries the time
 //!   the mount first saw the current catalog as its mtime, so a kernel that caches listings
 //!   (the readdir cache, asked to revalidate it against the mtime) drops them when it
@@ -35,6 +39,8 @@ use super::views::View;
 use crate::annotations::read::read_pointer;
 use crate::annotations::{read_catalog, AnnotationRecord, AnnotationSet};
 use crate::dataset::Dataset;
+use crate::format::documents::annotation::layout::catalog_path;
+use crate::format::documents::CatalogPointer;
 use crate::format::json::Object;
 use crate::format::record::RecordMeta;
 
@@ -115,6 +121,15 @@ struct State {
     visible: Arc<Visible>,
 }
 
+/// The full location of the catalog pointer, which every catalog problem is logged against (a
+/// revision is reached only through it).
+fn catalog_name(dataset: &Dataset) -> String {
+    catalog_path().map_or_else(
+        |_| CatalogPointer::DOCUMENT.to_string(),
+        |path| dataset.store().describe(&path),
+    )
+}
+
 /// The overlay's state: catalog, registry, carriers.
 #[derive(Debug)]
 pub struct Overlay {
@@ -183,7 +198,8 @@ impl Overlay {
         let catalog = match read_catalog(dataset) {
             Ok(catalog) => catalog,
             Err(e) => {
-                tracing::error!(error = %e, "annotation catalog unreadable: every annotations/ directory is empty");
+                let catalog = catalog_name(dataset);
+                tracing::error!(error = %e, "{catalog}: annotation catalog unreadable: every annotations/ directory is empty");
                 return Arc::new(Visible::empty());
             }
         };

@@ -13,6 +13,13 @@
 //!
 //! Reports are dropped when the kernel forgets their inode, and at most [`MAX_HELD`] are held
 //! in any case (an inode older than that reads as stale).
+//!
+//! Who may read it: a report holds absolute paths and the daemon's pid, the mounting user's
+//! business only, and a mount with `allow_other` admits every user. The file is shown with
+//! mode 0400 owned by the mounting user, but the mount does not use `default_permissions`
+//! (the kernel checks no modes; the tree's modes are all read-only anyway), so the daemon
+//! itself refuses any other user's lookup, attributes, open and read with EACCES
+//! ([`StatusReader`]). Root is admitted as it would be by the mode.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +29,28 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use super::inode::ADAPTER_INODES;
+
+/// The user who may read the status reports: the mounting user (the daemon's real uid and
+/// gid, whatever owner `--uid`/`--gid` show for the tree), and root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusReader {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl StatusReader {
+    /// The user running this process.
+    pub fn mounting_user() -> StatusReader {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        StatusReader { uid, gid }
+    }
+
+    /// Whether a request from `uid` may see the status file.
+    pub fn admits(&self, uid: u32) -> bool {
+        uid == self.uid || uid == 0
+    }
+}
 
 /// Reports held at most: more than the kernel keeps of a name whose entry expires at once.
 const MAX_HELD: usize = 64;
@@ -101,6 +130,18 @@ mod tests {
             reports.get(b).map(|r| r.text),
             Some(Bytes::from_static(b"two"))
         );
+    }
+
+    #[test]
+    fn only_the_mounting_user_and_root_may_read_reports() {
+        let reader = StatusReader {
+            uid: 1000,
+            gid: 1000,
+        };
+        assert!(reader.admits(1000));
+        assert!(reader.admits(0));
+        assert!(!reader.admits(65534));
+        assert!(!reader.admits(1001));
     }
 
     #[test]
