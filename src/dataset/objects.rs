@@ -341,4 +341,15 @@ mod tests {
         assert!(split("s3://bucket").is_err());
         assert!(split("/").is_err());
     }
+
+    #[test]
+    fn stores_are_the_local_filesystem_or_one_bucket_of_one_service() {
+        let bucket = |b: &str| StoreKey::Bucket(b.to_string());
+        assert_eq!(StoreKey::of_location("/d/x.arrayrecord"), StoreKey::Local);
+        assert_eq!(StoreKey::of_location("file:///d/x"), StoreKey::Local);
+        assert_eq!(StoreKey::of_location("s3://b/p/x"), bucket("s3://b"));
+        assert_eq!(StoreKey::of_location("S3://b/p/x"), bucket("s3://b"));
+        assert_ne!(StoreKey::of_location("gs://b/p/x"), bucket("s3://b"));
+        assert_ne!(StoreKey::of_location("s3://other/p"), bucket("s3://b"));
+    }
 }
