@@ -414,6 +414,70 @@ mod walks {
         base
     }
 
+    /// Sets `path`'s POSIX access ACL to `owner`, a named entry for `nobody`, the owning
+    /// `group`, `other` and the mask setfacl(1) would compute (the union of the named and
+    /// group entries), encoded by hand as `linux/posix_acl_xattr.h` lays it out: version 2,
+    /// then (tag, perm, id) entries in tag order (1 owner, 2 named user, 4 owning group, 0x10
+    /// mask, 0x20 other).
+    fn set_acl(path: &Path, owner: u16, nobody: u16, group: u16, other: u16) {
+        const NO_ID: u32 = u32::MAX;
+        let entries = [
+            (1u16, owner, NO_ID),
+            (2, nobody, 65534),
+            (4, group, NO_ID),
+            (0x10, nobody | group, NO_ID),
+            (0x20, other, NO_ID),
+        ];
+        let mut raw = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in entries {
+            raw.extend(tag.to_le_bytes());
+            raw.extend(perm.to_le_bytes());
+            raw.extend(id.to_le_bytes());
+        }
+        let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: both strings are NUL-terminated and `raw` is readable for its length.
+        let ret = unsafe {
+            libc::setxattr(
+                c_path.as_ptr(),
+                c"system.posix_acl_access".as_ptr(),
+                raw.as_ptr().cast(),
+                raw.len(),
+                0,
+            )
+        };
+        assert_eq!(ret, 0, "setxattr: {}", std::io::Error::last_os_error());
+    }
+
+    #[test]
+    fn posix_acls_decide_as_the_kernel_decides() {
+        let base = scratch();
+        // A root-only directory that nobody may search through a named entry, holding a
+        // root-only file nobody may read through one and a world-readable file nobody may
+        // not read through one.
+        let dir = base.path().join("acl");
+        std::fs::create_dir(&dir).unwrap();
+        set_mode(&dir, 0o700);
+        set_acl(&dir, 7, 1, 0, 0);
+        std::fs::write(dir.join("granted"), b"granted").unwrap();
+        set_mode(&dir.join("granted"), 0o600);
+        set_acl(&dir.join("granted"), 6, 4, 0, 0);
+        std::fs::write(dir.join("denied"), b"denied").unwrap();
+        set_acl(&dir.join("denied"), 6, 0, 4, 4);
+        // The kernel's answer.
+        assert_eq!(read_as_nobody(&dir.join("granted")).unwrap(), b"granted");
+        assert!(read_as_nobody(&dir.join("denied"))
+            .unwrap_err()
+            .contains(PERMISSION_DENIED));
+
+        let store = LocalStore::open_as(&dir, nobody()).unwrap();
+        let granted = RelPath::new("granted").unwrap();
+        assert_eq!(&store.read(&granted, None).unwrap()[..], b"granted");
+        match store.read(&RelPath::new("denied").unwrap(), None) {
+            Err(StorageError::Unreadable { .. }) => {}
+            other => panic!("an ACL denying the owner was not seen: {other:?}"),
+        }
+    }
+
     fn refused(result: Result<LocalStore, StorageError>) -> String {
         match result {
             Err(e @ StorageError::Unreadable { .. }) => e.to_string(),

@@ -216,22 +216,28 @@ impl LocalStore {
         let Some(reader) = self.reader.get() else {
             return Ok(());
         };
-        let access = sys::mode_of(dir).map_err(|e| StorageError::io(object, e))?;
+        let access = sys::mode_of(dir)
+            .and_then(|access| access.with_acl_of(dir))
+            .map_err(|e| StorageError::io(object, e))?;
         search_allowed(reader, &access, shown, object)
     }
 
     /// Refuses an opened object the confining identity may not read.
     fn check_read(&self, opened: &Opened, object: &str) -> Result<(), StorageError> {
-        match self.reader.get() {
-            Some(reader) if !reader.may_read(&Access::from(&opened.meta)) => {
-                Err(StorageError::Unreadable {
-                    object: object.to_string(),
-                    reader: reader.shown().to_string(),
-                    detail: "no read permission on it".into(),
-                })
-            }
-            _ => Ok(()),
+        let Some(reader) = self.reader.get() else {
+            return Ok(());
+        };
+        let access = Access::from(&opened.meta)
+            .with_acl_of(opened.file.as_fd())
+            .map_err(|e| StorageError::io(object, e))?;
+        if reader.may_read(&access) {
+            return Ok(());
         }
+        Err(StorageError::Unreadable {
+            object: object.to_string(),
+            reader: reader.shown().to_string(),
+            detail: "no read permission on it".into(),
+        })
     }
 
     /// The root directory, as given (made absolute).
@@ -680,7 +686,9 @@ fn walk_as(path: &Path, reader: &Identity, shown: &str) -> Result<OwnedFd, Stora
     let mut dir_path = PathBuf::from("/");
     let mut links = 0;
     while let Some(segment) = pending.pop_front() {
-        let access = sys::mode_of(dir.as_fd()).map_err(io_error)?;
+        let access = sys::mode_of(dir.as_fd())
+            .and_then(|access| access.with_acl_of(dir.as_fd()))
+            .map_err(io_error)?;
         search_allowed(reader, &access, &dir_path, shown)?;
         let name = CString::new(segment.clone())
             .map_err(|_| StorageError::invalid(shown, "path contains NUL"))?;

@@ -167,7 +167,41 @@ pub(super) fn mode_of(fd: BorrowedFd<'_>) -> io::Result<super::access::Access> {
         mode: st.st_mode,
         uid: st.st_uid,
         gid: st.st_gid,
+        acl: None,
     })
+}
+
+/// The raw POSIX access ACL (`system.posix_acl_access`) of the inode `fd` refers to, `None`
+/// when it has none (or the filesystem has no ACLs). Read through `/proc/self/fd`, which also
+/// works for `O_PATH` descriptors; without `/proc` ACLs are not seen.
+pub(super) fn access_acl(fd: BorrowedFd<'_>) -> io::Result<Option<Vec<u8>>> {
+    const NAME: &CStr = c"system.posix_acl_access";
+    /// The largest extended attribute Linux stores.
+    const MAX_XATTR: usize = 64 << 10;
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|_| io::Error::other("descriptor path contains NUL"))?;
+    let absent = |e: &io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::ENODATA | libc::ENOTSUP | libc::ENOENT)
+        )
+    };
+    // SAFETY: `path` and `NAME` are NUL-terminated; a null buffer of size 0 asks for the size.
+    let size = unsafe { libc::getxattr(path.as_ptr(), NAME.as_ptr(), std::ptr::null_mut(), 0) };
+    let size = match usize::try_from(size) {
+        Ok(size) => size.min(MAX_XATTR),
+        Err(_) => {
+            let e = io::Error::last_os_error();
+            return if absent(&e) { Ok(None) } else { Err(e) };
+        }
+    };
+    let mut buf = vec![0u8; size];
+    // SAFETY: as above, with `buf` writable for the length passed.
+    let len =
+        unsafe { libc::getxattr(path.as_ptr(), NAME.as_ptr(), buf.as_mut_ptr().cast(), size) };
+    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    buf.truncate(len);
+    Ok(Some(buf))
 }
 
 /// A path-only descriptor of `name` below `dir`, not following a symlink: it can be a
