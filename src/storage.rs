@@ -42,9 +42,9 @@ use bytes::Bytes;
 use crate::format::path::RelPath;
 
 pub use error::{ErrorKind, StorageError};
-pub use local::LocalStore;
+pub use local::{Identity, LocalStore};
 pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
-pub use open::{is_object_store, local_path, open_location};
+pub use open::{is_object_store, local_path, open_local_as, open_location};
 pub use readahead::ReadAhead;
 
 /// Identity of one stored version of an object, for generation-pinned reads and

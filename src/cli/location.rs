@@ -47,6 +47,11 @@ pub struct StoreArgs {
     /// absolute location; following them reaches outside the dataset root).
     #[arg(long, global = true)]
     pub no_absolute_references: bool,
+    /// Refuse absolute references that leave the dataset's own store (a local dataset naming
+    /// `s3://` or `gs://` objects, an object-store dataset naming another bucket or a local
+    /// path): set by a mount that admits other users unless it allows them.
+    #[arg(skip)]
+    pub same_store_only: bool,
 }
 
 impl StoreArgs {
@@ -98,13 +103,18 @@ fn cloud_options() -> CloudOptions {
 /// How this process opens datasets: the command line's absolute-reference policy, and its
 /// store settings for the stores absolute references open.
 pub fn open_options() -> OpenOptions {
-    let refuse = STORE_ARGS.get().is_some_and(|a| a.no_absolute_references);
-    let absolute_references = if refuse {
+    let args = STORE_ARGS.get().cloned().unwrap_or_default();
+    let opener = || {
+        Arc::new(StorageOpener {
+            cloud: args.cloud_options(),
+        })
+    };
+    let absolute_references = if args.no_absolute_references {
         AbsoluteReferences::Refuse
+    } else if args.same_store_only {
+        AbsoluteReferences::FollowSameStore(opener())
     } else {
-        AbsoluteReferences::Follow(Arc::new(StorageOpener {
-            cloud: cloud_options(),
-        }))
+        AbsoluteReferences::Follow(opener())
     };
     OpenOptions {
         absolute_references,

@@ -100,6 +100,10 @@ pub struct MountArgs {
     /// Let users other than the mounting user access the mount.
     #[arg(long)]
     pub allow_other: bool,
+    /// With --allow-other, follow references that leave the dataset's store (a local dataset
+    /// naming s3:// or gs:// objects, another bucket), read with the daemon's credentials.
+    #[arg(long)]
+    pub cross_store_references: bool,
     /// Owner shown for every entry [default: the mounting user].
     #[arg(long)]
     pub uid: Option<u32>,
@@ -135,7 +139,8 @@ pub struct MountArgs {
     /// cache_size=BYTES, spill_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N,
     /// nopassthrough, nonempty,
     /// file_opens=auto|kernel|daemon,
-    /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references; generic options
+    /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references,
+    /// cross_store_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
@@ -296,6 +301,7 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
             "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
             "allow_http" => args.store.allow_http = true,
             "no_absolute_references" => args.store.no_absolute_references = true,
+            "cross_store_references" => args.cross_store_references = true,
             _ if is_generic_option(name) => {}
             _ => return Err(format!("unknown mount option {name:?}")),
         }
@@ -353,6 +359,7 @@ pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
 fn mount(mut args: MountArgs) -> Result<(), String> {
     crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
+    args.store.same_store_only = args.allow_other && !args.cross_store_references;
     super::location::use_store_args(args.store.clone());
     check_mountpoint(&args.mountpoint, args.nonempty)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
@@ -518,6 +525,9 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec!["mount".into(), "--foreground".into()];
     if args.allow_other {
         out.push("--allow-other".into());
+    }
+    if args.cross_store_references {
+        out.push("--cross-store-references".into());
     }
     if args.no_passthrough {
         out.push("--no-passthrough".into());

@@ -11,6 +11,23 @@
 //! does it); an operator can turn it off with [`AbsoluteReferences::Refuse`], and then every
 //! such reference fails with an error naming it.
 //!
+//! **Confinement.** Whoever writes a dataset chooses its references, and whoever reads it (a
+//! daemon running as root, often) may be able to read more than they can. So on a local
+//! dataset, when this process is not the owner of `root.json` (and that owner is not root),
+//! every local read is confined to what that owner could read
+//! ([`LocalStore::confine_to_owner_of`](crate::storage::LocalStore::confine_to_owner_of)):
+//! objects below the root (a file planted there by a hard link, or another user's file in a
+//! shared tree, would otherwise be served) and absolute local references, whose walk is
+//! checked from `/`. A refused object fails like any unreadable one, with a message naming the
+//! owner and the rule, and nothing about the object itself. The root's own location is the
+//! operator's choice and is not checked above the root.
+//!
+//! Object-store credentials belong to whoever runs the reader, not to the dataset's owner; no
+//! identity can be checked there. [`AbsoluteReferences::FollowSameStore`] (mounts that admit
+//! other users) therefore refuses every reference that leaves the dataset's own store: a local
+//! dataset naming `s3://` / `gs://` objects, an object-store dataset naming another bucket or
+//! a local path.
+//!
 //! Generations: a reference carrying one is read at exactly that generation on GCS; local and
 //! S3 stores have none, so such a reference is refused there, as the library refuses it.
 
@@ -19,7 +36,10 @@ use std::sync::{Arc, Mutex};
 
 use super::error::DatasetError;
 use crate::format::path::{Location, ObjectPath, RelPath};
-use crate::storage::{local_path, open_location, CloudOptions, ObjectStore, StorageError};
+use crate::storage::{
+    is_object_store, local_path, open_local_as, open_location, CloudOptions, Identity, ObjectStore,
+    StorageError,
+};
 
 /// Opens the store of an absolute location.
 pub trait LocationOpener: Send + Sync + std::fmt::Debug {
@@ -43,6 +63,11 @@ impl LocationOpener for StorageOpener {
 pub enum AbsoluteReferences {
     /// Follow them, opening stores with this opener.
     Follow(Arc<dyn LocationOpener>),
+    /// Follow those that stay in the dataset's own store (local paths from a local dataset,
+    /// the same bucket of the same service from an object-store dataset) and refuse the
+    /// others, naming the rule: for mounts that admit other users, since the reader's
+    /// credentials are not theirs.
+    FollowSameStore(Arc<dyn LocationOpener>),
     /// Refuse every one with an error naming it.
     Refuse,
 }
@@ -70,21 +95,89 @@ impl Resolved {
     }
 }
 
+/// Which store an object lives in, as far as credentials go: the local filesystem, or one
+/// bucket of one service (`s3://bucket`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StoreKey {
+    Local,
+    Bucket(String),
+}
+
+impl StoreKey {
+    /// The store of an absolute location.
+    fn of_location(location: &str) -> StoreKey {
+        if !is_object_store(location) {
+            return StoreKey::Local;
+        }
+        let (scheme, rest) = location.split_once("://").unwrap_or((location, ""));
+        let bucket = rest.split('/').next().unwrap_or("");
+        StoreKey::Bucket(format!("{}://{bucket}", scheme.to_ascii_lowercase()))
+    }
+
+    /// The store of a dataset's root (as its `root.json` is described).
+    fn of_root(root: &dyn ObjectStore) -> StoreKey {
+        if root.as_local().is_some() {
+            return StoreKey::Local;
+        }
+        match RelPath::new(super::reader::ROOT_JSON) {
+            Ok(path) => StoreKey::of_location(&root.describe(&path)),
+            Err(_) => StoreKey::Bucket(String::new()),
+        }
+    }
+
+    fn describe(&self) -> &str {
+        match self {
+            StoreKey::Local => "the local filesystem",
+            StoreKey::Bucket(bucket) => bucket,
+        }
+    }
+}
+
 /// The dataset's store plus the stores absolute references opened.
 #[derive(Debug)]
 pub(crate) struct Objects {
     root: Arc<dyn ObjectStore>,
     policy: AbsoluteReferences,
     stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+    /// Whose permissions local reads are confined to (see the module docs), if anyone's.
+    reader: Option<Arc<Identity>>,
+    /// The store the dataset itself lives in.
+    home: StoreKey,
 }
 
 impl Objects {
+    /// The objects of a dataset in `root`, with no confinement of their own: for callers that
+    /// refuse absolute references and read below a store already opened (or confined).
     pub(crate) fn new(root: Arc<dyn ObjectStore>, policy: AbsoluteReferences) -> Objects {
+        let home = StoreKey::of_root(root.as_ref());
         Objects {
             root,
             policy,
             stores: Mutex::new(HashMap::new()),
+            reader: None,
+            home,
         }
+    }
+
+    /// The objects of the dataset whose `root.json` is at the root of `root`: on a local
+    /// store, reads are from now on confined to what the owner of `root.json` could read
+    /// (unless this process is that owner).
+    pub(crate) fn open(
+        root: Arc<dyn ObjectStore>,
+        policy: AbsoluteReferences,
+    ) -> Result<Objects, DatasetError> {
+        let reader = match root.as_local() {
+            Some(local) => {
+                let root_json = RelPath::new(super::reader::ROOT_JSON)
+                    .map_err(|e| DatasetError::corrupt(super::reader::ROOT_JSON, e.to_string()))?;
+                local.confine_to_owner_of(&root_json)?
+            }
+            None => None,
+        };
+        Ok(Objects {
+            reader,
+            ..Objects::new(root, policy)
+        })
     }
 
     pub(crate) fn root(&self) -> &Arc<dyn ObjectStore> {
@@ -126,6 +219,10 @@ impl Objects {
     fn resolve_absolute(&self, location: &Location) -> Result<Resolved, DatasetError> {
         let opener = match &self.policy {
             AbsoluteReferences::Follow(opener) => opener,
+            AbsoluteReferences::FollowSameStore(opener) => {
+                self.check_same_store(location)?;
+                opener
+            }
             AbsoluteReferences::Refuse => {
                 return Err(DatasetError::corrupt(
                     location.as_str(),
@@ -145,6 +242,25 @@ impl Objects {
         })
     }
 
+    /// Refuses a reference that leaves the dataset's own store.
+    fn check_same_store(&self, location: &Location) -> Result<(), DatasetError> {
+        let target = StoreKey::of_location(location.as_str());
+        if target == self.home {
+            return Ok(());
+        }
+        Err(DatasetError::corrupt(
+            location.as_str(),
+            format!(
+                "cross-store reference refused: the dataset lives in {} and this reference \
+                 leaves it for {}; the mount admits other users (allow_other), and the daemon's \
+                 credentials are not theirs (allow with --cross-store-references or \
+                 -o cross_store_references)",
+                self.home.describe(),
+                target.describe()
+            ),
+        ))
+    }
+
     fn store(
         &self,
         opener: &dyn LocationOpener,
@@ -155,7 +271,10 @@ impl Objects {
         }
         // Opened outside the lock: a local open touches the filesystem. Two threads opening
         // the same location both succeed; the second insert replaces an equivalent store.
-        let store = opener.open(location)?;
+        let store = match &self.reader {
+            Some(reader) if !is_object_store(location) => open_local_as(location, reader.clone())?,
+            _ => opener.open(location)?,
+        };
         self.lock().insert(location.to_string(), store.clone());
         Ok(store)
     }
@@ -221,5 +340,16 @@ mod tests {
         );
         assert!(split("s3://bucket").is_err());
         assert!(split("/").is_err());
+    }
+
+    #[test]
+    fn stores_are_the_local_filesystem_or_one_bucket_of_one_service() {
+        let bucket = |b: &str| StoreKey::Bucket(b.to_string());
+        assert_eq!(StoreKey::of_location("/d/x.arrayrecord"), StoreKey::Local);
+        assert_eq!(StoreKey::of_location("file:///d/x"), StoreKey::Local);
+        assert_eq!(StoreKey::of_location("s3://b/p/x"), bucket("s3://b"));
+        assert_eq!(StoreKey::of_location("S3://b/p/x"), bucket("s3://b"));
+        assert_ne!(StoreKey::of_location("gs://b/p/x"), bucket("s3://b"));
+        assert_ne!(StoreKey::of_location("s3://other/p"), bucket("s3://b"));
     }
 }

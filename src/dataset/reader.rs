@@ -154,7 +154,7 @@ impl Dataset {
         let limits = options.control_limits;
         let (root_bytes, root_modified) = read_root(store.as_ref(), &limits)?;
         let root = DatasetRoot::parse(&root_bytes, &limits)?;
-        let objects = Objects::new(store, options.absolute_references.clone());
+        let objects = Objects::open(store, options.absolute_references.clone())?;
         let snapshot_ref = ObjectRef {
             path: ObjectPath::Relative(root.snapshot.path.clone()),
             stored_bytes: root.snapshot.stored_bytes,

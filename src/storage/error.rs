@@ -50,6 +50,16 @@ pub enum StorageError {
     #[error("{object}: refused because a symbolic link lies on its path (access is confined below the storage root)")]
     SymlinkRefused { object: String },
 
+    /// The store's reads are confined to what another user could read (the owner of a
+    /// dataset's `root.json`), and that user could not read this object. Says nothing about
+    /// the object beyond what that user could learn themselves.
+    #[error("{object}: refused: {reader} who owns root.json cannot read it ({detail})")]
+    Unreadable {
+        object: String,
+        reader: String,
+        detail: String,
+    },
+
     #[error("{object}: outside the storage root {root}")]
     OutsideRoot { object: String, root: String },
 
@@ -111,6 +121,7 @@ impl StorageError {
             | StorageError::GenerationMismatch { object, .. }
             | StorageError::GenerationsUnsupported { object }
             | StorageError::SymlinkRefused { object }
+            | StorageError::Unreadable { object, .. }
             | StorageError::OutsideRoot { object, .. }
             | StorageError::TooLarge { object, .. }
             | StorageError::OutOfRange { object, .. }
@@ -155,9 +166,9 @@ impl From<StorageError> for io::Error {
         let kind = match &err {
             StorageError::NotFound { .. } => io::ErrorKind::NotFound,
             StorageError::OutOfRange { .. } => io::ErrorKind::UnexpectedEof,
-            StorageError::SymlinkRefused { .. } | StorageError::OutsideRoot { .. } => {
-                io::ErrorKind::PermissionDenied
-            }
+            StorageError::SymlinkRefused { .. }
+            | StorageError::Unreadable { .. }
+            | StorageError::OutsideRoot { .. } => io::ErrorKind::PermissionDenied,
             StorageError::Invalid { .. } | StorageError::GenerationsUnsupported { .. } => {
                 io::ErrorKind::InvalidInput
             }

@@ -37,20 +37,23 @@
 //! with a coarse or backward-stepping clock), fsynced, and `renameat`-ed over the target.
 //! Readers take no lock: rename is atomic, so they see the old or the new file whole.
 
+mod access;
 mod sys;
 
 use std::collections::hash_map::RandomState;
-use std::ffi::{CStr, CString};
+use std::collections::VecDeque;
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, Metadata};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -58,6 +61,8 @@ use lru::LruCache;
 
 use super::{CreateOutcome, ObjectInfo, ObjectStore, StorageError, Version};
 use crate::format::path::RelPath;
+use access::Access;
+pub use access::Identity;
 
 /// Streaming unit for copies and comparisons: large enough to keep syscalls rare, small enough
 /// that comparing two multi-gigabyte shards costs two such buffers of memory.
@@ -84,7 +89,12 @@ pub struct LocalStore {
     root_path: PathBuf,
     /// Open descriptors of recently read immutable objects (see [`LocalStore::open_cached`]).
     open_objects: Mutex<LruCache<RelPath, Arc<Opened>>>,
+    /// Whose permissions every read is checked against, once confined (see [`access`]).
+    reader: OnceLock<Arc<Identity>>,
 }
+
+/// Symlinks followed while walking to a confined root before giving up (Linux's own limit).
+const MAX_SYMLINKS: usize = 40;
 
 /// Descriptors kept open for ranged reads of immutable objects.
 const OPEN_OBJECTS: usize = 64;
@@ -133,12 +143,100 @@ impl LocalStore {
                 }
                 _ => StorageError::io(shown, e),
             })?;
-        Ok(LocalStore {
-            root: OwnedFd::from(file),
+        Ok(LocalStore::with_root(OwnedFd::from(file), root_path))
+    }
+
+    fn with_root(root: OwnedFd, root_path: PathBuf) -> LocalStore {
+        LocalStore {
+            root,
             root_path,
             open_objects: Mutex::new(LruCache::new(
                 NonZeroUsize::new(OPEN_OBJECTS).unwrap_or(NonZeroUsize::MIN),
             )),
+            reader: OnceLock::new(),
+        }
+    }
+
+    /// Opens an existing directory as a store root whose reads are confined to what `reader`
+    /// could read: the walk to the root, from `/` and through any symlinks on the way, is
+    /// checked as `reader` would make it (search permission on every directory looked up in),
+    /// and so is every read below it ([`confine_reads`](Self::confine_reads)).
+    pub fn open_as(root: &Path, reader: Arc<Identity>) -> Result<LocalStore, StorageError> {
+        let shown = root.display().to_string();
+        let root_path = std::path::absolute(root).map_err(|e| StorageError::io(&shown, e))?;
+        let fd = walk_as(&root_path, &reader, &shown)?;
+        let store = LocalStore::with_root(fd, root_path);
+        store.confine_reads(reader);
+        Ok(store)
+    }
+
+    /// From now on, every read (and every size or version asked for) is refused with
+    /// [`StorageError::Unreadable`] unless `reader` could make it: search permission on the
+    /// root and every directory below it on the way, read permission on the object. Only the
+    /// first call counts.
+    pub fn confine_reads(&self, reader: Arc<Identity>) {
+        let _ = self.reader.set(reader);
+    }
+
+    /// The identity reads are confined to, if any.
+    pub fn reader(&self) -> Option<&Arc<Identity>> {
+        self.reader.get()
+    }
+
+    /// Confines reads ([`confine_reads`](Self::confine_reads)) to the owner of the object at
+    /// `path` (a dataset's `root.json`), unless this process runs as that owner (the kernel
+    /// already holds it to the owner's permissions) or the owner is root (who may read
+    /// anything). Returns the identity reads are now confined to, if any.
+    pub fn confine_to_owner_of(
+        &self,
+        path: &RelPath,
+    ) -> Result<Option<Arc<Identity>>, StorageError> {
+        if let Some(reader) = self.reader.get() {
+            return Ok(Some(reader.clone()));
+        }
+        let opened = self.open_object(path, None)?;
+        let (uid, gid) = (opened.meta.uid(), opened.meta.gid());
+        // SAFETY: geteuid has no failure mode and touches no memory.
+        let euid = unsafe { libc::geteuid() };
+        if uid == euid || uid == 0 {
+            return Ok(None);
+        }
+        let reader = Arc::new(Identity::of_user(uid, gid));
+        self.confine_reads(reader.clone());
+        Ok(Some(reader))
+    }
+
+    /// Refuses the walk on when the confining identity may not search `dir`.
+    fn check_search(
+        &self,
+        dir: BorrowedFd<'_>,
+        shown: &Path,
+        object: &str,
+    ) -> Result<(), StorageError> {
+        let Some(reader) = self.reader.get() else {
+            return Ok(());
+        };
+        let access = sys::mode_of(dir)
+            .and_then(|access| access.with_acl_of(dir))
+            .map_err(|e| StorageError::io(object, e))?;
+        search_allowed(reader, &access, shown, object)
+    }
+
+    /// Refuses an opened object the confining identity may not read.
+    fn check_read(&self, opened: &Opened, object: &str) -> Result<(), StorageError> {
+        let Some(reader) = self.reader.get() else {
+            return Ok(());
+        };
+        let access = Access::from(&opened.meta)
+            .with_acl_of(opened.file.as_fd())
+            .map_err(|e| StorageError::io(object, e))?;
+        if reader.may_read(&access) {
+            return Ok(());
+        }
+        Err(StorageError::Unreadable {
+            object: object.to_string(),
+            reader: reader.shown().to_string(),
+            detail: "no read permission on it".into(),
         })
     }
 
@@ -181,9 +279,24 @@ impl LocalStore {
             return Err(StorageError::invalid(object, "empty path"));
         };
         let mut dir = Dir::Root(self.root.as_fd());
+        // Reads of a confined store check every directory they look up in; the directory's
+        // path is kept for the message only then.
+        let confined = walk == Walk::Existing && self.reader.get().is_some();
+        let mut dir_path = if confined {
+            self.root_path.clone()
+        } else {
+            PathBuf::new()
+        };
         for segment in parents {
+            if confined {
+                self.check_search(dir.fd(), &dir_path, &object)?;
+                dir_path.push(segment);
+            }
             let name = c_name(segment, &object)?;
             dir = Dir::Below(enter(dir.fd(), &name, walk, &object)?);
+        }
+        if confined {
+            self.check_search(dir.fd(), &dir_path, &object)?;
         }
         Ok((dir, c_name(leaf, &object)?))
     }
@@ -248,6 +361,7 @@ impl LocalStore {
             open_regular(dir.fd(), &leaf, &object)?.ok_or_else(|| StorageError::NotFound {
                 object: object.clone(),
             })?;
+        self.check_read(&opened, &object)?;
         if let Some(expected) = generation {
             let actual = generation_of(&opened.meta, &object)?;
             if actual != expected {
@@ -435,6 +549,7 @@ impl ObjectStore for LocalStore {
         let Some(opened) = open_regular(dir.fd(), &leaf, &object)? else {
             return Ok(None);
         };
+        self.check_read(&opened, &object)?;
         let version = version_of(&opened.meta, &object)?;
         Ok(Some((read_capped(&opened, u64::MAX, &object)?, version)))
     }
@@ -496,6 +611,7 @@ impl ObjectStore for LocalStore {
                 object: src_object.clone(),
             }
         })?;
+        src_local.check_read(&opened, &src_object)?;
         let content = Content::Local {
             len: opened.meta.len(),
             file: opened.file,
@@ -540,6 +656,101 @@ fn enter(
         }
         Err(e) => Err(segment_error(dir, name, e, object)),
     }
+}
+
+/// [`StorageError::Unreadable`] unless `reader` may search the directory `access` describes.
+fn search_allowed(
+    reader: &Identity,
+    access: &Access,
+    dir: &Path,
+    object: &str,
+) -> Result<(), StorageError> {
+    if reader.may_search(access) {
+        return Ok(());
+    }
+    Err(StorageError::Unreadable {
+        object: object.to_string(),
+        reader: reader.shown().to_string(),
+        detail: format!("no search permission on the directory {}", dir.display()),
+    })
+}
+
+/// Opens the directory `path` (absolute) walking from `/` as `reader` would: each directory
+/// is checked for `reader`'s search permission before anything is looked up in it, and
+/// symlinks are resolved by hand (at most [`MAX_SYMLINKS`]) so that the directories their
+/// targets lead through are checked too. Returns a readable descriptor of the directory.
+fn walk_as(path: &Path, reader: &Identity, shown: &str) -> Result<OwnedFd, StorageError> {
+    let io_error = |e| StorageError::io(shown, e);
+    let mut pending: VecDeque<Vec<u8>> = segments_of(path.as_os_str());
+    let mut dir = open_root_dir().map_err(io_error)?;
+    let mut dir_path = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(segment) = pending.pop_front() {
+        let access = sys::mode_of(dir.as_fd())
+            .and_then(|access| access.with_acl_of(dir.as_fd()))
+            .map_err(io_error)?;
+        search_allowed(reader, &access, &dir_path, shown)?;
+        let name = CString::new(segment.clone())
+            .map_err(|_| StorageError::invalid(shown, "path contains NUL"))?;
+        let next = sys::open_path_at(dir.as_fd(), &name).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => StorageError::NotFound {
+                object: shown.to_string(),
+            },
+            _ => io_error(e),
+        })?;
+        let kind = sys::mode_of(next.as_fd()).map_err(io_error)?.mode & libc::S_IFMT;
+        if kind == libc::S_IFLNK {
+            links += 1;
+            if links > MAX_SYMLINKS {
+                return Err(StorageError::invalid(
+                    shown,
+                    "too many levels of symbolic links",
+                ));
+            }
+            let target = sys::read_link(next.as_fd()).map_err(io_error)?;
+            if target.first() == Some(&b'/') {
+                dir = open_root_dir().map_err(io_error)?;
+                dir_path = PathBuf::from("/");
+            }
+            let mut segments = segments_of(OsStr::from_bytes(&target));
+            segments.extend(pending);
+            pending = segments;
+        } else if kind == libc::S_IFDIR {
+            dir = next;
+            dir_path = step(&dir_path, &segment);
+        } else {
+            return Err(StorageError::invalid(
+                shown,
+                "store root is not a directory",
+            ));
+        }
+    }
+    sys::open_at(dir.as_fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(io_error)
+}
+
+/// The non-empty segments of a path other than `.` (`..` kept: the walk resolves it).
+fn segments_of(path: &OsStr) -> VecDeque<Vec<u8>> {
+    path.as_bytes()
+        .split(|&b| b == b'/')
+        .filter(|s| !s.is_empty() && *s != b".")
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// `dir` after stepping into `segment`, for messages.
+fn step(dir: &Path, segment: &[u8]) -> PathBuf {
+    if segment == b".." {
+        return dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+    }
+    dir.join(OsStr::from_bytes(segment))
+}
+
+fn open_root_dir() -> io::Result<OwnedFd> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open("/")
+        .map(OwnedFd::from)
 }
 
 /// Maps an `openat` failure on `name` below `dir` to the error callers act on.

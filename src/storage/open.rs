@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{CloudOptions, CloudStore, LocalStore, ObjectStore, StorageError};
+use super::{CloudOptions, CloudStore, Identity, LocalStore, ObjectStore, StorageError};
 
 /// Whether `location` names an object store (`s3://`, `gs://`, any letter case).
 pub fn is_object_store(location: &str) -> bool {
@@ -72,6 +72,16 @@ pub fn open_location(
     }
     let root = local_path(location).map_err(|reason| StorageError::invalid(location, reason))?;
     Ok(Arc::new(LocalStore::open(&root)?))
+}
+
+/// The local directory `location` names, with its reads confined to what `reader` could read,
+/// the walk to it included (see [`LocalStore::open_as`]).
+pub fn open_local_as(
+    location: &str,
+    reader: Arc<Identity>,
+) -> Result<Arc<dyn ObjectStore>, StorageError> {
+    let root = local_path(location).map_err(|reason| StorageError::invalid(location, reason))?;
+    Ok(Arc::new(LocalStore::open_as(&root, reader)?))
 }
 
 #[cfg(test)]

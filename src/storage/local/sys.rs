@@ -155,3 +155,79 @@ pub(super) fn fsync_dir(dir: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: `dir` is live for the duration of the call.
     check(unsafe { libc::fsync(dir.as_raw_fd()) }).map(drop)
 }
+
+/// Mode, owner and group of the inode `fd` refers to (any descriptor, `O_PATH` included).
+pub(super) fn mode_of(fd: BorrowedFd<'_>) -> io::Result<super::access::Access> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fd` is live and `st` points to writable memory large enough for a `struct stat`.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so it filled in `st` completely.
+    let st = unsafe { st.assume_init() };
+    Ok(super::access::Access {
+        mode: st.st_mode,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        acl: None,
+    })
+}
+
+/// The raw POSIX access ACL (`system.posix_acl_access`) of the inode `fd` refers to, `None`
+/// when it has none (or the filesystem has no ACLs). Read through `/proc/self/fd`, which also
+/// works for `O_PATH` descriptors; without `/proc` ACLs are not seen.
+pub(super) fn access_acl(fd: BorrowedFd<'_>) -> io::Result<Option<Vec<u8>>> {
+    const NAME: &CStr = c"system.posix_acl_access";
+    /// The largest extended attribute Linux stores.
+    const MAX_XATTR: usize = 64 << 10;
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|_| io::Error::other("descriptor path contains NUL"))?;
+    let absent = |e: &io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::ENODATA | libc::ENOTSUP | libc::ENOENT)
+        )
+    };
+    // SAFETY: `path` and `NAME` are NUL-terminated; a null buffer of size 0 asks for the size.
+    let size = unsafe { libc::getxattr(path.as_ptr(), NAME.as_ptr(), std::ptr::null_mut(), 0) };
+    let size = match usize::try_from(size) {
+        Ok(size) => size.min(MAX_XATTR),
+        Err(_) => {
+            let e = io::Error::last_os_error();
+            return if absent(&e) { Ok(None) } else { Err(e) };
+        }
+    };
+    let mut buf = vec![0u8; size];
+    // SAFETY: as above, with `buf` writable for the length passed.
+    let len =
+        unsafe { libc::getxattr(path.as_ptr(), NAME.as_ptr(), buf.as_mut_ptr().cast(), size) };
+    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    buf.truncate(len);
+    Ok(Some(buf))
+}
+
+/// A path-only descriptor of `name` below `dir`, not following a symlink: it can be a
+/// directory to walk on from, a symlink to read, or a file to look at, and opening it reads
+/// nothing and needs no permission on `name` itself.
+pub(super) fn open_path_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+    open_at(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)
+}
+
+/// The target of the symlink a path-only descriptor ([`open_path_at`]) refers to.
+pub(super) fn read_link(link: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: `link` is live, the empty path is NUL-terminated, and `buf` is writable for the
+    // length passed.
+    let len = unsafe {
+        libc::readlinkat(
+            link.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    if len >= buf.len() {
+        return Err(io::Error::other("symlink target longer than PATH_MAX"));
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
