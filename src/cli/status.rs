@@ -84,6 +84,14 @@ pub fn render(r: &Value) -> String {
     );
     let _ = writeln!(
         out,
+        "budgets     memory {} of {} in use (everything decoded or kept); temporary files {} of {}",
+        bytes(n(&r["memory"]["used_bytes"])),
+        bytes(n(&r["memory"]["budget_bytes"])),
+        bytes(n(&r["spill"]["used_bytes"])),
+        bytes(n(&r["spill"]["budget_bytes"])),
+    );
+    let _ = writeln!(
+        out,
         "requests    {} FUSE requests, {} answered EIO",
         n(&r["requests"]["fuse"]),
         n(&r["requests"]["eio"])

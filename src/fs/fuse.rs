@@ -746,6 +746,8 @@ impl Filesystem for SdsFuse {
         let result = interrupt::serving(req.pid(), || {
             self.namespace.read_dir(ino.0, offset, |entry, next| {
                 // `.` and `..` carry no attributes in READDIRPLUS replies the kernel uses.
+                // Marked before its TTL is chosen: a tracked overlay entry is immutable.
+                self.handing_out(entry.ino);
                 let (attr, ttl) = match self.namespace.getattr(entry.ino) {
                     Ok(attr) => (attr, self.ttl(entry.ino)),
                     // An entry whose attributes cannot be read (an annotation file whose
@@ -765,7 +767,6 @@ impl Filesystem for SdsFuse {
                         return true;
                     }
                 };
-                self.handing_out(entry.ino);
                 reply.add(
                     INodeNo(entry.ino),
                     next,
