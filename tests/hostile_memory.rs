@@ -312,3 +312,48 @@ fn temporary_files_stay_within_the_spill_budget_across_records() {
     assert_eq!(status["spill"]["budget_bytes"], budget);
     assert!(status["spill"]["used_bytes"].as_u64().unwrap() <= budget);
 }
+
+#[test]
+fn annotation_carriers_are_charged_to_the_budget() {
+    use sdsfs::annotations::{publish_annotations, AnnotationRecord, AnnotationStatus};
+    use sdsfs::format::dtype::DType;
+    use sdsfs::format::record::{Axis, Field};
+    // 48 records, each annotated with a 4 MiB tensor (zeros: a few KiB on disk).
+    let published = publish_dataset(&[16, 16, 16], 3);
+    let dataset = published.open();
+    let samples = (4 << 20) / 8;
+    let rows: Vec<AnnotationRecord> = (0..dataset.len())
+        .map(|o| {
+            let id = dataset.record_meta(o).unwrap().id;
+            let mut row = AnnotationRecord::new(id, o, AnnotationStatus::Success);
+            let field = Field::new(DType::C64, vec![samples], vec![0u8; 4 << 20])
+                .unwrap()
+                .with_axes(vec![Axis::new("time", samples)]);
+            row.fields.insert("mask".into(), field);
+            row
+        })
+        .collect();
+    publish_annotations(
+        &dataset,
+        "masks",
+        &rows,
+        &Default::default(),
+        &Default::default(),
+    )
+    .unwrap();
+    let budget = 24 * MIB;
+    let mount = MountGuard::mount(published.root(), &["--cache-size", "24M"]);
+    for ordinal in 0..dataset.len() {
+        let path = mount.path(&format!(
+            "records/{ordinal:02}/annotations/masks/fields/mask.raw"
+        ));
+        let head = std::fs::read(&path).unwrap();
+        assert_eq!(head.len(), 4 << 20, "record {ordinal}");
+        assert!(head.iter().all(|&b| b == 0));
+    }
+    let peak = assert_within_budget(&mount, budget);
+    eprintln!(
+        "48 annotation carriers of 4 MiB, 24 MiB budget: peak RSS {} MiB",
+        peak / MIB
+    );
+}

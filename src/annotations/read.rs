@@ -353,9 +353,9 @@ impl AnnotationSet {
                 format!("set {:?}, ordinal {ordinal}: {detail}", self.name),
             )
         };
-        let payload = reader
-            .read(ordinal - shard.first_ordinal)
-            .map_err(|e| at(e.to_string()))?;
+        let index = ordinal - shard.first_ordinal;
+        let _decoding = charge_decode(dataset, &reader, index).map_err(at)?;
+        let payload = reader.read(index).map_err(|e| at(e.to_string()))?;
         let carrier = record::decode(payload, &dataset.options().record_limits)
             .map_err(|e| at(e.to_string()))?;
         AnnotationRecord::from_carrier(carrier, ordinal).map_err(at)
@@ -387,4 +387,19 @@ pub fn row_counts(metadata: &Object) -> Option<BTreeMap<AnnotationStatus, u64>> 
         .iter()
         .map(|(status, n)| Some((AnnotationStatus::from_wire(status)?, n.as_u64()?)))
         .collect()
+}
+
+/// Charges the memory budget for decoding carrier `index` of `reader` (its chunk's decoded size
+/// and stored span, from the object's index), before it is read.
+fn charge_decode(
+    dataset: &Dataset,
+    reader: &crate::dataset::ShardReader,
+    index: u64,
+) -> Result<crate::budget::Charge, String> {
+    let decoded = reader.chunk_decoded_len(index).map_err(|e| e.to_string())?;
+    let span = reader.chunk_span(index).map_err(|e| e.to_string())?;
+    dataset
+        .memory()
+        .charge(decoded.saturating_add(span.end - span.start))
+        .map_err(|e| format!("{e} (--cache-size)"))
 }

@@ -167,7 +167,7 @@ impl Namespace {
             records: RecordCache::new(config.cache, dataset.memory()),
             ahead: DecodeAhead::default(),
             indexes: RowIndexes::new(),
-            overlay: Overlay::new(config.metadata_ttl),
+            overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             dataset,
         }
     }

@@ -33,6 +33,8 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use lru::LruCache;
 
+use crate::budget::{Budget, Charge, Reclaim};
+
 use super::inode::MAX_CARRIER_NODE;
 use super::record_tree::{Node, RecordTree};
 use super::views::View;
@@ -92,6 +94,19 @@ pub struct Carrier {
     pub annotation_json: Vec<u8>,
     /// The carrier's tensor fields as a file tree (node 0 is `fields/`).
     pub tree: RecordTree,
+    /// Its memory, charged to the mount's budget while it lives.
+    _charge: Charge,
+}
+
+/// Carriers kept (LRU by count), giving their entries back to the memory budget on demand.
+#[derive(Debug)]
+struct CarrierCache(Mutex<LruCache<(String, u64), Arc<Carrier>>>);
+
+impl Reclaim for CarrierCache {
+    fn reclaim_one(&self) -> bool {
+        let evicted = lock(&self.0).pop_lru();
+        evicted.is_some()
+    }
 }
 
 impl Carrier {
@@ -136,7 +151,8 @@ pub struct Overlay {
     ttl: Duration,
     state: Mutex<State>,
     registry: Mutex<Vec<String>>,
-    carriers: Mutex<LruCache<(String, u64), Arc<Carrier>>>,
+    carriers: Arc<CarrierCache>,
+    memory: Arc<Budget>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -144,7 +160,13 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Overlay {
-    pub fn new(ttl: Duration) -> Overlay {
+    /// An overlay re-reading the catalog every `ttl`, its carriers charged to `memory`.
+    pub fn new(ttl: Duration, memory: &Arc<Budget>) -> Overlay {
+        let carriers = Arc::new(CarrierCache(Mutex::new(LruCache::new(
+            NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
+        ))));
+        let reclaimer: Arc<dyn Reclaim> = carriers.clone();
+        memory.register(Arc::downgrade(&reclaimer));
         Overlay {
             ttl,
             state: Mutex::new(State {
@@ -152,9 +174,8 @@ impl Overlay {
                 visible: Arc::new(Visible::empty()),
             }),
             registry: Mutex::new(Vec::new()),
-            carriers: Mutex::new(LruCache::new(
-                NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
-            )),
+            carriers,
+            memory: memory.clone(),
         }
     }
 
@@ -250,7 +271,7 @@ impl Overlay {
         source: &RecordMeta,
     ) -> Result<Arc<Carrier>, String> {
         let key = (set.set.reference().path.to_string(), ordinal);
-        if let Some(carrier) = lock(&self.carriers).get(&key) {
+        if let Some(carrier) = lock(&self.carriers.0).get(&key) {
             return Ok(carrier.clone());
         }
         let row = set
@@ -284,12 +305,22 @@ impl Overlay {
         for clash in &tree.clashes {
             tracing::warn!(set = %set.name, ordinal, path = %clash, "annotation field path clashes and is not shown");
         }
+        let annotation_json = row.to_annotation_json(&set.name).into_bytes();
+        let tensors: usize = row.fields.values().map(|f| f.data.len()).sum();
+        let held = super::cache::tree_bytes(&tree) + (annotation_json.len() + tensors) as u64;
+        let charge = self.memory.charge(held).map_err(|e| {
+            format!(
+                "set {:?}, record {ordinal}: its annotation: {e} (--cache-size)",
+                set.name
+            )
+        })?;
         let carrier = Arc::new(Carrier {
-            annotation_json: row.to_annotation_json(&set.name).into_bytes(),
+            annotation_json,
             row,
             tree,
+            _charge: charge,
         });
-        lock(&self.carriers).put(key, carrier.clone());
+        lock(&self.carriers.0).put(key, carrier.clone());
         Ok(carrier)
     }
 }
