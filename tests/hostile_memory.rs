@@ -106,8 +106,8 @@ fn rows_larger_than_the_budget_are_refused_without_being_kept() {
 #[test]
 fn rows_within_the_budget_are_served_and_memory_stays_within_it() {
     let dir = blob_dataset(64, 4, 1);
-    let budget = 24 * MIB;
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "24M"]);
+    let budget = 32 * MIB;
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "32M"]);
     for ordinal in 0..64 {
         let size = record_json(&mount, ordinal).unwrap().len();
         assert!(size > 4 * MIB, "record.json carries the blob: {size} bytes");
@@ -120,7 +120,7 @@ fn rows_within_the_budget_are_served_and_memory_stays_within_it() {
     );
     let peak = assert_within_budget(&mount, budget);
     eprintln!(
-        "64 rows of 4 MiB, 24 MiB budget: peak RSS {} MiB",
+        "64 rows of 4 MiB, 32 MiB budget: peak RSS {} MiB",
         peak / MIB
     );
 }
@@ -219,15 +219,25 @@ impl Drop for Scratch {
     }
 }
 
-/// Four records of one 256 MiB zero-filled field each: a data shard of a few hundred KiB.
-fn spilling_dataset() -> tempfile::TempDir {
+/// Four records of one 256 MiB zero-filled field each: a data shard of a few hundred KiB,
+/// compressed with zstd windows of 2^`window_log` bytes.
+fn spilling_dataset_with_window(window_log: u32) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let store = local_store(dir.path());
     let all = (0..4).map(|i| {
         Record::new(format!("wide-{i}")).with_field("iq", iq_capture(vec![0u8; 256 << 20]))
     });
-    let receipt =
-        write_shard(store.as_ref(), all, "work-000", 0, &ShardOptions::default()).unwrap();
+    let options = ShardOptions {
+        writer_options: WriterOptions {
+            compression: sdsfs::arrayrecord::Compression::Zstd {
+                level: 3,
+                window_log,
+            },
+            ..WriterOptions::default()
+        },
+        ..ShardOptions::default()
+    };
+    let receipt = write_shard(store.as_ref(), all, "work-000", 0, &options).unwrap();
     publish(
         store.as_ref(),
         &[receipt],
@@ -235,6 +245,11 @@ fn spilling_dataset() -> tempfile::TempDir {
     )
     .unwrap();
     dir
+}
+
+/// [`spilling_dataset_with_window`] with the reference writer's window (1 MiB).
+fn spilling_dataset() -> tempfile::TempDir {
+    spilling_dataset_with_window(20)
 }
 
 /// Reads the first 4 KiB of record `ordinal`'s IQ samples while a thread samples the scratch
@@ -356,4 +371,36 @@ fn annotation_carriers_are_charged_to_the_budget() {
         "48 annotation carriers of 4 MiB, 24 MiB budget: peak RSS {} MiB",
         peak / MIB
     );
+}
+
+#[test]
+fn a_decoder_window_larger_than_the_budget_is_never_allocated() {
+    // 128 MiB windows: streaming the record would make libzstd allocate one.
+    let dir = spilling_dataset_with_window(27);
+    let scratch = Scratch::new();
+    let tmpdir = scratch.dir.path().to_str().unwrap().to_string();
+    let mount = MountGuard::mount_with_env(
+        dir.path().as_os_str(),
+        &["--cache-size", "64M"],
+        &[("TMPDIR", tmpdir.as_str())],
+    );
+    let (read, _) = head_of_field(&mount, &scratch, 0);
+    assert_eq!(read.unwrap_err().raw_os_error(), Some(libc::EIO));
+    let peak = assert_within_budget(&mount, 64 * MIB);
+    assert!(peak < 96 * MIB, "no window allocated: {} MiB", peak / MIB);
+    let log = mount.log_text();
+    assert!(
+        log.contains("decoder's window") && log.contains("67108864"),
+        "{log}"
+    );
+    // Under a budget that holds the window, the same record reads.
+    drop(mount);
+    let mount = MountGuard::mount_with_env(
+        dir.path().as_os_str(),
+        &["--cache-size", "256M"],
+        &[("TMPDIR", tmpdir.as_str())],
+    );
+    let (read, _) = head_of_field(&mount, &scratch, 0);
+    assert_eq!(read.unwrap(), vec![0u8; 4096]);
+    assert_within_budget(&mount, 256 * MIB);
 }

@@ -618,7 +618,7 @@ mod tests {
 /// reference writer's default is 1 MiB) go through the streaming decoder. With
 /// [`SEGMENTS_MAX`] segments this bounds the segments' memory to 34 MiB (18 MiB for 1 MiB
 /// windows).
-const SEGMENT_WINDOW_MAX: u64 = 4 << 20;
+pub(crate) const SEGMENT_WINDOW_MAX: u64 = 4 << 20;
 /// Decoded segments in use at once at most: the one being decoded into, the previous one (the
 /// decoder's history) and those the consumer has not released yet.
 const SEGMENTS_MAX: usize = 8;
@@ -685,6 +685,12 @@ pub(crate) fn zstd_segments(
     }
     drop(previous);
     Ok(Some(decoded))
+}
+
+/// The window a zstd frame starting with `input` declares (what its decoder allocates when it
+/// streams), if the frame header is all there.
+pub(crate) fn zstd_window(input: &[u8]) -> Option<u64> {
+    frame_header(input).map(|header| header.windowSize)
 }
 
 /// The frame header at the start of `input`, if it is all there.

@@ -562,6 +562,36 @@ impl<S: ByteSource> ArrayRecordReader<S> {
             .map_err(|f| f.at(&self.name, span.start))
     }
 
+    /// The decoder window streaming record `index` needs beyond the fixed buffers: a zstd
+    /// chunk's declared window (read from its frame header, one small read), when it is too
+    /// large to decode into segments; 0 otherwise. Lets a caller charge it before streaming.
+    pub fn stream_window(&self, index: u64) -> Result<u64> {
+        let (k, _) = self.locate(index)?;
+        let span = self.span_of_chunk(k);
+        self.peek_window(span.clone())
+            .map_err(|f| f.at(&self.name, span.start))
+    }
+
+    fn peek_window(&self, span: Range<u64>) -> Result<u64, Fault> {
+        let (mut cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
+        require_simple(&header)?;
+        let (ct, _) = read_sizes(&mut cursor, &header, self.caps())?;
+        if ct != b'z' {
+            return Ok(0);
+        }
+        cursor.read_varint()?;
+        // A frame header is at most 18 bytes.
+        let mut head = vec![0u8; cursor.data_left().min(18) as usize];
+        cursor.read_exact(&mut head)?;
+        let window = compress::zstd_window(&head)
+            .ok_or_else(|| corrupt("values do not start with a zstd frame header"))?;
+        Ok(if window > compress::SEGMENT_WINDOW_MAX {
+            window.min(header.decoded_data_size)
+        } else {
+            0
+        })
+    }
+
     fn stream_record(
         &self,
         span: Range<u64>,

@@ -386,6 +386,18 @@ impl Dataset {
         }
     }
 
+    /// The decoder window streaming the record at `location` takes beyond fixed buffers (a
+    /// large zstd window, from the chunk's frame header; 0 for the usual small windows).
+    pub fn stream_window(&self, location: &RecordLocation) -> Result<u64, DatasetError> {
+        let shard = self.data_shard(location)?;
+        shard
+            .stream_window(location.physical_index)
+            .map_err(|source| DatasetError::Shard {
+                object: shard.name().to_string(),
+                source,
+            })
+    }
+
     /// Decoded size of the record at `location` (from the shard index; no data read).
     pub fn payload_len(&self, location: &RecordLocation) -> Result<u64, DatasetError> {
         let shard = self.data_shard(location)?;
@@ -482,14 +494,14 @@ impl Dataset {
     }
 }
 
-/// The most parsing a metadata row takes beside its text: its strings four times over (the
-/// parsed values, and the compact and pretty texts validation and the views write from them,
-/// measured for rows carrying one large string), and 64 bytes for each value it can hold
-/// ([`crate::format::json::values_at_most`]).
+/// The most parsing a metadata row takes beside its text: its strings five times over (the
+/// parsed values, the compact and pretty texts validation and the views write from them, and
+/// the allocator's slack around blocks that size, measured for rows carrying one large
+/// string), and 64 bytes for each value it can hold ([`crate::format::json::values_at_most`]).
 fn row_parse_bytes(row: &[u8]) -> u64 {
     let values = crate::format::json::values_at_most(row);
     (row.len() as u64)
-        .saturating_mul(4)
+        .saturating_mul(5)
         .saturating_add(values.saturating_mul(64))
 }
 

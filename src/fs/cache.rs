@@ -381,6 +381,15 @@ impl RecordCache {
                 ordinal,
                 detail: format!("temporary files: {e} (--spill-size)"),
             })?;
+            // A frame with a large window makes its decoder allocate it: charged first.
+            let window = dataset.stream_window(&location)?;
+            let _window = dataset
+                .memory()
+                .charge(window)
+                .map_err(|e| LoadError::Other {
+                    ordinal,
+                    detail: format!("its decoder's window: {e} (--cache-size)"),
+                })?;
             let bytes = Arc::new(load_into_file(dataset, &location, row, disk)?);
             lock(&self.files).put(ordinal, bytes.clone());
             return Ok(bytes);
