@@ -349,10 +349,7 @@ impl Dataset {
         let shard = self.data_shard(location)?;
         let len = shard
             .read_into_sink(location.physical_index, sink)
-            .map_err(|source| DatasetError::Shard {
-                object: shard.name().to_string(),
-                source,
-            })?;
+            .map_err(shard_failure(&shard))?;
         self.read_ahead(&shard, location.physical_index);
         Ok(len)
     }
@@ -392,10 +389,7 @@ impl Dataset {
         let shard = self.data_shard(location)?;
         shard
             .stream_window(location.physical_index)
-            .map_err(|source| DatasetError::Shard {
-                object: shard.name().to_string(),
-                source,
-            })
+            .map_err(shard_failure(&shard))
     }
 
     /// Decoded size of the record at `location` (from the shard index; no data read).
@@ -403,10 +397,7 @@ impl Dataset {
         let shard = self.data_shard(location)?;
         shard
             .chunk_decoded_len(location.physical_index)
-            .map_err(|source| DatasetError::Shard {
-                object: shard.name().to_string(),
-                source,
-            })
+            .map_err(shard_failure(&shard))
     }
 
     /// Reads and decodes record `ordinal`, checking that its descriptor agrees with its
@@ -503,6 +494,14 @@ fn row_parse_bytes(row: &[u8]) -> u64 {
     (row.len() as u64)
         .saturating_mul(5)
         .saturating_add(values.saturating_mul(64))
+}
+
+/// The error of a failed read of `shard`, naming it.
+fn shard_failure(shard: &ShardReader) -> impl Fn(crate::arrayrecord::Error) -> DatasetError + '_ {
+    |source| DatasetError::Shard {
+        object: shard.name().to_string(),
+        source,
+    }
 }
 
 /// A contiguous run of records within one shard object (as TFDS and ArrayRecord name them).
