@@ -200,7 +200,7 @@ pub struct AnnotationSet {
     reference: AnnotationRef,
     root: SetRoot,
     root_bytes: Bytes,
-    objects: ShardCache,
+    objects: Arc<ShardCache>,
 }
 
 impl AnnotationSet {
@@ -245,7 +245,7 @@ impl AnnotationSet {
             reference: reference.clone(),
             root,
             root_bytes,
-            objects: ShardCache::new(8),
+            objects: ShardCache::new(8, crate::budget::Budget::unlimited("memory")),
         })
     }
 

@@ -311,7 +311,12 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     fn read_footer(&mut self, footer_offset: u64) -> Result<()> {
         let fo = footer_offset;
         let limit = self.size - BLOCK;
-        let max = self.limits.max_in_memory_record_bytes;
+        // Entries have distinct chunk offsets below the footer, each at most 34 bytes encoded:
+        // a footer decoding to more is a bomb, refused before it is decoded.
+        let max = self
+            .limits
+            .max_in_memory_record_bytes
+            .min(fo.saturating_mul(34).saturating_add(1 << 20));
         let (header, records) = decode_chunk(&self.source, fo, limit, self.caps(), max)
             .map_err(|f| f.at(&self.name, fo))?;
         let mut records = records.slices();
@@ -436,6 +441,11 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     }
 
     /// Number of data chunks.
+    /// Memory the open reader keeps (its chunk index and writer options).
+    pub fn index_bytes(&self) -> u64 {
+        (self.index.len() * std::mem::size_of::<Entry>() + self.writer_options.len()) as u64
+    }
+
     pub fn num_chunks(&self) -> u64 {
         self.index.len() as u64
     }

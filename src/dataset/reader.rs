@@ -45,7 +45,7 @@ pub struct Dataset {
     snapshot: Snapshot,
     snapshot_bytes: Bytes,
     pages: Arc<PageCache>,
-    shards: ShardCache,
+    shards: Arc<ShardCache>,
     chunks: Arc<ChunkCache>,
 }
 
@@ -174,7 +174,7 @@ impl Dataset {
             .map_err(|e| e.with_document(snapshot_name))?;
         Ok(Dataset {
             pages: PageCache::new(options.manifest_cache_pages, limits, options.memory.clone()),
-            shards: ShardCache::new(options.open_shards),
+            shards: ShardCache::new(options.open_shards, options.memory.clone()),
             chunks: ChunkCache::new(options.memory.clone()),
             objects,
             options,
@@ -192,6 +192,7 @@ impl Dataset {
         let limits = self.options.control_limits;
         self.pages = PageCache::new(self.options.manifest_cache_pages, limits, memory.clone());
         self.chunks = ChunkCache::new(memory.clone());
+        self.shards = ShardCache::new(self.options.open_shards, memory.clone());
         self.options.memory = memory;
         self
     }

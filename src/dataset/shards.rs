@@ -22,6 +22,7 @@ use super::error::DatasetError;
 use super::objects::{AbsoluteReferences, Objects};
 use super::pages::RecordLocation;
 use crate::arrayrecord::{ArrayRecordReader, ByteSource};
+use crate::budget::{Budget, Charge, Reclaim};
 use crate::format::documents::{ObjectRef, Reference};
 use crate::format::path::ObjectPath;
 use crate::storage::{ObjectReader, ObjectStore};
@@ -49,17 +50,31 @@ impl ByteSource for ObjectReader {
 /// An open shard.
 pub type ShardReader = ArrayRecordReader<ObjectReader>;
 
+/// Open readers, each with the charge of the index it keeps.
 #[derive(Debug)]
 pub(crate) struct ShardCache {
-    open: Mutex<LruCache<ObjectPath, Arc<ShardReader>>>,
+    open: Mutex<LruCache<ObjectPath, (Arc<ShardReader>, Charge)>>,
+    memory: Arc<Budget>,
+}
+
+impl Reclaim for ShardCache {
+    fn reclaim_one(&self) -> bool {
+        let evicted = self.lock().pop_lru();
+        evicted.is_some()
+    }
 }
 
 impl ShardCache {
-    pub(crate) fn new(capacity: usize) -> ShardCache {
+    /// At most `capacity` open readers, their indexes charged to `memory`.
+    pub(crate) fn new(capacity: usize, memory: Arc<Budget>) -> Arc<ShardCache> {
         let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
-        ShardCache {
+        let cache = Arc::new(ShardCache {
             open: Mutex::new(LruCache::new(capacity)),
-        }
+            memory,
+        });
+        let reclaimer: Arc<dyn Reclaim> = cache.clone();
+        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache
     }
 
     /// The open reader of the shard `reference` points at (its size checked on first open).
@@ -83,15 +98,23 @@ impl ShardCache {
         objects: &Objects,
         reference: &ObjectRef,
     ) -> Result<Arc<ShardReader>, DatasetError> {
-        if let Some(reader) = self.lock().get(&reference.path) {
+        if let Some((reader, _)) = self.lock().get(&reference.path) {
             return Ok(reader.clone());
         }
         let reader = Arc::new(open_shard(objects, reference)?);
-        self.lock().put(reference.path.clone(), reader.clone());
+        let charge =
+            self.memory
+                .charge(reader.index_bytes())
+                .map_err(|source| DatasetError::Budget {
+                    object: format!("{} (its chunk index)", reader.name()),
+                    source,
+                })?;
+        self.lock()
+            .put(reference.path.clone(), (reader.clone(), charge));
         Ok(reader)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<ObjectPath, Arc<ShardReader>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<ObjectPath, (Arc<ShardReader>, Charge)>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
