@@ -23,10 +23,14 @@
 //!
 //! Properties besides "no panic" (in any thread: a panic hook counts them):
 //! - the budget's `used()` never exceeds its `capacity()`, checked after every step;
-//! - the process's resident memory stays under the budget + [`RSS_SLACK`] after every step;
-//! - no step takes longer than [`STEP_LIMIT`]: the walk's requester gives up after
-//!   [`WALK_DEADLINE`] (as Ctrl-C would), so whatever waits must notice, and a whole input must
-//!   end within [`HANG_LIMIT`];
+//! - the process's resident memory stays under the budget + [`RSS_SLACK`] after every step
+//!   (in the libFuzzer build: grows by no more than that during one input, see
+//!   [`rss_from_input_start`]);
+//! - the first `ls by-id/` (which starts building the index from every row) is made by a
+//!   requester that gives up after [`PATIENCE`], as Ctrl-C would: it must end within
+//!   [`INTERRUPT_LIMIT`] of that; every later step is made by a patient requester and must end
+//!   by itself within [`STEP_LIMIT`] (so the index must be refused by its price, or built, in
+//!   that time), and a whole input within [`HANG_LIMIT`];
 //! - the listed record directories have distinct inodes, each the one its lookup gives;
 //! - once the walk is over, nothing holds the budget (no thread or charge outlives the mount)
 //!   after [`RELEASE_LIMIT`].
@@ -53,8 +57,10 @@ pub const BUDGET_BYTES: u64 = 16 << 20;
 const SPILL_BYTES: u64 = 64 << 20;
 /// What the process may hold beyond the budget: the fuzzer, its corpus, the allocator's slack.
 pub const RSS_SLACK: u64 = 256 << 20;
-/// When the walk's requester is gone: every wait must end soon after.
-pub const WALK_DEADLINE: Duration = Duration::from_secs(1);
+/// How long the first, impatient `ls by-id/` waits before its requester gives up (Ctrl-C).
+pub const PATIENCE: Duration = Duration::from_secs(1);
+/// How soon after that the request must have ended.
+pub const INTERRUPT_LIMIT: Duration = Duration::from_secs(1);
 /// The longest one step may take.
 pub const STEP_LIMIT: Duration = Duration::from_secs(5);
 /// The longest a whole input may take before it counts as a hang.
@@ -475,9 +481,14 @@ fn open_and_walk(dir: &Path, log: StepLog) -> Result<bool, String> {
         memory: budget.clone(),
         ..OpenOptions::default()
     };
+    let rss_base = if RSS_FROM_INPUT_START.load(Ordering::Relaxed) {
+        rss_bytes().unwrap_or(0)
+    } else {
+        0
+    };
     let walk = Walk {
         budget,
-        rss_limit: BUDGET_BYTES + RSS_SLACK,
+        rss_limit: rss_base + BUDGET_BYTES + RSS_SLACK,
         log,
     };
     let opened = Dataset::open(Arc::new(store), options);
@@ -498,8 +509,8 @@ fn open_and_walk(dir: &Path, log: StepLog) -> Result<bool, String> {
             ..NamespaceConfig::default()
         };
         let namespace = Namespace::new(dataset, config);
-        let requester = Requester::start(WALK_DEADLINE)?;
-        sdsfs::interrupt::serving(requester, || walk.top(&namespace))?;
+        walk.impatient_by_id(&namespace)?;
+        walk.top(&namespace)?;
     } else {
         drop(dataset);
     }
@@ -533,6 +544,19 @@ impl Requester {
 fn thread_id() -> Option<u32> {
     let link = std::fs::read_link("/proc/thread-self").ok()?;
     link.file_name()?.to_str()?.parse().ok()
+}
+
+/// Whether the resident-set bound counts from the resident set at the start of each input
+/// rather than from zero (see [`rss_from_input_start`]).
+static RSS_FROM_INPUT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Bounds what the resident set may grow by during one input, instead of the resident set
+/// itself: for the libFuzzer build, where AddressSanitizer's shadow memory and quarantine put
+/// the process at about 500 MiB before any input (that process is bounded as a whole by
+/// libFuzzer's `-rss_limit_mb` and `-malloc_limit_mb`).
+pub fn rss_from_input_start() {
+    RSS_FROM_INPUT_START.store(true, Ordering::Relaxed);
 }
 
 /// The resident set of this process, from `/proc/self/status`.
@@ -632,6 +656,26 @@ impl Walk {
             .collect())
     }
 
+    /// `ls by-id/` by a requester that gives up after [`PATIENCE`] (as Ctrl-C would), while
+    /// the index is built for the first time: the request must end within
+    /// [`INTERRUPT_LIMIT`] of that, whether the index was refused, built or still building.
+    fn impatient_by_id(&self, namespace: &Namespace) -> Result<(), String> {
+        let requester = Requester::start(PATIENCE)?;
+        let started = Instant::now();
+        sdsfs::interrupt::serving(requester, || {
+            self.list(namespace, Ino::ById.encode(), 0, LIST_AT_MOST)
+        })?;
+        let took = started.elapsed();
+        if took > PATIENCE + INTERRUPT_LIMIT {
+            return Err(format!(
+                "ls by-id/ ended {:.1} s after its requester gave up",
+                (took - PATIENCE).as_secs_f64()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The walk proper, by a patient requester (every step must end by itself).
     fn top(&self, namespace: &Namespace) -> Result<(), String> {
         let root = Ino::Root.encode();
         self.step("getattr /", || namespace.getattr(root))?;
