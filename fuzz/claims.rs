@@ -29,8 +29,9 @@
 //! - the first `ls by-id/` (which starts building the index from every row) is made by a
 //!   requester that gives up after [`PATIENCE`], as Ctrl-C would: it must end within
 //!   [`INTERRUPT_LIMIT`] of that; every later step is made by a patient requester and must end
-//!   by itself within [`STEP_LIMIT`] (so the index must be refused by its price, or built, in
-//!   that time), and a whole input within [`HANG_LIMIT`];
+//!   by itself within [`STEP_LIMIT`], `by-id/` must be answered within [`STEP_LIMIT`] of that
+//!   first request (its index refused by its price, or built, in that time), and a whole input
+//!   must end within [`HANG_LIMIT`];
 //! - the listed record directories have distinct inodes, each the one its lookup gives;
 //! - once the walk is over, nothing holds the budget (no thread or charge outlives the mount)
 //!   after [`RELEASE_LIMIT`].
@@ -490,6 +491,7 @@ fn open_and_walk(dir: &Path, log: StepLog) -> Result<bool, String> {
         budget,
         rss_limit: rss_base + BUDGET_BYTES + RSS_SLACK,
         log,
+        by_id_asked: std::cell::Cell::new(None),
     };
     let opened = Dataset::open(Arc::new(store), options);
     walk.note("open", opened.as_ref().err());
@@ -572,6 +574,8 @@ struct Walk {
     budget: Arc<Budget>,
     rss_limit: u64,
     log: StepLog,
+    /// When `ls by-id/` was first asked.
+    by_id_asked: std::cell::Cell<Option<Instant>>,
 }
 
 /// Entries listed per directory, and record files read, at most.
@@ -662,6 +666,7 @@ impl Walk {
     fn impatient_by_id(&self, namespace: &Namespace) -> Result<(), String> {
         let requester = Requester::start(PATIENCE)?;
         let started = Instant::now();
+        self.by_id_asked.set(Some(started));
         sdsfs::interrupt::serving(requester, || {
             self.list(namespace, Ino::ById.encode(), 0, LIST_AT_MOST)
         })?;
@@ -673,6 +678,21 @@ impl Walk {
             ));
         }
         Ok(())
+    }
+
+    /// `by-id/` answered (refused by its price, built, or failed) within [`STEP_LIMIT`] of the
+    /// first request for it.
+    fn by_id_answered_in_time(&self) -> Result<(), String> {
+        let waited = self.by_id_asked.get().map(|asked| asked.elapsed());
+        match waited {
+            Some(waited) if waited > STEP_LIMIT => Err(format!(
+                "by-id/ answered {:.1} s after it was first asked (the index must be refused or \
+                 built within {} s)",
+                waited.as_secs_f64(),
+                STEP_LIMIT.as_secs()
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The walk proper, by a patient requester (every step must end by itself).
@@ -688,7 +708,10 @@ impl Walk {
             };
             match (name.as_str(), attr.kind) {
                 ("records", _) => self.walk_records(namespace, attr.ino)?,
-                ("by-id", _) => self.walk_links(namespace, attr.ino)?,
+                ("by-id", _) => {
+                    self.walk_links(namespace, attr.ino)?;
+                    self.by_id_answered_in_time()?;
+                }
                 ("by-scene", _) => {
                     for scene in self.list(namespace, attr.ino, 0, LIST_AT_MOST)? {
                         self.walk_links(namespace, scene.ino)?;

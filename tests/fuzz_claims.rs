@@ -33,6 +33,9 @@ fn every_seed_runs_without_a_finding() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    // `finding-*` seeds reproduce known defects (docs/RELIABILITY.md, "Fuzzing"); they are
+    // not expected to pass until those are fixed.
+    names.retain(|n| !n.starts_with("finding-"));
     assert!(names.len() >= 20, "{names:?}");
     for name in names {
         let input = seed(&name);
