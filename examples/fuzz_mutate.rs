@@ -188,8 +188,9 @@ fn fuzz(target: &str, seconds: u64, seed: u64) -> bool {
         let took = started.elapsed();
         if took > slowest {
             slowest = took;
-            // Kept for a look (`--replay`); fuzz/corpus/ is ignored by git.
-            let dir = repo().join("fuzz/corpus").join(target);
+            // Kept for a look (`--replay`) in fuzz/slowest/ (ignored by git; not in
+            // fuzz/corpus/, which libFuzzer would start from).
+            let dir = repo().join("fuzz/slowest").join(target);
             let _ = std::fs::create_dir_all(&dir);
             let _ = std::fs::write(dir.join("slowest"), &input);
         }
