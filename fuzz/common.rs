@@ -8,16 +8,32 @@ use sdsfs::arrayrecord::ArrayRecordReader;
 use sdsfs::format::documents::{
     CatalogPointer, DatasetRoot, ManifestPage, Revision, SetRoot, Snapshot, WorkerPointer,
 };
-use sdsfs::format::json::{parse_value, to_compact};
+use sdsfs::format::dtype::DType;
+use sdsfs::format::json::{parse_value, to_compact, Value};
 use sdsfs::format::limits::{JsonLimits, RecordLimits};
-use sdsfs::format::record::{decode, encode, validate, RecordMeta};
+use sdsfs::format::record::{
+    decode, encode, validate, Axis, Coordinate, Field, Record, RecordMeta,
+};
 use sdsfs::fs::names::{decode_segment, encode_field_path, encode_segment, SegmentRole};
+
+#[allow(dead_code)]
+#[path = "claims.rs"]
+pub mod claims;
 
 /// Every target, in the order `all` runs them.
 #[allow(dead_code)]
-pub const TARGETS: [&str; 6] = ["json", "record", "row", "control", "arrayrecord", "names"];
+pub const TARGETS: [&str; 7] = [
+    "json",
+    "record",
+    "row",
+    "control",
+    "arrayrecord",
+    "names",
+    "claims",
+];
 
 /// Runs one input; `Ok(true)` when it parsed, `Err` when a property broke.
+#[allow(dead_code)]
 pub fn run(target: &str, input: &[u8]) -> Result<bool, String> {
     let json_limits = JsonLimits::default();
     let record_limits = RecordLimits::default();
@@ -122,6 +138,31 @@ pub fn run(target: &str, input: &[u8]) -> Result<bool, String> {
             }
             Ok(true)
         }
+        "claims" => claims::run(input),
         other => Err(format!("unknown target {other}")),
     }
+}
+
+/// A small record (`serial` picks its size and id): a complex IQ capture with a time axis,
+/// a 2x2 label, row metadata and a scene, as the seeds and the `claims` dataset hold them.
+#[allow(dead_code)]
+pub fn sample_record(serial: usize) -> Record {
+    let n = 4 + serial as u64;
+    let data: Vec<u8> = (0..n * 8).map(|b| (b as u8).wrapping_mul(31)).collect();
+    let iq = Field::new(DType::C64, vec![n], data)
+        .expect("field")
+        .with_axes(vec![Axis::new("time", n)
+            .with_id("t")
+            .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))]);
+    let label = Field::new(DType::I16, vec![2, 2], vec![1, 0, 2, 0, 3, 0, 4, 0])
+        .expect("field")
+        .with_axes(vec![Axis::new("a", 2), Axis::new("b", 2)]);
+    let mut metadata = sdsfs::format::json::Object::new();
+    metadata.insert("snr_db".into(), Value::Float(1.5));
+    metadata.insert("tags".into(), Value::Array(vec!["rf".into(), "ü".into()]));
+    Record::new(format!("seed-{serial}"))
+        .with_metadata(metadata)
+        .with_scene_id("scene")
+        .with_field("rx/iq", iq)
+        .with_field("label", label)
 }
