@@ -360,14 +360,14 @@ fn claims_seeds() -> Result<Vec<(String, Vec<u8>)>, String> {
             &[("snapshot", &snapshot), ("page1", &page)],
         );
     }
-    // A finding (see docs/RELIABILITY.md, "Fuzzing"): page 1 unreadable (no `layout_version`)
-    // under a snapshot claiming 349,000 records, which the index's price admits: building
-    // `by-id/` reads the page again for every one of its ordinals (a patient `ls by-id/` takes
-    // over 5 s here; on an object store, a GET per ordinal).
+    // A regression (see docs/RELIABILITY.md, "Fuzzing"): page 1 unreadable (no
+    // `layout_version`) under a snapshot claiming 349,000 records, which the index's price
+    // admits: building `by-id/` read the page again for every one of its ordinals until failed
+    // pages were remembered.
     let (snapshot, page) = claim_records(doc("snapshot")?, doc("page1")?, 349_000, None)?;
     let page = String::from_utf8_lossy(&page).replace("  \"layout_version\": \"0.1\",\n", "");
     seed(
-        "finding-by-id-reads-a-broken-page-once-per-ordinal",
+        "regression-by-id-reads-a-broken-page-once-per-ordinal",
         &[("snapshot", &snapshot), ("page1", page.as_bytes())],
     );
     // 5,000 valid records: every one a record of the shard by `record_indices`.

@@ -788,3 +788,26 @@ fn a_pinned_generation_that_does_not_match_fails_only_its_records() {
     let e = dataset.read_record(3).unwrap_err();
     assert!(e.to_string().contains("generation"), "{e}");
 }
+
+#[test]
+fn a_defective_manifest_page_is_read_once_however_many_ordinals_ask() {
+    let ds = publish_dataset(&[2, 2, 2, 2], 1);
+    let dataset = ds.open();
+    let page3 = dataset.snapshot().manifests[3].object.path.to_string();
+    let mut text = std::fs::read(ds.file(&page3)).unwrap();
+    text.push(b' ');
+    std::fs::write(ds.file(&page3), &text).unwrap();
+    let (dataset, counting) = ds.open_counting(OpenOptions::default());
+    for _ in 0..50 {
+        for ordinal in 6..8u64 {
+            let e = dataset.record_meta(ordinal).unwrap_err();
+            assert!(matches!(&e, DatasetError::SizeMismatch { .. }), "{e:?}");
+            assert!(e.to_string().contains(&page3), "{e}");
+        }
+    }
+    assert_eq!(
+        counting.whole_reads(&page3),
+        1,
+        "the page's defect is remembered"
+    );
+}

@@ -70,6 +70,48 @@ impl DatasetError {
         }
     }
 
+    /// The same failure again, when it is a defect of what was read (it would fail the same
+    /// way on every read: a document rule, a size mismatch, a missing object or one its owner
+    /// may not read, a unit larger than the whole budget), rather than a storage fault or a
+    /// full budget that may pass. Lets an immutable object's defect be remembered.
+    pub(crate) fn replay(&self) -> Option<DatasetError> {
+        Some(match self {
+            DatasetError::Document(e) => DatasetError::Document(e.clone()),
+            DatasetError::SizeMismatch {
+                object,
+                expected,
+                actual,
+            } => DatasetError::SizeMismatch {
+                object: object.clone(),
+                expected: *expected,
+                actual: *actual,
+            },
+            DatasetError::Corrupt { object, detail } => DatasetError::corrupt(object, detail),
+            DatasetError::Storage(StorageError::NotFound { object }) => {
+                DatasetError::Storage(StorageError::NotFound {
+                    object: object.clone(),
+                })
+            }
+            DatasetError::Storage(StorageError::Unreadable {
+                object,
+                reader,
+                detail,
+            }) => DatasetError::Storage(StorageError::Unreadable {
+                object: object.clone(),
+                reader: reader.clone(),
+                detail: detail.clone(),
+            }),
+            DatasetError::Budget {
+                object,
+                source: source @ crate::budget::BudgetError::TooLarge { .. },
+            } => DatasetError::Budget {
+                object: object.clone(),
+                source: source.clone(),
+            },
+            _ => return None,
+        })
+    }
+
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> DatasetError {
         DatasetError::Io {
             context: context.into(),

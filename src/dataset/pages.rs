@@ -83,6 +83,10 @@ fn held_bound(stored: u64) -> u64 {
 pub(crate) struct PageCache {
     pages: Mutex<LruCache<usize, Arc<LoadedPage>>>,
     loading: Mutex<HashMap<usize, Arc<Mutex<()>>>>,
+    /// Pages that failed for good (a defect of the page, not a storage fault), by index: the
+    /// failure is answered again without reading the page again. Pages are immutable, so a
+    /// defect stays; storage faults may pass and are never remembered.
+    failed: Mutex<HashMap<usize, DatasetError>>,
     limits: JsonLimits,
     memory: Arc<Budget>,
 }
@@ -101,6 +105,7 @@ impl PageCache {
         let cache = Arc::new(PageCache {
             pages: Mutex::new(LruCache::new(capacity)),
             loading: Mutex::new(HashMap::new()),
+            failed: Mutex::new(HashMap::new()),
             limits,
             memory,
         });
@@ -119,6 +124,12 @@ impl PageCache {
         if let Some(page) = self.lock().get(&index) {
             return Ok(page.clone());
         }
+        if let Some(failure) = lock(&self.failed)
+            .get(&index)
+            .and_then(DatasetError::replay)
+        {
+            return Err(failure);
+        }
         let gate = lock(&self.loading).entry(index).or_default().clone();
         let only_loader = lock(&gate);
         // Bound first: a guard in the `match` scrutinee would live through `load`.
@@ -127,6 +138,9 @@ impl PageCache {
             Some(page) => Ok(page),
             None => self.load(objects, snapshot, index),
         };
+        if let Some(defect) = result.as_ref().err().and_then(DatasetError::replay) {
+            lock(&self.failed).insert(index, defect);
+        }
         drop(only_loader);
         lock(&self.loading).remove(&index);
         result
