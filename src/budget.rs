@@ -17,6 +17,8 @@
 //! (see [`crate::interrupt`]) and giving up after [`WAIT_LIMIT`]. A unit larger than the whole
 //! budget is refused at once ([`BudgetError::TooLarge`]): it is never decoded.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -125,12 +127,14 @@ impl Budget {
         self.used.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a cache that gives memory back when a charge does not fit.
-    pub fn register(&self, reclaimer: Weak<dyn Reclaim>) {
+    /// Registers a cache that gives memory back when a charge does not fit (held weakly: a
+    /// dropped cache is skipped).
+    pub fn register<R: Reclaim + 'static>(&self, cache: &Arc<R>) {
+        let cache: Arc<dyn Reclaim> = cache.clone();
         self.reclaimers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(reclaimer);
+            .push(Arc::downgrade(&cache));
     }
 
     fn release(&self, bytes: u64) {
@@ -219,6 +223,43 @@ impl Budget {
     }
 }
 
+/// Per-unit gates: concurrent first reads of one unit (a page, a chunk, a row, a record) wait
+/// for a single decode, charged once, instead of each decoding it.
+#[derive(Debug)]
+pub struct Gates<K> {
+    open: Mutex<HashMap<K, Arc<Mutex<()>>>>,
+}
+
+impl<K: Hash + Eq + Clone> Default for Gates<K> {
+    fn default() -> Self {
+        Gates {
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Gates<K> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<K, Arc<Mutex<()>>>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `work` for `key` while no other thread runs work for the same key. `work` should
+    /// first look for what a previous holder produced (the caller's cache).
+    pub fn one_at_a_time<R>(&self, key: K, work: impl FnOnce() -> R) -> R {
+        let gate = self.lock().entry(key.clone()).or_default().clone();
+        let only_worker = gate.lock().unwrap_or_else(|e| e.into_inner());
+        let result = work();
+        drop(only_worker);
+        self.lock().remove(&key);
+        result
+    }
+
+    /// Whether work for `key` is under way.
+    pub fn busy(&self, key: &K) -> bool {
+        self.lock().contains_key(key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,8 +308,7 @@ mod tests {
     fn caches_give_back_entries_to_make_room() {
         let budget = Budget::new("memory", 100);
         let cache = Arc::new(Entries(Mutex::new(Vec::new())));
-        let weak: Weak<dyn Reclaim> = Arc::downgrade(&(cache.clone() as Arc<dyn Reclaim>));
-        budget.register(weak);
+        budget.register(&cache);
         for _ in 0..4 {
             let charge = budget.charge(25).unwrap();
             cache.0.lock().unwrap().push(charge);
@@ -297,5 +337,28 @@ mod tests {
             refused.unwrap_err(),
             BudgetError::Interrupted { what: "memory" }
         );
+    }
+
+    #[test]
+    fn gates_let_one_worker_run_per_key_and_others_find_its_result() {
+        let gates: Gates<u64> = Gates::default();
+        let decoded = Mutex::new(None::<u64>);
+        let decodes = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    gates.one_at_a_time(7, || {
+                        let mut slot = decoded.lock().unwrap();
+                        if slot.is_none() {
+                            decodes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            std::thread::sleep(Duration::from_millis(20));
+                            *slot = Some(49);
+                        }
+                    })
+                });
+            }
+        });
+        assert_eq!(decodes.into_inner(), 1);
+        assert!(!gates.busy(&7), "the gate is gone once its work is done");
     }
 }

@@ -22,28 +22,17 @@ const OVERHEAD: u64 = 64 * MIB;
 /// `records` records, each carrying a `blob_mib` MiB string in its metadata, written
 /// `group_size` records to a chunk in one shard.
 fn blob_dataset(records: usize, blob_mib: usize, group_size: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let store = local_store(dir.path());
     let blob = "x".repeat(blob_mib << 20);
     let all = (0..records).map(|i| {
         Record::new(format!("blob-{i:03}"))
             .with_metadata(obj(&[("blob", Value::from(blob.as_str()))]))
             .with_field("iq", iq_capture(vec![0u8; 64]))
     });
-    let options = ShardOptions {
-        writer_options: WriterOptions {
-            group_size,
-            ..WriterOptions::default()
-        },
-        ..ShardOptions::default()
+    let writer_options = WriterOptions {
+        group_size,
+        ..WriterOptions::default()
     };
-    let receipt = write_shard(store.as_ref(), all, "work-000", 0, &options).unwrap();
-    publish(
-        store.as_ref(),
-        &[receipt],
-        &PublishOptions::new("blobs", "v1"),
-    )
-    .unwrap();
+    let dir = one_shard_dataset(all, writer_options);
     let on_disk: u64 = files_below(dir.path())
         .iter()
         .map(|(_, path)| std::fs::metadata(path).unwrap().len())
@@ -222,26 +211,35 @@ impl Drop for Scratch {
 /// Four records of one 256 MiB zero-filled field each: a data shard of a few hundred KiB,
 /// compressed with zstd windows of 2^`window_log` bytes.
 fn spilling_dataset_with_window(window_log: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let store = local_store(dir.path());
     let all = (0..4).map(|i| {
         Record::new(format!("wide-{i}")).with_field("iq", iq_capture(vec![0u8; 256 << 20]))
     });
-    let options = ShardOptions {
-        writer_options: WriterOptions {
-            compression: sdsfs::arrayrecord::Compression::Zstd {
-                level: 3,
-                window_log,
-            },
-            ..WriterOptions::default()
+    let writer_options = WriterOptions {
+        compression: sdsfs::arrayrecord::Compression::Zstd {
+            level: 3,
+            window_log,
         },
+        ..WriterOptions::default()
+    };
+    one_shard_dataset(all, writer_options)
+}
+
+/// `records` written as one shard with `writer_options`, published in a temporary directory.
+fn one_shard_dataset(
+    records: impl Iterator<Item = Record>,
+    writer_options: WriterOptions,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let options = ShardOptions {
+        writer_options,
         ..ShardOptions::default()
     };
-    let receipt = write_shard(store.as_ref(), all, "work-000", 0, &options).unwrap();
+    let receipt = write_shard(store.as_ref(), records, "work-000", 0, &options).unwrap();
     publish(
         store.as_ref(),
         &[receipt],
-        &PublishOptions::new("wide", "v1"),
+        &PublishOptions::new("hostile", "v1"),
     )
     .unwrap();
     dir

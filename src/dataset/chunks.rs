@@ -12,7 +12,6 @@
 //! A record handed out keeps its memory charged for as long as it lives ([`Held`]): its own
 //! charge, or a share of its chunk's.
 
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -21,7 +20,7 @@ use lru::LruCache;
 
 use super::error::DatasetError;
 use super::shards::ShardReader;
-use crate::budget::{Budget, Charge, Reclaim};
+use crate::budget::{Budget, Charge, Gates, Reclaim};
 
 /// Chunks of several records kept decoded.
 const KEPT_CHUNKS: usize = 8;
@@ -65,7 +64,7 @@ type ChunkKey = (String, u64);
 #[derive(Debug)]
 pub(crate) struct ChunkCache {
     kept: Mutex<LruCache<ChunkKey, Arc<DecodedChunk>>>,
-    decoding: Mutex<HashMap<ChunkKey, Arc<Mutex<()>>>>,
+    decoding: Gates<ChunkKey>,
     memory: Arc<Budget>,
 }
 
@@ -86,11 +85,10 @@ impl ChunkCache {
             kept: Mutex::new(LruCache::new(
                 NonZeroUsize::new(KEPT_CHUNKS).unwrap_or(NonZeroUsize::MIN),
             )),
-            decoding: Mutex::new(HashMap::new()),
+            decoding: Gates::default(),
             memory,
         });
-        let reclaimer: Arc<dyn Reclaim> = cache.clone();
-        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache.memory.register(&cache);
         cache
     }
 
@@ -105,15 +103,11 @@ impl ChunkCache {
         if let Some(hit) = self.kept_record(&key, shard, index) {
             return hit;
         }
-        let gate = lock(&self.decoding).entry(key.clone()).or_default().clone();
-        let only_decoder = lock(&gate);
-        let result = match self.kept_record(&key, shard, index) {
-            Some(hit) => hit,
-            None => self.decode(key.clone(), shard, index, group),
-        };
-        drop(only_decoder);
-        lock(&self.decoding).remove(&key);
-        result
+        self.decoding
+            .one_at_a_time(key.clone(), || match self.kept_record(&key, shard, index) {
+                Some(hit) => hit,
+                None => self.decode(key.clone(), shard, index, group),
+            })
     }
 
     fn kept_record(

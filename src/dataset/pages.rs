@@ -21,7 +21,7 @@ use lru::LruCache;
 
 use super::error::DatasetError;
 use super::objects::Objects;
-use crate::budget::{Budget, Charge, Reclaim};
+use crate::budget::{Budget, Charge, Gates, Reclaim};
 use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
 use crate::format::limits::JsonLimits;
 
@@ -82,7 +82,7 @@ fn held_bound(stored: u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct PageCache {
     pages: Mutex<LruCache<usize, Arc<LoadedPage>>>,
-    loading: Mutex<HashMap<usize, Arc<Mutex<()>>>>,
+    loading: Gates<usize>,
     /// Pages that failed for good (a defect of the page, not a storage fault), by index: the
     /// failure is answered again without reading the page again. Pages are immutable, so a
     /// defect stays; storage faults may pass and are never remembered.
@@ -104,13 +104,12 @@ impl PageCache {
         let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         let cache = Arc::new(PageCache {
             pages: Mutex::new(LruCache::new(capacity)),
-            loading: Mutex::new(HashMap::new()),
+            loading: Gates::default(),
             failed: Mutex::new(HashMap::new()),
             limits,
             memory,
         });
-        let reclaimer: Arc<dyn Reclaim> = cache.clone();
-        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache.memory.register(&cache);
         cache
     }
 
@@ -130,20 +129,18 @@ impl PageCache {
         {
             return Err(failure);
         }
-        let gate = lock(&self.loading).entry(index).or_default().clone();
-        let only_loader = lock(&gate);
-        // Bound first: a guard in the `match` scrutinee would live through `load`.
-        let cached = self.lock().get(&index).cloned();
-        let result = match cached {
-            Some(page) => Ok(page),
-            None => self.load(objects, snapshot, index),
-        };
-        if let Some(defect) = result.as_ref().err().and_then(DatasetError::replay) {
-            lock(&self.failed).insert(index, defect);
-        }
-        drop(only_loader);
-        lock(&self.loading).remove(&index);
-        result
+        self.loading.one_at_a_time(index, || {
+            // Bound first: a guard in the `match` scrutinee would live through `load`.
+            let cached = self.lock().get(&index).cloned();
+            let result = match cached {
+                Some(page) => Ok(page),
+                None => self.load(objects, snapshot, index),
+            };
+            if let Some(defect) = result.as_ref().err().and_then(DatasetError::replay) {
+                lock(&self.failed).insert(index, defect);
+            }
+            result
+        })
     }
 
     fn load(

@@ -72,8 +72,7 @@ impl ShardCache {
             open: Mutex::new(LruCache::new(capacity)),
             memory,
         });
-        let reclaimer: Arc<dyn Reclaim> = cache.clone();
-        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache.memory.register(&cache);
         cache
     }
 

@@ -41,7 +41,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use bytes::Bytes;
 use lru::LruCache;
 
-use crate::budget::{Budget, BudgetError, Charge, Reclaim};
+use crate::budget::{Budget, BudgetError, Charge, Gates, Reclaim};
 use crate::dataset::{Dataset, DatasetError, Held};
 use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
 use crate::fs::log_limit;
@@ -182,11 +182,11 @@ pub struct RecordCache {
     config: CacheConfig,
     memory: Mutex<MemoryLru>,
     files: Mutex<LruCache<u64, Arc<RecordBytes>>>,
-    in_flight: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    in_flight: Gates<u64>,
     counters: CacheCounters,
     /// Disk for temporary files (`--spill-size`), given back by evicting them.
     spill: Arc<Budget>,
-    spill_reclaimer: Mutex<Option<Arc<dyn Reclaim>>>,
+    spill_reclaimer: Mutex<Option<Arc<SpillFiles>>>,
 }
 
 /// Gives the spill budget back by evicting the least recently used temporary-file record.
@@ -229,10 +229,9 @@ impl RecordCache {
     /// A cache with `config`'s sizes, giving its entries back when `memory` needs room.
     pub fn new(config: CacheConfig, memory: &Budget) -> Arc<RecordCache> {
         let cache = Arc::new(RecordCache::unregistered(config));
-        let reclaimer: Arc<dyn Reclaim> = cache.clone();
-        memory.register(Arc::downgrade(&reclaimer));
-        let files: Arc<dyn Reclaim> = Arc::new(SpillFiles(Arc::downgrade(&cache)));
-        cache.spill.register(Arc::downgrade(&files));
+        memory.register(&cache);
+        let files = Arc::new(SpillFiles(Arc::downgrade(&cache)));
+        cache.spill.register(&files);
         // The spill budget holds the only strong reference it needs: the cache's own.
         *lock(&cache.spill_reclaimer) = Some(files);
         cache
@@ -254,7 +253,7 @@ impl RecordCache {
             files: Mutex::new(LruCache::new(
                 NonZeroUsize::new(config.files).unwrap_or(NonZeroUsize::MIN),
             )),
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Gates::default(),
             counters: CacheCounters::default(),
             spill: Budget::new("spill", config.spill_bytes),
             spill_reclaimer: Mutex::new(None),
@@ -292,20 +291,17 @@ impl RecordCache {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(hit);
         }
-        let gate = lock(&self.in_flight).entry(ordinal).or_default().clone();
-        let _only_loader = lock(&gate);
-        let result = match self.lookup(ordinal) {
-            Some(hit) => {
-                self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                Ok(hit)
-            }
-            None => {
-                self.counters.misses.fetch_add(1, Ordering::Relaxed);
-                self.load(dataset, ordinal, row)
-            }
-        };
-        lock(&self.in_flight).remove(&ordinal);
-        result
+        self.in_flight
+            .one_at_a_time(ordinal, || match self.lookup(ordinal) {
+                Some(hit) => {
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    Ok(hit)
+                }
+                None => {
+                    self.counters.misses.fetch_add(1, Ordering::Relaxed);
+                    self.load(dataset, ordinal, row)
+                }
+            })
     }
 
     /// Decodes the next record of the window ahead of `at` (the record a scan is reading):
@@ -343,7 +339,7 @@ impl RecordCache {
             }
             // A record being decoded by a read is skipped, not waited for: the worker then
             // decodes the next one beside it.
-            if self.lookup(ordinal).is_some() || lock(&self.in_flight).contains_key(&ordinal) {
+            if self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal) {
                 continue;
             }
             // A record that cannot be decoded ends this round: it stays uncached, so trying
@@ -522,7 +518,7 @@ fn load_into_file(
 #[derive(Debug)]
 pub struct TreeCache {
     trees: Mutex<LruCache<u64, Arc<CachedTree>>>,
-    building: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+    building: Gates<u64>,
     memory: Arc<Budget>,
 }
 
@@ -584,11 +580,10 @@ impl TreeCache {
             trees: Mutex::new(LruCache::new(
                 NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
             )),
-            building: Mutex::new(HashMap::new()),
+            building: Gates::default(),
             memory,
         });
-        let reclaimer: Arc<dyn Reclaim> = cache.clone();
-        cache.memory.register(Arc::downgrade(&reclaimer));
+        cache.memory.register(&cache);
         cache
     }
 
@@ -597,16 +592,13 @@ impl TreeCache {
         if let Some(tree) = lock(&self.trees).get(&ordinal) {
             return Ok(tree.clone());
         }
-        let gate = lock(&self.building).entry(ordinal).or_default().clone();
-        let only_builder = lock(&gate);
-        let cached = lock(&self.trees).get(&ordinal).cloned();
-        let result = match cached {
-            Some(tree) => Ok(tree),
-            None => self.build(dataset, ordinal),
-        };
-        drop(only_builder);
-        lock(&self.building).remove(&ordinal);
-        result
+        self.building.one_at_a_time(ordinal, || {
+            let cached = lock(&self.trees).get(&ordinal).cloned();
+            match cached {
+                Some(tree) => Ok(tree),
+                None => self.build(dataset, ordinal),
+            }
+        })
     }
 
     fn build(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, TreeLoadError> {

@@ -165,8 +165,7 @@ impl Overlay {
         let carriers = Arc::new(CarrierCache(Mutex::new(LruCache::new(
             NonZeroUsize::new(1024).unwrap_or(NonZeroUsize::MIN),
         ))));
-        let reclaimer: Arc<dyn Reclaim> = carriers.clone();
-        memory.register(Arc::downgrade(&reclaimer));
+        memory.register(&carriers);
         Overlay {
             ttl,
             state: Mutex::new(State {
