@@ -12,8 +12,9 @@
 //! - `publish` keeps the highest attempt per work id, refuses missing, unexpected or duplicate
 //!   expected work ids, orders shards by work id (string order), keeps empty shards, checks
 //!   each shard's size with one metadata request and, by default, checks every receipt against
-//!   its shards before writing anything ([`PublishOptions::verify_receipts`]), then writes manifest pages (at most `shards_per_manifest` entries each), the snapshot and
-//!   `root.json` last, all create-only: an interrupted publication converges on the same bytes
+//!   its shards before writing anything ([`PublishOptions::verify_receipts`]), then writes
+//!   manifest pages (at most `shards_per_manifest` entries each), the snapshot and `root.json`
+//!   last, all create-only: an interrupted publication converges on the same bytes
 //!   when re-run with the same inputs, and a reader never sees a root before its objects.
 //!
 //! Shards are written to temporary files (in the store's staging directory: for a local
