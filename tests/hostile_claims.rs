@@ -217,3 +217,41 @@ fn an_ls_waiting_for_a_long_index_build_ends_on_sigint_and_sigterm_and_logs_stay
     );
     assert!(log.len() < 64 << 10, "log grew to {} bytes", log.len());
 }
+
+#[test]
+fn columns_of_ten_billion_claimed_records_fail_at_once_and_a_missing_row_leaves_a_readme() {
+    let dir = claiming(10_000_000_000);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
+    let started = Instant::now();
+    let error = std::fs::read_dir(mount.path("columns"))
+        .and_then(|entries| entries.collect::<Result<Vec<_>, _>>())
+        .expect_err("the index cannot be held within the budget");
+    assert_eq!(error.raw_os_error(), Some(libc::EIO), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(std::fs::read(mount.path("dataset.json")).is_ok());
+    let log = mount.log_text();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("columns/ unavailable"))
+        .collect();
+    assert_eq!(refusals.len(), 1, "one line for the refusal: {log}");
+    for needle in ["snapshot.json", "record_count", "10,000,000,000"] {
+        assert!(refusals[0].contains(needle), "{needle:?}: {}", refusals[0]);
+    }
+    drop(mount);
+
+    // Ten million claimed: the index is priced within the default budget, and record 9, the
+    // first the shards do not hold, ends the build: README.txt alone, naming it.
+    let dir = claiming(10_000_000);
+    let mount = MountGuard::mount(dir.path(), &[]);
+    let listed: Vec<String> = std::fs::read_dir(mount.path("columns"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed, ["README.txt"]);
+    let readme = std::fs::read_to_string(mount.path("columns/README.txt")).unwrap();
+    assert!(
+        readme.contains("No column is shown: record 9's metadata row cannot be read"),
+        "{readme}"
+    );
+}

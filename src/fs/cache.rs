@@ -680,6 +680,12 @@ impl Drop for DecodeAhead {
 }
 
 impl DecodeAhead {
+    /// Remembers `ordinal` as the last record read without moving the window: a read that
+    /// must not decode ahead, but that a following read may continue.
+    pub fn note_read(&self, ordinal: u64) {
+        self.last.store(ordinal, Ordering::Relaxed);
+    }
+
     /// Called after each tensor read of record `ordinal`: on a step from `ordinal - 1`, moves
     /// the window to `ordinal` and wakes the workers (each reads the window's position again
     /// after every record it decodes).

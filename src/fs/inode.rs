@@ -17,6 +17,9 @@
 //! per-record overlay `records/<n>/annotations/<set>/...` is kind 6, `ordinal:36 | set:8 |
 //! node:16` (node 0 the set directory, 1 `annotation.json`, 2 + k node k of the carrier's field
 //! tree, whose node 0 is `fields/`).
+//!
+//! `columns/` is one tree for the whole mount, built once: kind 7, its node index (node 0 is
+//! `columns/` itself).
 
 /// Kind 15 is the adapter's own (the status reports of [`super::status_file`]): the tree never
 /// hands it out, and [`Ino::decode`] refuses it.
@@ -39,6 +42,7 @@ const KIND_SCENE_DIR: u64 = 3;
 const KIND_SCENE_LINK: u64 = 4;
 const KIND_SET: u64 = 5;
 const KIND_RECORD_SET: u64 = 6;
+const KIND_COLUMN: u64 = 7;
 
 /// Largest node index of a carrier's field tree.
 pub const MAX_CARRIER_NODE: u32 = (1 << 16) - 3;
@@ -77,6 +81,8 @@ pub enum Ino {
     RecordSetJson(u64, u8),
     /// A node of the carrier's field tree; node 0 is `fields/` itself.
     RecordSetField(u64, u8, u32),
+    /// A node of `columns/`; node 0 is `columns/` itself.
+    Column(u32),
 }
 
 impl Ino {
@@ -104,6 +110,7 @@ impl Ino {
             Ino::RecordSetField(o, i, n) => {
                 record_set(o, i, 2 + u64::from(n.min(MAX_CARRIER_NODE)))
             }
+            Ino::Column(n) => (KIND_COLUMN << KIND_SHIFT) | u64::from(n),
         }
     }
 
@@ -150,6 +157,7 @@ impl Ino {
                     node => Some(Ino::RecordSetField(ordinal, set, (node - 2) as u32)),
                 }
             }
+            KIND_COLUMN => u32::try_from(payload).ok().map(Ino::Column),
             _ => None,
         }
     }
@@ -199,6 +207,8 @@ mod tests {
             Ino::RecordSetField(7, 0, 0),
             Ino::RecordSetDir(MAX_ORDINAL, 255),
             Ino::RecordSetField(MAX_ORDINAL, 255, MAX_CARRIER_NODE),
+            Ino::Column(0),
+            Ino::Column(u32::MAX),
         ];
         let mut seen = std::collections::HashSet::new();
         for ino in samples {
