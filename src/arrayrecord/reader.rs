@@ -572,34 +572,44 @@ impl<S: ByteSource> ArrayRecordReader<S> {
             .map_err(|f| f.at(&self.name, span.start))
     }
 
-    /// The decoder window streaming record `index` needs beyond the fixed buffers: a zstd
-    /// chunk's declared window (read from its frame header, one small read), when it is too
-    /// large to decode into segments; 0 otherwise. Lets a caller charge it before streaming.
-    pub fn stream_window(&self, index: u64) -> Result<u64> {
+    /// The most memory streaming record `index` ([`read_into_sink`](Self::read_into_sink))
+    /// takes, besides what the sink holds: the cursor's pieces (with read-ahead for a large
+    /// span), the sizes buffer, and the decoder (segments or libzstd's streaming state and
+    /// window, brotli's window and tables, snappy's whole block, see
+    /// [`decode_memory`]). Computed from the chunk's header and first data bytes (reads of one
+    /// block) and the constants of the streaming code, so a caller can charge it before
+    /// streaming: a hostile chunk's claims make the figure large, never the allocation.
+    pub fn stream_working_set(&self, index: u64) -> Result<u64> {
         let (k, _) = self.locate(index)?;
         let span = self.span_of_chunk(k);
-        self.peek_window(span.clone())
+        self.peek_working_set(span.clone())
             .map_err(|f| f.at(&self.name, span.start))
     }
 
-    fn peek_window(&self, span: Range<u64>) -> Result<u64, Fault> {
-        let (mut cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
+    fn peek_working_set(&self, span: Range<u64>) -> Result<u64, Fault> {
+        let (mut cursor, header) = ChunkCursor::peek(&self.source, span.start, span.end)?;
         require_simple(&header)?;
-        let (ct, _) = read_sizes(&mut cursor, &header, self.caps())?;
-        if ct != b'z' {
-            return Ok(0);
+        let span_len = span.end - span.start;
+        let pieces = super::cursor::memory_bound(span_len, span_len >= READ_AHEAD_MIN_SPAN);
+        let mut ct = [0u8; 1];
+        cursor
+            .read_exact(&mut ct)
+            .map_err(|_| corrupt("simple chunk payload is empty"))?;
+        let sizes_len = cursor.read_varint()?;
+        let sizes_cap = chunk::max_sizes_len(header.num_records);
+        // Read as is, decompressed, parsed to one u64 per record.
+        let sizes = sizes_len
+            .saturating_add(sizes_cap)
+            .saturating_add(header.num_records.saturating_mul(8));
+        cursor.skip(sizes_len)?;
+        if ct[0] != 0 {
+            cursor.read_varint()?;
         }
-        cursor.read_varint()?;
         // A frame header is at most 18 bytes.
         let mut head = vec![0u8; cursor.data_left().min(18) as usize];
         cursor.read_exact(&mut head)?;
-        let window = compress::zstd_window(&head)
-            .ok_or_else(|| corrupt("values do not start with a zstd frame header"))?;
-        Ok(if window > compress::SEGMENT_WINDOW_MAX {
-            window.min(header.decoded_data_size)
-        } else {
-            0
-        })
+        let decoder = decode_memory(ct[0], &head, &header, span_len, self.caps())?;
+        Ok(pieces.saturating_add(sizes).saturating_add(decoder))
     }
 
     fn stream_record(
@@ -654,6 +664,51 @@ impl<S: ByteSource> ArrayRecordReader<S> {
         }
     }
 }
+
+/// What decoding a streamed chunk's values (compression `ct`, starting with `head`) takes in
+/// memory at most: see [`ArrayRecordReader::stream_working_set`].
+fn decode_memory(
+    ct: u8,
+    head: &[u8],
+    header: &ChunkHeader,
+    span_len: u64,
+    caps: DecodeCaps,
+) -> Result<u64, Fault> {
+    // `stream_payload` allocates this buffer for any decoder but the segmented one.
+    let buffer = STREAM_BUFFER as u64;
+    Ok(match ct {
+        0 => buffer,
+        // Segments are used for records of SEGMENTED_MIN bytes or more; which record is
+        // read is not known here, so the larger of the two ways is priced.
+        b'z' => {
+            let streamed = compress::zstd_decode_memory(head, caps, false)
+                .ok_or_else(|| corrupt("values do not start with a zstd frame header"))?;
+            let segmented = compress::zstd_decode_memory(head, caps, true).unwrap_or(0);
+            (streamed + buffer).max(segmented)
+        }
+        b'b' => BROTLI_STREAM_MEMORY + buffer,
+        // The whole compressed block (read to the end: up to twice its length in capacity)
+        // and the whole decoded block.
+        b's' => span_len
+            .saturating_mul(2)
+            .saturating_add(header.decoded_data_size)
+            .saturating_add(buffer),
+        other => {
+            return Err(Fault::Unsupported(format!(
+                "unknown compression type 0x{other:02x}"
+            )))
+        }
+    })
+}
+
+/// The most a brotli stream decoder holds: a ring buffer of the largest window the format
+/// allows (2^24 bytes; large windows are not enabled), its Huffman tables (at most 256 trees
+/// each for literals, commands and distances, under 4 MiB together) and its 64 KiB input
+/// buffer.
+const BROTLI_STREAM_MEMORY: u64 = (1 << 24) + (4 << 20) + (64 << 10);
+
+/// The buffer [`stream_payload`] streams non-segmented values through.
+const STREAM_BUFFER: usize = 256 * 1024;
 
 /// Chunks spanning at least this many bytes are streamed with read-ahead (a helper thread
 /// reading and hashing the next pieces, see [`crate::arrayrecord::cursor`]): two pieces, so
@@ -830,7 +885,7 @@ fn stream_payload<S: ByteSource + ?Sized>(
             return Ok(written);
         }
     }
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; STREAM_BUFFER];
     let (skipped, written, rest) = {
         let mut values = compress::decoder(ct, &mut *cursor, caps)?
             .take(header.decoded_data_size.saturating_add(1));
