@@ -476,3 +476,71 @@ fn concurrent_spilled_decodes_of_different_records_stay_within_the_budget() {
         most_used / MIB
     );
 }
+
+/// A dataset of `records` tiny records (written 1,000 to a chunk) and an annotation set "big"
+/// of one object holding a row for each, one row to a chunk: the object's chunk index has
+/// an entry per record (an offset, a count and a size: 24 bytes) and the data's index 1 per
+/// 1,000.
+fn dataset_with_a_large_annotation_index(records: usize) -> tempfile::TempDir {
+    use sdsfs::annotations::{publish_annotations, AnnotationOptions, AnnotationRecord};
+    use sdsfs::format::dtype::DType;
+    use sdsfs::format::record::{Axis, Field};
+    let all =
+        (0..records).map(|i| Record::new(format!("r{i}")).with_field("iq", iq_capture(vec![0; 8])));
+    let writer_options = WriterOptions {
+        group_size: 1000,
+        ..WriterOptions::default()
+    };
+    let dir = one_shard_dataset(all, writer_options);
+    let dataset = sdsfs::dataset::Dataset::open(
+        local_store(dir.path()),
+        sdsfs::dataset::OpenOptions::default(),
+    )
+    .unwrap();
+    let rows: Vec<AnnotationRecord> = (0..records)
+        .map(|i| {
+            let status = sdsfs::annotations::AnnotationStatus::Success;
+            let mut row = AnnotationRecord::new(format!("r{i}"), i as u64, status);
+            let score = Field::new(DType::U8, vec![1], vec![(i % 251) as u8])
+                .unwrap()
+                .with_axes(vec![Axis::new("n", 1)]);
+            row.fields.insert("score".into(), score);
+            row
+        })
+        .collect();
+    let options = AnnotationOptions {
+        records_per_shard: records as u64,
+        ..AnnotationOptions::default()
+    };
+    publish_annotations(&dataset, "big", &rows, &Default::default(), &options).unwrap();
+    dir
+}
+
+#[test]
+fn annotation_object_indexes_are_charged_to_the_budget() {
+    // 50,000 chunks: an index of 1.2 MB, more than a 1 MiB budget.
+    let dir = dataset_with_a_large_annotation_index(50_000);
+    let score = "records/00007/annotations/big/fields/score.raw";
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "1M"]);
+    let error = std::fs::read(mount.path(score)).expect_err("the index cannot fit 1 MiB");
+    assert_eq!(error.raw_os_error(), Some(libc::EIO));
+    assert_eq!(
+        std::fs::read(mount.path("records/00007/fields/iq.raw")).unwrap(),
+        vec![0u8; 8],
+        "the dataset's own files are served"
+    );
+    assert_within_budget(&mount, MIB);
+    let log = mount.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("its chunk index"))
+        .unwrap_or_else(|| panic!("no line about the index: {log}"));
+    for needle in ["annotations/", "memory budget of 1048576 bytes"] {
+        assert!(line.contains(needle), "{needle:?} missing from {line}");
+    }
+    drop(mount);
+    // A budget that holds it serves the annotation.
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    assert_eq!(std::fs::read(mount.path(score)).unwrap(), vec![7u8]);
+    assert_within_budget(&mount, 8 * MIB);
+}
