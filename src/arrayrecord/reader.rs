@@ -906,3 +906,82 @@ fn stream_payload<S: ByteSource + ?Sized>(
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrayrecord::{write_records, Compression, WriterOptions};
+
+    const MIB: u64 = 1 << 20;
+
+    fn zstd_file(records: &[Vec<u8>], window_log: u32) -> ArrayRecordReader<Vec<u8>> {
+        let options = WriterOptions {
+            compression: Compression::Zstd {
+                level: 1,
+                window_log,
+            },
+            ..WriterOptions::default()
+        };
+        let file = write_records(options, records).unwrap();
+        ArrayRecordReader::open(file, "test").unwrap()
+    }
+
+    fn noise(len: usize) -> Vec<u8> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_working_set_of_a_compressible_record_is_its_eight_segments() {
+        // 8 MiB of zeros, 1 MiB windows: a span of a few KiB (one piece, no read-ahead);
+        // segments of 2 MiB (the floor, above 1 MiB + two 128 KiB blocks), eight of them.
+        let reader = zstd_file(&[vec![0u8; 8 << 20]], 20);
+        let working_set = reader.stream_working_set(0).unwrap();
+        let segments = 8 * 2 * MIB;
+        assert!(
+            (segments..segments + MIB).contains(&working_set),
+            "{working_set}"
+        );
+    }
+
+    #[test]
+    fn the_working_set_of_a_large_span_adds_the_read_ahead_pieces() {
+        // 9 MiB of noise: a 9 MiB span, read ahead: five 4 MiB pieces, then the segments of
+        // a 4 MiB window (4 MiB and two 128 KiB blocks, eight of them: 34 MiB).
+        let reader = zstd_file(&[noise(9 << 20)], 22);
+        let working_set = reader.stream_working_set(0).unwrap();
+        let expected = 5 * 4 * MIB + 34 * MIB;
+        assert!(
+            (expected..expected + MIB).contains(&working_set),
+            "{working_set}"
+        );
+    }
+
+    #[test]
+    fn the_working_set_of_a_small_uncompressed_record_is_its_span_twice_and_a_buffer() {
+        let options = WriterOptions {
+            compression: Compression::None,
+            ..WriterOptions::default()
+        };
+        let file = write_records(options, [vec![7u8; 1000]]).unwrap();
+        let reader = ArrayRecordReader::open(file, "test").unwrap();
+        let span = reader.chunk_span(0).unwrap();
+        let working_set = reader.stream_working_set(0).unwrap();
+        // Two pieces of the span, the 256 KiB stream buffer, and a few bytes of sizes (one
+        // record: its varint as stored, at most 10 bytes decoded, one u64 parsed).
+        let pieces = 2 * (span.end - span.start);
+        let expected = pieces + 256 * 1024;
+        assert!(
+            (expected..=expected + 64).contains(&working_set),
+            "{working_set} for a span of {:?}",
+            span
+        );
+    }
+}
