@@ -926,15 +926,10 @@ mod tests {
         ArrayRecordReader::open(file, "test").unwrap()
     }
 
+    /// Incompressible bytes: the hash of each 8-byte counter.
     fn noise(len: usize) -> Vec<u8> {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
+        (0..len as u64 / 8)
+            .flat_map(|i| super::super::hash::hash(&i.to_le_bytes()).to_le_bytes())
             .collect()
     }
 
