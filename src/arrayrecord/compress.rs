@@ -701,14 +701,9 @@ pub(crate) fn zstd_segments(
     let Some(frame) = frame_header(runs.next_run()?) else {
         return Ok(None);
     };
-    let window_max = 1u64 << caps.zstd_window_log_max.min(63);
-    if frame.frameType != zstd_sys::ZSTD_frameType_e::ZSTD_frame
-        || frame.windowSize > SEGMENT_WINDOW_MAX.min(window_max)
-    {
+    let Some((segment_len, block_max)) = segment_plan(&frame, caps) else {
         return Ok(None);
-    }
-    let block_max = (frame.blockSizeMax as usize).clamp(1, zstd_sys::ZSTD_BLOCKSIZE_MAX as usize);
-    let segment_len = (frame.windowSize as usize + 2 * block_max).max(2 << 20);
+    };
     let mut d = ZstdDecoder::new(caps, false)?;
     d.begin_bufferless()?;
     let mut segments = Segments::new(segment_len);
@@ -744,10 +739,44 @@ pub(crate) fn zstd_segments(
     Ok(Some(decoded))
 }
 
-/// The window a zstd frame starting with `input` declares (what its decoder allocates when it
-/// streams), if the frame header is all there.
-pub(crate) fn zstd_window(input: &[u8]) -> Option<u64> {
-    frame_header(input).map(|header| header.windowSize)
+/// How [`zstd_segments`] decodes `frame`: the length of a segment and the largest block, or
+/// `None` when the frame does not suit segments.
+fn segment_plan(frame: &zstd_sys::ZSTD_frameHeader, caps: DecodeCaps) -> Option<(usize, usize)> {
+    let window_max = 1u64 << caps.zstd_window_log_max.min(63);
+    if frame.frameType != zstd_sys::ZSTD_frameType_e::ZSTD_frame
+        || frame.windowSize > SEGMENT_WINDOW_MAX.min(window_max)
+    {
+        return None;
+    }
+    let block_max = (frame.blockSizeMax as usize).clamp(1, zstd_sys::ZSTD_BLOCKSIZE_MAX as usize);
+    let segment_len = (frame.windowSize as usize + 2 * block_max).max(2 << 20);
+    Some((segment_len, block_max))
+}
+
+/// The most memory decoding the zstd frame whose header starts `head` takes, the way the
+/// streaming reader decodes it: [`zstd_segments`] (every segment, the gathering scratch of
+/// one block, the decoder context) when `segmented` and the frame suits them, else libzstd's
+/// streaming decoder (its own estimate from the frame header: context, input block and
+/// window buffers). `None` when `head` does not start with a frame header.
+pub(crate) fn zstd_decode_memory(head: &[u8], caps: DecodeCaps, segmented: bool) -> Option<u64> {
+    let frame = frame_header(head)?;
+    // SAFETY: a pure function of its argument.
+    let context = unsafe { zstd_sys::ZSTD_estimateDCtxSize() } as u64;
+    if let Some((segment_len, block_max)) = segment_plan(&frame, caps).filter(|_| segmented) {
+        let segments = (SEGMENTS_MAX as u64).saturating_mul(segment_len as u64);
+        return Some(segments + block_max as u64 + context);
+    }
+    // SAFETY: `head` is a valid slice; libzstd reads at most `head.len()` bytes of it.
+    let code =
+        unsafe { zstd_sys::ZSTD_estimateDStreamSize_fromFrame(head.as_ptr().cast(), head.len()) };
+    // SAFETY: a pure function of its argument.
+    let failed = unsafe { zstd_sys::ZSTD_isError(code) } != 0;
+    // A window libzstd refuses to estimate is refused by the decoder too: price the window.
+    Some(if failed {
+        frame.windowSize.saturating_add(context)
+    } else {
+        code as u64
+    })
 }
 
 /// The frame header at the start of `input`, if it is all there.
