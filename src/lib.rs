@@ -10,6 +10,7 @@
 //! | [`storage`] | objects behind a trait: local directories, S3 and GCS |
 //! | [`dataset`] | opening a published dataset, mapping ordinals to shards, reading records and rows, publication |
 //! | [`fs`] | the mounted tree (FUSE-free core) and the thin FUSE adapter |
+//! | [`daemon`] | the mount daemon's lifecycle: mount-point checks, daemonizing, serving until a signal or an unmount, systemd notification, unmounting |
 //! | [`import`] | importers (mounted-tree copies, SigMF, NPY, raw captures) and `sds create`'s parallel, deterministic publication; uses `fs::names` for the mount's name rule |
 //! | [`cli`] | the `sdsfs` and `sds` command lines |
 //!
@@ -22,6 +23,7 @@ pub mod annotations;
 pub mod arrayrecord;
 pub mod budget;
 pub mod cli;
+pub mod daemon;
 pub mod dataset;
 pub mod format;
 pub mod fs;

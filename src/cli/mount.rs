@@ -1,46 +1,28 @@
-//! `sdsfs mount` and `sdsfs unmount`.
+//! `sdsfs mount` and `sdsfs unmount`: the command lines, parsed and handed to [`crate::daemon`].
 //!
-//! Daemonizing: `sdsfs mount` first opens the dataset in the calling process, so a dataset that
-//! cannot be opened fails with one line and a nonzero status before anything is mounted. It then
-//! re-executes itself in the foreground as a new session leader with stdio detached, and waits
-//! on a pipe until that child reports the mount ready (or why it failed). Re-executing instead
-//! of `fork`ing keeps the daemon free of a multi-threaded parent's state.
-//!
-//! In the foreground, SIGINT and SIGTERM are blocked in every thread and collected by the main
-//! thread with `sigtimedwait`, which then unmounts cleanly; an external `umount` ends the session
-//! thread, which the main thread also notices.
+//! `sdsfs mount` first opens the dataset in the calling process, so a dataset that cannot be
+//! opened fails with one line and a nonzero status before anything is mounted or forked; then
+//! it mounts in the foreground, or starts a daemon that does ([`crate::daemon::ready`]).
 //!
 //! As a mount(8) helper: invoked as `mount.fuse.sdsfs` or `mount.sdsfs` (a symlink to this
 //! binary), or as `sdsfs SOURCE MOUNTPOINT -o OPTIONS` without the `mount` subcommand (what
 //! `mount.fuse3` runs for `fuse.sdsfs` entries), the helper conventions apply: `-o` options,
 //! `-t TYPE`, `-n`, `-s` and `-v` are accepted and ignored, and `-f` means "fake" (succeed
 //! without mounting), not foreground. See [`helper_invocation`].
-//!
-//! Under systemd (`Type=notify`), a foreground mount sends `READY=1` to `$NOTIFY_SOCKET` once
-//! the mount is in place and `STOPPING=1` when it starts unmounting ([`notify_systemd`]).
 
-use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use super::size::parse_size;
+use crate::daemon::{self, MountSettings};
 use crate::dataset::Dataset;
-use crate::fs::cache::CacheConfig;
-use crate::fs::catalog_watch::{watch, KnownRecords};
-use crate::fs::fuse::{FileOpens, MountInfo, Ownership, SdsFuse};
-use crate::fs::namespace::{Namespace, NamespaceConfig};
+use crate::fs::fuse::FileOpens;
 use crate::fs::stats::{CountingStore, MountStats};
-
-/// Environment variable carrying the readiness pipe's file descriptor to the daemon.
-const READY_FD_ENV: &str = "SDSFS_READY_FD";
 
 /// sdsfs: mount a Signal Dataset (SDS) as a read-only tree of files.
 #[derive(Debug, Parser)]
@@ -158,7 +140,7 @@ pub fn sdsfs_main() -> ExitCode {
         Some(Err(message)) => Err(message),
         None => match SdsfsCli::parse_from(argv).command {
             SdsfsCommand::Mount(args) => mount(args),
-            SdsfsCommand::Unmount { mountpoint } => unmount(&mountpoint),
+            SdsfsCommand::Unmount { mountpoint } => daemon::unmount(&mountpoint),
             SdsfsCommand::Status { mountpoint, json } => super::status::status(&mountpoint, json),
             SdsfsCommand::GenerateDocs { dir } => super::docs::generate_docs(&dir),
         },
@@ -356,12 +338,29 @@ pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
     super::location::open_dataset(argument).map_err(|e| e.0)
 }
 
+/// The daemon's settings from the parsed arguments.
+fn settings(args: &MountArgs) -> MountSettings {
+    MountSettings {
+        dataset: args.dataset.clone(),
+        mountpoint: args.mountpoint.clone(),
+        allow_other: args.allow_other,
+        uid: args.uid,
+        gid: args.gid,
+        cache_size: args.cache_size,
+        spill_size: args.spill_size,
+        metadata_ttl: args.metadata_ttl,
+        threads: args.threads,
+        passthrough: !args.no_passthrough,
+        file_opens: args.file_opens,
+    }
+}
+
 fn mount(mut args: MountArgs) -> Result<(), String> {
     crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     args.store.same_store_only = args.allow_other && !args.cross_store_references;
     super::location::use_store_args(args.store.clone());
-    check_mountpoint(&args.mountpoint, args.nonempty)?;
+    daemon::check_mountpoint(&args.mountpoint, args.nonempty)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
     let stats = Arc::new(MountStats::default());
     let counted = stats.clone();
@@ -371,153 +370,10 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
     .map_err(|e| e.0)?;
     crate::fs::namespace::check_servable(&dataset)?;
     if args.foreground {
-        run_foreground(args, dataset, stats)
+        daemon::run_foreground(settings(&args), dataset, stats)
     } else {
         drop(dataset);
-        spawn_daemon(&args)
-    }
-}
-
-/// Refuses a mount point that is not a directory, is a dead mount, or (unless `nonempty`)
-/// holds files or is already a mount point: mounting there would hide what is there without a
-/// word, and a second mount over the first is almost always a mistake (a unit started twice,
-/// a script run again).
-fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
-    let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| match e.raw_os_error() {
-        Some(libc::ENOTCONN) => dead_mount(path),
-        _ => format!("{shown}: {e}"),
-    })?;
-    if !meta.is_dir() {
-        return Err(format!("{shown}: mount point is not a directory"));
-    }
-    if nonempty {
-        return Ok(());
-    }
-    if let Some(what) = mounted_at(path) {
-        let listing = std::fs::read_dir(path).and_then(|mut entries| entries.next().transpose());
-        if matches!(listing, Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)) {
-            return Err(dead_mount(path));
-        }
-        return Err(format!(
-            "{shown}: already a mount point ({what}); unmount it first, or pass --nonempty \
-             (-o nonempty) to mount over it"
-        ));
-    }
-    let mut entries = std::fs::read_dir(path).map_err(|e| format!("{shown}: {e}"))?;
-    if entries.next().is_some() {
-        return Err(format!(
-            "{shown}: mount point is not empty; use an empty directory, or pass --nonempty \
-             (-o nonempty) to hide its contents under the mount"
-        ));
-    }
-    Ok(())
-}
-
-/// The refusal of a mount point holding a mount whose daemon is gone (`ENOTCONN`).
-fn dead_mount(path: &Path) -> String {
-    let shown = path.display();
-    format!(
-        "{shown}: a mount whose daemon is gone is still there; clear it with \
-         `sdsfs unmount {shown}`"
-    )
-}
-
-/// The filesystem type and source of the mount whose mount point is `path`, from
-/// `/proc/self/mountinfo`; `None` when nothing is mounted there (or the table is unreadable).
-fn mounted_at(path: &Path) -> Option<String> {
-    let wanted = std::fs::canonicalize(path).ok()?;
-    let table = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    // Each line: id parent major:minor root MOUNTPOINT options [optional...] - TYPE SOURCE ...
-    table.lines().rev().find_map(|line| {
-        let mut fields = line.split(' ');
-        let point = fields.nth(4)?;
-        if Path::new(OsStr::from_bytes(&unescape_mountinfo(point))) != wanted {
-            return None;
-        }
-        let mut tail = line.split(" - ").nth(1)?.split(' ');
-        let fstype = tail.next()?;
-        let source = tail.next().map(unescape_mountinfo).unwrap_or_default();
-        Some(format!("{fstype} {}", String::from_utf8_lossy(&source)))
-    })
-}
-
-/// Undoes mountinfo's octal escapes (`\040` for a space, `\011`, `\012`, `\134`).
-fn unescape_mountinfo(field: &str) -> Vec<u8> {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while let Some(&byte) = bytes.get(at) {
-        let octal = bytes
-            .get(at + 1..at + 4)
-            .filter(|digits| byte == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)))
-            .and_then(|digits| u8::from_str_radix(std::str::from_utf8(digits).ok()?, 8).ok());
-        match octal {
-            Some(decoded) => {
-                out.push(decoded);
-                at += 4;
-            }
-            None => {
-                out.push(byte);
-                at += 1;
-            }
-        }
-    }
-    out
-}
-
-/// Re-executes this program in the foreground as a detached daemon and waits for it to report.
-fn spawn_daemon(args: &MountArgs) -> Result<(), String> {
-    let (read_end, write_end) = pipe().map_err(|e| format!("pipe: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
-    let stderr = match &args.log_file {
-        Some(path) => Stdio::from(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?,
-        ),
-        None => Stdio::null(),
-    };
-    let mut command = Command::new(exe);
-    command
-        .args(daemon_arguments(args))
-        .env(READY_FD_ENV, write_end.to_string())
-        // The daemon is not the service's main process; only a foreground mount notifies.
-        .env_remove("NOTIFY_SOCKET")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr);
-    // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (setsid, fcntl) on a descriptor this process owns.
-    unsafe {
-        command.pre_exec(move || {
-            libc::setsid();
-            let flags = libc::fcntl(write_end, libc::F_GETFD);
-            libc::fcntl(write_end, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-            Ok(())
-        });
-    }
-    let child = command
-        .spawn()
-        .map_err(|e| format!("cannot start the daemon: {e}"));
-    // SAFETY: `write_end` is a descriptor from `pipe()` that nothing else owns in this process.
-    drop(unsafe { OwnedFd::from_raw_fd(write_end) });
-    let mut child = child?;
-    // SAFETY: `read_end` is a descriptor from `pipe()` that nothing else owns.
-    let mut reader = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(read_end) });
-    let mut report = String::new();
-    let _ = reader.read_to_string(&mut report);
-    match report.trim_end() {
-        "ready" => Ok(()),
-        "" => {
-            let status = child.wait().map_err(|e| e.to_string())?;
-            Err(format!(
-                "the daemon exited ({status}) before the mount was ready"
-            ))
-        }
-        failure => Err(failure.trim_start_matches("error: ").to_string()),
+        daemon::ready::spawn(daemon_arguments(&args), args.log_file.as_deref())
     }
 }
 
@@ -557,349 +413,6 @@ fn daemon_arguments(args: &MountArgs) -> Vec<OsString> {
     out.push(args.dataset.clone().into());
     out.push(args.mountpoint.clone().into());
     out
-}
-
-fn pipe() -> std::io::Result<(i32, i32)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((fds[0], fds[1]))
-}
-
-/// Tells a waiting parent (if any) how the mount went.
-fn report_to_parent(message: &str) {
-    let Some(fd) = std::env::var(READY_FD_ENV)
-        .ok()
-        .and_then(|v| v.parse::<i32>().ok())
-    else {
-        return;
-    };
-    std::env::remove_var(READY_FD_ENV);
-    // SAFETY: the parent passed this descriptor to us for exactly this one write.
-    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    let _ = writeln!(file, "{message}");
-}
-
-fn run_foreground(args: MountArgs, dataset: Dataset, stats: Arc<MountStats>) -> Result<(), String> {
-    let signals = block_termination_signals();
-    init_logging();
-    let result = serve(&args, dataset, stats, &signals);
-    if let Err(message) = &result {
-        report_to_parent(&format!("error: {message}"));
-    }
-    result
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SDSFS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
-fn serve(
-    args: &MountArgs,
-    dataset: Dataset,
-    stats: Arc<MountStats>,
-    signals: &libc::sigset_t,
-) -> Result<(), String> {
-    let cache = CacheConfig {
-        spill_bytes: args.spill_size,
-        ..CacheConfig::for_cache_size(args.cache_size)
-    };
-    let memory = crate::budget::Budget::new("memory", cache.memory_bytes);
-    let dataset = Arc::new(dataset.with_memory_budget(memory));
-    let owner = Ownership {
-        // SAFETY: getuid/getgid cannot fail.
-        uid: args.uid.unwrap_or_else(|| unsafe { libc::getuid() }),
-        // SAFETY: as above.
-        gid: args.gid.unwrap_or_else(|| unsafe { libc::getgid() }),
-        mtime: dataset.root_modified().unwrap_or(std::time::UNIX_EPOCH),
-    };
-    let config = NamespaceConfig {
-        cache,
-        metadata_ttl: std::time::Duration::from_secs(args.metadata_ttl),
-        ..NamespaceConfig::default()
-    };
-    let namespace = Arc::new(Namespace::new(dataset.clone(), config));
-    let info = MountInfo {
-        dataset: args.dataset.clone(),
-        mountpoint: std::fs::canonicalize(&args.mountpoint)
-            .unwrap_or_else(|_| args.mountpoint.clone())
-            .display()
-            .to_string(),
-    };
-    let known = Arc::new(KnownRecords::new(dataset.len()));
-    let filesystem = SdsFuse::with_stats(namespace.clone(), owner, stats, info)
-        .with_passthrough(!args.no_passthrough)
-        .with_file_opens(args.file_opens)
-        .with_catalog_watch(known.clone());
-    let mut fuse_config = fuser::Config::default();
-    fuse_config.mount_options = vec![
-        fuser::MountOption::FSName(format!("sdsfs:{}", args.dataset)),
-        fuser::MountOption::Subtype("sdsfs".into()),
-        fuser::MountOption::RO,
-        fuser::MountOption::NoDev,
-        fuser::MountOption::NoSuid,
-    ];
-    if args.allow_other {
-        fuse_config.acl = fuser::SessionACL::All;
-    }
-    fuse_config.n_threads = Some(args.threads.max(1));
-    let session = fuser::Session::new(filesystem, &args.mountpoint, &fuse_config)
-        .map_err(|e| format!("cannot mount on {}: {e}", args.mountpoint.display()))?;
-    let notifier = session.notifier();
-    let background = session
-        .spawn()
-        .map_err(|e| format!("cannot start the session: {e}"))?;
-    std::thread::Builder::new()
-        .name("sdsfs-catalog".into())
-        .spawn(move || watch(namespace, known, Box::new(notifier)))
-        .map_err(|e| format!("cannot start the catalog watcher: {e}"))?;
-    match crate::fs::fuse::raise_read_ahead(&args.mountpoint) {
-        Ok(kib) => tracing::debug!(read_ahead_kib = kib, "read-ahead window"),
-        Err(why) => tracing::debug!(%why, "read-ahead window left at the kernel's default"),
-    }
-    tracing::info!(
-        dataset = %args.dataset,
-        mountpoint = %args.mountpoint.display(),
-        snapshot = %dataset.snapshot().snapshot_id,
-        records = dataset.len(),
-        "mounted"
-    );
-    report_to_parent("ready");
-    notify_systemd(&format!(
-        "READY=1\nSTATUS=Serving {} at {}",
-        args.dataset,
-        args.mountpoint.display()
-    ));
-    let signalled = wait_for_end(&background, signals);
-    notify_systemd("STOPPING=1");
-    if !signalled {
-        // Unmounted from outside (umount, `sdsfs unmount`, systemd's ExecStop): a clean end.
-        tracing::info!(mountpoint = %args.mountpoint.display(), "unmounted");
-        return join_without_unmount(background)
-            .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()));
-    }
-    tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
-    let wait = match detach(&args.mountpoint) {
-        Ok(Detached::Unmounted) => SESSION_END_WAIT,
-        Ok(Detached::Lazily) => {
-            tracing::warn!(
-                mountpoint = %args.mountpoint.display(),
-                "files are still open on the mount: detached lazily; reads of those files fail \
-                 once the daemon has exited"
-            );
-            Duration::ZERO
-        }
-        // Already gone (unmounted from outside meanwhile) or not permitted: the connection
-        // ends with this process either way.
-        Err(why) => {
-            tracing::warn!(%why, "unmount");
-            SESSION_END_WAIT
-        }
-    };
-    end_session(background, wait)
-        .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()))
-}
-
-/// How long a signalled daemon waits for its session to end after unmounting outright.
-const SESSION_END_WAIT: Duration = Duration::from_secs(2);
-
-/// Ends the session after this daemon detached its mount, waiting up to `wait` for it. A mount
-/// unmounted outright ends its session at once; a lazily detached one lives on while files are
-/// open, and is left to end with this process (the kernel aborts the connection when
-/// `/dev/fuse` is closed, and those files then read ENOTCONN), since the daemon must not
-/// outlive its stop.
-fn end_session(background: fuser::BackgroundSession, wait: Duration) -> std::io::Result<()> {
-    let deadline = std::time::Instant::now() + wait;
-    while !background.guard.is_finished() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    if background.guard.is_finished() {
-        return join_without_unmount(background);
-    }
-    tracing::info!("open files still held the session: ending it with the daemon");
-    // Never dropped: dropping would unmount the path again, which may hold a new mount by now.
-    std::mem::forget(background);
-    Ok(())
-}
-
-/// Joins the session thread after an unmount from outside, without unmounting again.
-///
-/// Dropping a `BackgroundSession` (which `join` does) unmounts its mount point unless fuser
-/// finds the connection gone, and fuser 0.18's check reads a disconnected `/dev/fuse` (poll
-/// reports POLLERR) as still mounted. So a daemon that exits slowly after `umount` would
-/// unmount whatever was mounted at the same path in the meantime: a remount by mount(8) or
-/// systemd. The session's mount handle and channel are therefore leaked; the process exits
-/// right after, and the kernel has already torn the mount down.
-fn join_without_unmount(background: fuser::BackgroundSession) -> std::io::Result<()> {
-    let background = std::mem::ManuallyDrop::new(background);
-    // SAFETY: `background` is never dropped nor used again, so the join handle is moved out of
-    // it exactly once.
-    let thread = unsafe { std::ptr::read(&background.guard) };
-    thread
-        .join()
-        .map_err(|_| std::io::Error::other("filesystem thread panicked"))?
-}
-
-/// Sends `state` to the service manager's notification socket (`sd_notify(3)` protocol: one
-/// datagram to the path in `$NOTIFY_SOCKET`; a leading `@` names a Linux abstract socket).
-/// Does nothing when the variable is unset; a failure is logged, never fatal.
-pub fn notify_systemd(state: &str) {
-    let Some(socket) = std::env::var_os("NOTIFY_SOCKET") else {
-        return;
-    };
-    if let Err(e) = send_notification(&socket, state) {
-        tracing::warn!(socket = %socket.to_string_lossy(), error = %e, "cannot notify the service manager");
-    }
-}
-
-fn send_notification(socket: &std::ffi::OsStr, state: &str) -> std::io::Result<()> {
-    use std::os::linux::net::SocketAddrExt;
-    use std::os::unix::net::{SocketAddr, UnixDatagram};
-    let sender = UnixDatagram::unbound()?;
-    let name = socket.as_encoded_bytes();
-    match name.strip_prefix(b"@") {
-        Some(abstract_name) => {
-            let address = SocketAddr::from_abstract_name(abstract_name)?;
-            sender.send_to_addr(state.as_bytes(), &address)?;
-        }
-        None if name.starts_with(b"/") => {
-            sender.send_to(state.as_bytes(), Path::new(socket))?;
-        }
-        None => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "only path and abstract (@) sockets are supported",
-            ))
-        }
-    }
-    Ok(())
-}
-
-/// Blocks SIGINT and SIGTERM in this thread (and every thread spawned after), so only
-/// `sigtimedwait` in the main thread sees them.
-fn block_termination_signals() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it; pthread_sigmask
-    // only changes this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
-}
-
-/// Returns when a termination signal arrives (`true`) or the session ends on its own, after an
-/// external umount (`false`).
-fn wait_for_end(session: &fuser::BackgroundSession, signals: &libc::sigset_t) -> bool {
-    let timeout = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 200_000_000,
-    };
-    loop {
-        // SAFETY: `signals` is an initialised set and `timeout` a valid timespec.
-        let signal = unsafe { libc::sigtimedwait(signals, std::ptr::null_mut(), &timeout) };
-        if signal > 0 {
-            tracing::info!(signal, "termination signal received");
-            return true;
-        }
-        if session.guard.is_finished() {
-            return false;
-        }
-    }
-}
-
-/// How an unmount went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detached {
-    /// Unmounted outright: nothing held it.
-    Unmounted,
-    /// Files were still open on it (possibly with its daemon dead): detached from the
-    /// namespace lazily, so the path is free at once; the mount itself ends when the last of
-    /// those files is closed.
-    Lazily,
-}
-
-/// `sdsfs unmount`: unmounts `mountpoint`, detaching it lazily when it is busy (saying so on
-/// stderr), so that a mount whose daemon died with files open is cleared too.
-pub fn unmount(mountpoint: &Path) -> Result<(), String> {
-    if detach(mountpoint)? == Detached::Lazily {
-        eprintln!(
-            "sdsfs: {}: busy (files are still open on it): detached lazily; the path is free \
-             now, and those files stay open until closed",
-            mountpoint.display()
-        );
-    }
-    Ok(())
-}
-
-/// Unmounts `mountpoint`: `umount2` when allowed (root), else `fusermount3 -u`; when the mount
-/// is busy, the same lazily (`MNT_DETACH`, `fusermount3 -u -z`). A busy mount cannot be
-/// unmounted outright even when its daemon is dead, and left in place it answers ENOTCONN to
-/// everyone, including a remount at the same path.
-pub fn detach(mountpoint: &Path) -> Result<Detached, String> {
-    let path = std::ffi::CString::new(mountpoint.as_os_str().as_bytes())
-        .map_err(|_| format!("{}: path contains NUL", mountpoint.display()))?;
-    let error = match umount2(&path, 0) {
-        Ok(()) => return Ok(Detached::Unmounted),
-        Err(error) => error,
-    };
-    match error.raw_os_error() {
-        Some(libc::EBUSY) => match umount2(&path, libc::MNT_DETACH) {
-            Ok(()) => Ok(Detached::Lazily),
-            Err(e) => Err(format!("cannot unmount {}: {e}", mountpoint.display())),
-        },
-        Some(libc::EPERM) | Some(libc::EACCES) => fusermount_unmount(mountpoint),
-        Some(libc::EINVAL) => Err(format!("{}: not mounted", mountpoint.display())),
-        _ => Err(format!("cannot unmount {}: {error}", mountpoint.display())),
-    }
-}
-
-fn umount2(path: &std::ffi::CStr, flags: i32) -> std::io::Result<()> {
-    // SAFETY: `path` is a valid NUL-terminated string.
-    match unsafe { libc::umount2(path.as_ptr(), flags) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
-
-/// `fusermount3 -u` (the unprivileged way), then `-u -z` if that fails (busy).
-fn fusermount_unmount(mountpoint: &Path) -> Result<Detached, String> {
-    for program in ["fusermount3", "fusermount"] {
-        let Ok(plain) = Command::new(program).arg("-u").arg(mountpoint).output() else {
-            continue;
-        };
-        if plain.status.success() {
-            return Ok(Detached::Unmounted);
-        }
-        let lazy = Command::new(program)
-            .arg("-u")
-            .arg("-z")
-            .arg(mountpoint)
-            .output()
-            .map_err(|e| format!("{program} -u -z {}: {e}", mountpoint.display()))?;
-        if lazy.status.success() {
-            return Ok(Detached::Lazily);
-        }
-        return Err(format!(
-            "{program} -u {} failed: {}",
-            mountpoint.display(),
-            String::from_utf8_lossy(&plain.stderr).trim()
-        ));
-    }
-    Err(format!(
-        "cannot unmount {}: not permitted and no fusermount3 found",
-        mountpoint.display()
-    ))
 }
 
 /// How long tests and scripts may wait for a mount to appear (kept for callers).
