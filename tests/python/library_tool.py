@@ -854,7 +854,8 @@ def check_columns(root: str, mount: Path) -> dict[str, Any]:
             shaped = np.load(base / f"{stem}.shapes.npy")
             check.equal(f"columns/{stem}.shapes.npy", [shaped.dtype.str, shaped.tolist()],
                         ["<i8", [list(value.shape) for value in values]])
-    lines = (base / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    # Lines end at "\n" only: str.splitlines would also cut at U+2028 inside a JSON string.
+    lines = (base / "records.jsonl").read_text(encoding="utf-8").split("\n")[:-1]
     check.equal("columns/records.jsonl", [json.loads(line) for line in lines], [
         {"id": row.id, "metadata": thaw(row.metadata), "ordinal": ordinal, "scene_id": row.scene_id}
         for ordinal, row in enumerate(rows)
