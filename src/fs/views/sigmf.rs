@@ -163,11 +163,22 @@ fn annotations(plan: &BoxPlan, tensors: &BoxTensors, ordinal: u64, name: &str) -
         }
     };
     let mut converted: Vec<Annotation> = Vec::with_capacity(rows.len());
+    let mut refused: Vec<LabelError> = Vec::new();
     for (index, row) in rows.iter().enumerate() {
         match labels::convert_box(index as u64, row, &plan.conversion, &plan.names) {
             Ok(annotation) => converted.push(annotation),
-            Err(e) => log_left_out(ordinal, name, &format!("{}: {e}", plan.extent_field)),
+            Err(e) => refused.push(e),
         }
+    }
+    // One line per document, not per box: a table of a million NaNs is one problem.
+    if let Some(first) = refused.first() {
+        let why = format!(
+            "{}: {} of {} boxes left out, the first: {first}",
+            plan.extent_field,
+            refused.len(),
+            rows.len()
+        );
+        log_left_out(ordinal, name, &why);
     }
     converted.sort_by(|a, b| {
         (a.sample_start, a.sample_count)
