@@ -401,3 +401,100 @@ fn inspectrum_opens_a_pair_under_xvfb() {
     let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     assert!(!stderr.to_lowercase().contains("error"), "{stderr}");
 }
+
+/// A `.npy` file of `dtype` and `shape` holding `bytes`.
+fn npy(path: &Path, dtype: DType, shape: &[u64], bytes: &[u8]) {
+    let mut file = sdsfs::fs::views::npy::npy_header(dtype, shape);
+    file.extend_from_slice(bytes);
+    std::fs::write(path, file).unwrap();
+}
+
+#[test]
+fn an_annotation_sets_boxes_annotate_the_source_receivers() {
+    let copy = common::datasets::copy_tree(&demo(), |_| false);
+    let rows = tempfile::tempdir().unwrap();
+    // One detection for record 4, in rx0's frame: samples 1500..5500, -60 kHz to +20 kHz.
+    let extent: Vec<u8> = [1500.0f64, 4000.0, -60_000.0, 20_000.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    npy(
+        &rows.path().join("extent.npy"),
+        DType::F64,
+        &[1, 4],
+        &extent,
+    );
+    let identity: Vec<u8> = [1i32, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    npy(
+        &rows.path().join("identity.npy"),
+        DType::I32,
+        &[1, 2],
+        &identity,
+    );
+    let row = r#"{"source_index": 4, "status": "success", "fields": {
+        "projections/communications_rx/labels/boxes/extent": {"npy": "extent.npy",
+            "axes": ["box", "extent"], "metadata": {"frequency_frame": "receiver_center_offset",
+            "receiver_center_hz": 2400000000.0, "time_frame": "receiver_sample_index",
+            "sample_rate_hz": 1000000.0}},
+        "projections/communications_rx/labels/boxes/identity": {"npy": "identity.npy",
+            "axes": ["box", "attribute"], "metadata": {"class_names": {"1": "qpsk"}}}}}"#;
+    let rows_file = rows.path().join("rows.jsonl");
+    std::fs::write(&rows_file, row.replace('\n', " ") + "\n").unwrap();
+    common::cli::ok(&[
+        "annotate",
+        copy.path().to_str().unwrap(),
+        "--name",
+        "detections",
+        "--rows",
+        rows_file.to_str().unwrap(),
+        "--fill",
+        "skipped",
+    ]);
+
+    let mount = MountGuard::mount(copy.path(), &[]);
+    let receivers = mount
+        .path("records/4/annotations/detections/fields/projections/communications_rx/receivers");
+    let listing = |dir: PathBuf| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(listing(receivers.join("rx0")), ["iq.sigmf-meta"]);
+    assert_eq!(listing(receivers.join("rx1")), ["iq.sigmf-meta"]);
+    let paths: Vec<String> = ["rx0", "rx1"]
+        .iter()
+        .map(|rx| {
+            receivers
+                .join(rx)
+                .join("iq.sigmf-meta")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["validate"];
+    args.extend(paths.iter().map(String::as_str));
+    let output = String::from_utf8(common::run_python("sigmf_check.py", &args, b"")).unwrap();
+    // By hand: rx0 at the box's own rate, rx1 at twice it; edges plus 2.4 GHz.
+    let expected = [(1500u64, 4000u64), (3000, 8000)];
+    for (line, (start, count)) in output.lines().zip(expected) {
+        let doc = json::parse_object(line.as_bytes(), &Default::default()).unwrap();
+        let global = doc["global"].as_object().unwrap();
+        assert_eq!(global["core:metadata_only"], Value::Bool(true));
+        let list = doc["annotations"].as_array().unwrap();
+        assert_eq!(list.len(), 1);
+        let a = list[0].as_object().unwrap();
+        assert_eq!(a["core:sample_start"].as_u64(), Some(start));
+        assert_eq!(a["core:sample_count"].as_u64(), Some(count));
+        assert_eq!(a["core:freq_lower_edge"].as_f64(), Some(2_399_940_000.0));
+        assert_eq!(a["core:freq_upper_edge"].as_f64(), Some(2_400_020_000.0));
+        assert_eq!(a["core:label"].as_str(), Some("qpsk"));
+        assert_eq!(a["core:comment"].as_str(), Some("emitter 0"));
+    }
+    assert_eq!(output.lines().count(), 2);
+    // A record whose row has no boxes shows none.
+    let skipped = mount.path("records/5/annotations/detections/fields");
+    assert!(listing(skipped).is_empty());
+}

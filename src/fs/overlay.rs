@@ -308,7 +308,7 @@ impl Overlay {
             dataset_id: &dataset.root().dataset_id,
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
-        let tree = RecordTree::build(ordinal, meta, ids)
+        let tree = RecordTree::build_carrier(ordinal, meta, Some(source), ids)
             .map_err(|e| format!("set {:?}, record {ordinal}: {e}", set.name))?;
         if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
             return Err(format!(

@@ -23,9 +23,21 @@ pub struct FieldEntry {
     pub npy_header: Vec<u8>,
     pub json: Vec<u8>,
     pub sigmf_meta: Option<MetaLayout>,
+    /// Shown only as a metadata-only `.sigmf-meta`: a source record's field seen through an
+    /// annotation set's labels (its bytes are not the carrier's).
+    pub meta_only: bool,
 }
 
 impl FieldEntry {
+    /// The views this entry shows, in listing order.
+    pub fn views(&self) -> Vec<View> {
+        if self.meta_only {
+            vec![View::SigmfMeta]
+        } else {
+            views::views_of(&self.meta)
+        }
+    }
+
     /// Size of one view's file.
     pub fn view_len(&self, view: View) -> u64 {
         match view {
@@ -101,6 +113,19 @@ pub enum TreeError {
 
 impl RecordTree {
     pub fn build(ordinal: u64, meta: RecordMeta, ids: DatasetIds) -> Result<RecordTree, TreeError> {
+        RecordTree::build_carrier(ordinal, meta, None, ids)
+    }
+
+    /// The tree of an annotation set's carrier `meta` for a record whose row is `source`:
+    /// the carrier's fields, plus a metadata-only `.sigmf-meta` for each of the source's SigMF
+    /// fields that the carrier's box labels annotate (`docs/MOUNT.md`, "Labels as SigMF
+    /// annotations"), so a set's detections read like the record's own labels.
+    pub fn build_carrier(
+        ordinal: u64,
+        meta: RecordMeta,
+        source: Option<&RecordMeta>,
+        ids: DatasetIds,
+    ) -> Result<RecordTree, TreeError> {
         let record_json = views::record_json(&meta, ordinal);
         let at = Provenance {
             dataset_id: ids.dataset_id,
@@ -112,6 +137,13 @@ impl RecordTree {
         let mut fields = Vec::with_capacity(meta.fields.len());
         for (name, field) in &meta.fields {
             let entry = field_entry(name, field, &meta, &at)?;
+            builder.add_field(fields.len() as u32, &entry)?;
+            fields.push(entry);
+        }
+        for entry in source
+            .map(|s| labelled_source_fields(s, &meta, &at))
+            .unwrap_or_default()
+        {
             builder.add_field(fields.len() as u32, &entry)?;
             fields.push(entry);
         }
@@ -200,6 +232,31 @@ impl RecordTree {
     }
 }
 
+/// The source's SigMF fields that `labels` (a carrier) has boxes for, as metadata-only entries.
+fn labelled_source_fields(
+    source: &RecordMeta,
+    labels: &RecordMeta,
+    at: &Provenance,
+) -> Vec<FieldEntry> {
+    source
+        .fields
+        .iter()
+        .filter(|(name, field)| views::has_sigmf_pair(field) && !labels.fields.contains_key(*name))
+        .filter_map(|(name, field)| {
+            let layout = MetaLayout::build_from_labels(name, field, labels, at)?;
+            Some(FieldEntry {
+                name: name.clone(),
+                meta: field.clone(),
+                raw_len: 0,
+                npy_header: Vec::new(),
+                json: Vec::new(),
+                sigmf_meta: Some(layout),
+                meta_only: true,
+            })
+        })
+        .collect()
+}
+
 fn field_entry(
     name: &str,
     field: &FieldMeta,
@@ -217,6 +274,7 @@ fn field_entry(
         json: views::field_json(name, field),
         sigmf_meta: views::has_sigmf_pair(field)
             .then(|| MetaLayout::build(name, field, record, at)),
+        meta_only: false,
         meta: field.clone(),
     })
 }
@@ -252,7 +310,7 @@ impl Builder {
                 }
             }
         }
-        for view in views::views_of(&entry.meta) {
+        for view in entry.views() {
             let name = format!("{leaf}{}", view.suffix());
             if self.by_name.contains_key(&(parent, name.clone())) {
                 self.clashes

@@ -3,6 +3,9 @@
 Usage: sigmf_check.py DATASET MOUNT
   -> one JSON line: {"metas", "annotations", "record_collections", "scene_collections",
      "left_out"}; any mismatch raises (nonzero exit, the reason on stderr).
+       sigmf_check.py validate META...
+  -> one JSON line per .sigmf-meta (validated, read by the library): its global and
+     annotations.
 
 The expected annotations are computed here from the library's record, following the box
 convention as docs/MOUNT.md states it ("Labels as SigMF annotations"), with no code of sdsfs:
@@ -231,5 +234,17 @@ def main(root, mount):
     print(json.dumps(counts))
 
 
+def validate_files(paths):
+    for path in paths:
+        document = json.loads(read_exact(path))
+        validate.validate(document, schema.get_schema())
+        handle = sigmffile.fromfile(path)
+        handle.validate()
+        print(json.dumps({"global": document["global"], "annotations": handle.get_annotations()}))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "validate":
+        validate_files(sys.argv[2:])
+    else:
+        main(sys.argv[1], sys.argv[2])

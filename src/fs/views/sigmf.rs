@@ -79,6 +79,30 @@ impl MetaLayout {
         record: &RecordMeta,
         at: &Provenance,
     ) -> MetaLayout {
+        MetaLayout::build_with(name, field, record, at, false)
+    }
+
+    /// A metadata-only document (`core:metadata_only`, no `.sigmf-data` beside it) for field
+    /// `name` of the source record, carrying the boxes of `labels` (an annotation set's
+    /// carrier); `None` when `labels` has no boxes for that field.
+    pub fn build_from_labels(
+        name: &str,
+        field: &FieldMeta,
+        labels: &RecordMeta,
+        at: &Provenance,
+    ) -> Option<MetaLayout> {
+        extent_field_for(name, labels)?;
+        let layout = MetaLayout::build_with(name, field, labels, at, true);
+        layout.boxes.is_some().then_some(layout)
+    }
+
+    fn build_with(
+        name: &str,
+        field: &FieldMeta,
+        record: &RecordMeta,
+        at: &Provenance,
+        metadata_only: bool,
+    ) -> MetaLayout {
         let boxes = match box_plan(name, field, record) {
             Ok(plan) => plan,
             Err(why) => {
@@ -86,7 +110,7 @@ impl MetaLayout {
                 None
             }
         };
-        let text = json::object_to_pretty(&meta_document(name, field, at));
+        let text = json::object_to_pretty(&meta_document(name, field, at, metadata_only));
         let marker = "\"annotations\": [";
         let split = text.find(marker).map_or(0, |i| i + marker.len());
         let (prefix, suffix) = text.split_at(split);
@@ -320,8 +344,11 @@ fn description(name: &str, at: &Provenance) -> String {
 }
 
 /// The document with no annotations (they are spliced in by [`MetaLayout`]).
-fn meta_document(name: &str, field: &FieldMeta, at: &Provenance) -> Object {
+fn meta_document(name: &str, field: &FieldMeta, at: &Provenance, metadata_only: bool) -> Object {
     let mut global = Object::new();
+    if metadata_only {
+        global.insert("core:metadata_only".into(), Value::Bool(true));
+    }
     global.insert("core:datatype".into(), Value::from("cf32_le"));
     global.insert(
         "core:description".into(),
