@@ -498,3 +498,46 @@ fn an_annotation_sets_boxes_annotate_the_source_receivers() {
     let skipped = mount.path("records/5/annotations/detections/fields");
     assert!(listing(skipped).is_empty());
 }
+
+/// `count` records of one scene, each with a 4-sample IQ field.
+fn one_scene(count: usize) -> tempfile::TempDir {
+    let records = (0..count).map(|i| {
+        Record::new(format!("r{i}"))
+            .with_scene_id("all")
+            .with_field(
+                "rx/iq",
+                Field::new(DType::C64, vec![4], vec![0u8; 32])
+                    .unwrap()
+                    .with_axes(vec![Axis::new("time", 4)]),
+            )
+    });
+    publish_records(records.collect())
+}
+
+#[test]
+fn a_scene_of_more_than_1024_records_has_no_collection() {
+    for (count, shown) in [(1024, true), (1025, false)] {
+        let dir = one_scene(count);
+        let (_, ns) = namespace(dir.path());
+        let scene = lookup_path(&ns, "by-scene/all");
+        let mut names = Vec::new();
+        ns.read_dir(scene.ino, 0, |entry, _| {
+            names.push(entry.name);
+            false
+        })
+        .unwrap();
+        // ".", "..", the links, and the collection when shown.
+        assert_eq!(names.len(), 2 + count + usize::from(shown), "{count}");
+        assert_eq!(names.contains(&"scene.sigmf-collection".to_string()), shown);
+        let found = ns.lookup(scene.ino, "scene.sigmf-collection");
+        assert_eq!(found.is_ok(), shown, "{count}");
+        if let Ok(attr) = found {
+            // 1024 streams of "<ordinal>/fields/rx/iq", every one hashed.
+            let text = ns.read(attr.ino, 0, 1 << 22).unwrap();
+            assert_eq!(text.len() as u64, attr.size);
+            let doc = json::parse_object(&text, &Default::default()).unwrap();
+            let body = doc["collection"].as_object().unwrap();
+            assert_eq!(body["core:streams"].as_array().unwrap().len(), 1024);
+        }
+    }
+}

@@ -139,6 +139,16 @@ pub struct Namespace {
 pub const RECORD_COLLECTION: &str = "record.sigmf-collection";
 /// A scene's SigMF collection, in its `by-scene/` directory.
 pub const SCENE_COLLECTION: &str = "scene.sigmf-collection";
+/// A scene of more records has no collection: sizing one needs every record's row, and a
+/// scene id shared by a whole dataset would make that every row (and a document as large).
+pub const MAX_SCENE_COLLECTION_RECORDS: usize = 1024;
+/// A collection listing more recordings is refused (EIO) rather than built.
+pub const MAX_COLLECTION_STREAMS: usize = 65_536;
+
+/// Whether a scene of `ordinals` shows `scene.sigmf-collection`.
+fn has_scene_collection(ordinals: &[u64]) -> bool {
+    ordinals.len() <= MAX_SCENE_COLLECTION_RECORDS
+}
 
 const TOP_LEVEL: [(&str, Ino, Kind); 6] = [
     ("annotations", Ino::Annotations, Kind::Dir),
@@ -423,7 +433,7 @@ impl Namespace {
             Ino::SceneDir(i) => {
                 let indexes = self.indexes()?;
                 let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
-                if name == SCENE_COLLECTION {
+                if name == SCENE_COLLECTION && has_scene_collection(ordinals) {
                     return self.getattr(Ino::SceneCollection(i).encode());
                 }
                 let ordinal = self.parse_ordinal(name).ok_or(FsError::NotFound)?;
@@ -558,13 +568,9 @@ impl Namespace {
             Ino::ById => self.indexes()?.ids.len() as u64,
             Ino::ByScene => self.indexes()?.scenes.len() as u64,
             Ino::SceneDir(i) => {
-                self.indexes()?
-                    .scenes
-                    .get(i as usize)
-                    .ok_or(FsError::NotFound)?
-                    .1
-                    .len() as u64
-                    + 1
+                let indexes = self.indexes()?;
+                let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                ordinals.len() as u64 + u64::from(has_scene_collection(ordinals))
             }
             Ino::Annotations => self.overlay.visible(&self.dataset).sets.len() as u64,
             Ino::RecordAnnotations(o) => {
@@ -632,7 +638,7 @@ impl Namespace {
             Ino::SceneDir(i) => {
                 let indexes = self.indexes()?;
                 let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
-                if index == ordinals.len() as u64 {
+                if index == ordinals.len() as u64 && has_scene_collection(ordinals) {
                     return Ok(entry(
                         Ino::SceneCollection(i),
                         Kind::File,
@@ -979,10 +985,17 @@ impl Namespace {
         let (scene, ordinals) = indexes
             .scenes
             .get(index as usize)
+            .filter(|(_, ordinals)| has_scene_collection(ordinals))
             .ok_or(FsError::NotFound)?;
         let mut streams = Vec::new();
         for &ordinal in ordinals {
             let tree = self.record_tree(ordinal)?;
+            if streams.len() + tree.sigmf_streams.len() > MAX_COLLECTION_STREAMS {
+                return Err(FsError::Io(format!(
+                    "by-scene/{scene}/{SCENE_COLLECTION}: more than {MAX_COLLECTION_STREAMS} \
+                     recordings"
+                )));
+            }
             let prefix = format!("{}/fields/", self.ordinal_name(ordinal));
             streams.extend(self.streams_of(&tree, &prefix, hashed)?);
         }
