@@ -541,3 +541,24 @@ fn a_scene_of_more_than_1024_records_has_no_collection() {
         }
     }
 }
+
+#[test]
+fn library_written_labels_in_other_frames_rates_and_receiver_counts() {
+    for seed in ["1", "7"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap();
+        let written = common::run_python("sigmf_check.py", &["write", root, seed], b"");
+        let written = json::parse_object(&written, &Default::default()).unwrap();
+        let receivers = written["receivers"].as_u64().unwrap();
+        let mount = MountGuard::mount(dir.path(), &[]);
+        let checked = check_with_the_library(dir.path(), &mount);
+        // Every receiver has a pair, every record and scene a collection, and the draw both
+        // converted boxes and refused some (the counts themselves are the library's truth,
+        // compared box by box inside the script).
+        assert_eq!(checked["metas"], receivers, "seed {seed}");
+        assert_eq!(checked["record_collections"], 12, "seed {seed}");
+        assert_eq!(checked["scene_collections"], 4, "seed {seed}");
+        assert!(checked["annotations"] > 0, "seed {seed}: {checked:?}");
+        assert!(checked["left_out"] > 0, "seed {seed}: {checked:?}");
+    }
+}

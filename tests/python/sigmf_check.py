@@ -6,6 +6,12 @@ Usage: sigmf_check.py DATASET MOUNT
        sigmf_check.py validate META...
   -> one JSON line per .sigmf-meta (validated, read by the library): its global and
      annotations.
+       sigmf_check.py write ROOT SEED
+  -> publishes, with the library, a dataset of RFGen-style records drawn from SEED: one or
+     two projections of one to three receivers at assorted rates and centres, boxes in both
+     frequency frames with their keys at the top level or nested, at rates that are and are not
+     a receiver's, columns in any order, some class names missing and some boxes hostile;
+     prints {"records", "receivers"}.
 
 The expected annotations are computed here from the library's record, following the box
 convention as docs/MOUNT.md states it ("Labels as SigMF annotations"), with no code of sdsfs:
@@ -243,8 +249,91 @@ def validate_files(paths):
         print(json.dumps({"global": document["global"], "annotations": handle.get_annotations()}))
 
 
+RATES = [500_000.0, 1_000_000.0, 2_000_000.0, 3_000_000.0, 4_000_000.0]
+COLUMNS = ["start_sample", "duration_samples", "low_freq_hz", "high_freq_hz"]
+
+
+def uniform_iq(rng, rate, center, samples=8192):
+    import signal_dataset as sds
+
+    data = (rng.standard_normal(samples) + 1j * rng.standard_normal(samples)).astype(np.complex64)
+    block = {"kind": "uniform", "sample_rate_hz": rate, "origin_s": 0.0, "axis": "time",
+             "count": samples}
+    return sds.Field(data=data, axes=(sds.Axis(name="time", length=samples),),
+                     metadata={"time_coordinates": block, "center_frequency_hz": center})
+
+
+def box_fields(rng, center, count):
+    import signal_dataset as sds
+
+    order = list(rng.permutation(4))
+    rows = np.zeros((count, 4))
+    for row in rows:
+        # Within 1000 samples at the slowest rate: inside every capture at the fastest.
+        start = float(rng.integers(0, 600)) + float(rng.choice([0.0, 0.25, 0.5]))
+        low = float(rng.integers(-400, 400)) * 1000.0
+        values = [start, float(rng.integers(1, 400)), low, low + float(rng.integers(1, 200)) * 1000.0]
+        hostile = rng.random()
+        if hostile < 0.1:
+            values[0] = float("nan")
+        elif hostile < 0.15:
+            values[1] = -values[1]
+        elif hostile < 0.2:
+            values[2], values[3] = values[3], values[2]
+        row[:] = [values[c] for c in order]
+    absolute = bool(rng.random() < 0.5)
+    if absolute:
+        for row in rows:
+            row[order.index(2)] += center
+            row[order.index(3)] += center
+    frame = {"frequency_frame": "absolute" if absolute else "receiver_center_offset",
+             "time_frame": "receiver_sample_index", "sample_rate_hz": float(rng.choice(RATES))}
+    if not absolute:
+        frame["receiver_center_hz"] = center
+    metadata = {"metadata": frame} if rng.random() < 0.5 else frame
+    column_axis = sds.Axis(name="extent", length=4, role="column",
+                           coordinate=sds.Coordinate(values=tuple(COLUMNS[c] for c in order)))
+    extent = sds.Field(data=rows, axes=(sds.Axis(name="box", length=count), column_axis),
+                       metadata=metadata)
+    ids = np.array([[int(rng.integers(0, 4)), i] for i in range(count)], dtype=np.int32)
+    ids = ids.reshape(count, 2)
+    names = {str(c): f"class-{c}" for c in range(4) if rng.random() < 0.6}
+    identity = sds.Field(data=ids, axes=(sds.Axis(name="box", length=count),
+                                         sds.Axis(name="attribute", length=2)),
+                         metadata={"class_names": names})
+    return extent, identity
+
+
+def write(root, seed):
+    import signal_dataset as sds
+
+    rng = np.random.default_rng(seed)
+    records, receivers = [], 0
+    for index in range(12):
+        fields = {}
+        for projection in range(int(rng.integers(1, 3))):
+            prefix = f"projections/p{projection}"
+            center = float(rng.choice([915e6, 2.4e9, 5.8e9]))
+            for rx in range(int(rng.integers(1, 4))):
+                # Now and then a receiver tuned elsewhere, whose offset boxes are not its own.
+                tuned = center + 1e6 if rng.random() < 0.2 else center
+                fields[f"{prefix}/receivers/rx{rx}/iq"] = uniform_iq(rng, float(rng.choice(RATES)), tuned)
+                receivers += 1
+            extent, identity = box_fields(rng, center, int(rng.integers(1, 7)))
+            fields[f"{prefix}/labels/boxes/extent"] = extent
+            if rng.random() < 0.8:
+                fields[f"{prefix}/labels/boxes/identity"] = identity
+        records.append(sds.Record(id=f"rec-{index}", fields=fields, scene_id=f"scene-{index % 4}"))
+    receipt = sds.write_shard(records, str(root), work_id="w0", attempt=0)
+    sds.publish(str(root), [receipt], dataset_id="rfgen-labels", snapshot_id="s1",
+                expected_work_ids=["w0"])
+    print(json.dumps({"records": len(records), "receivers": receivers}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "validate":
         validate_files(sys.argv[2:])
+    elif sys.argv[1] == "write":
+        write(sys.argv[2], int(sys.argv[3]))
     else:
         main(sys.argv[1], sys.argv[2])

@@ -588,6 +588,29 @@ mod tests {
     }
 
     #[test]
+    fn global_and_capture_state_what_the_field_states() {
+        let meta = record(0);
+        let mut field = meta.fields["p/rx/rx0/iq"].clone();
+        field
+            .metadata
+            .insert("datetime".into(), "2026-01-02T03:04:05.5Z".into());
+        let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
+        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq")).unwrap();
+        // Rates and frequencies are JSON floats, whatever the metadata wrote.
+        assert!(text.contains("\"core:sample_rate\": 2000000.0,"), "{text}");
+        assert!(text.contains("\"core:frequency\": 1000000000.0,"), "{text}");
+        assert!(
+            text.contains("\"core:datetime\": \"2026-01-02T03:04:05.5Z\","),
+            "{text}"
+        );
+        assert!(text.contains("\"sdsfs:record_id\": \"r1\","), "{text}");
+        field.metadata.insert("datetime".into(), "today".into());
+        let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
+        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq")).unwrap();
+        assert!(!text.contains("core:datetime"), "{text}");
+    }
+
+    #[test]
     fn timestamps_must_be_utc_rfc3339() {
         assert!(is_utc_timestamp("2026-01-02T03:04:05Z"));
         assert!(is_utc_timestamp("2026-01-02T03:04:05.123456Z"));
