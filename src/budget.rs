@@ -128,13 +128,13 @@ impl Budget {
     }
 
     /// Registers a cache that gives memory back when a charge does not fit (held weakly: a
-    /// dropped cache is skipped).
+    /// dropped cache is skipped, and forgotten at the next registration, so caches made anew
+    /// on every catalog refresh do not pile up).
     pub fn register<R: Reclaim + 'static>(&self, cache: &Arc<R>) {
         let cache: Arc<dyn Reclaim> = cache.clone();
-        self.reclaimers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(&cache));
+        let mut reclaimers = self.reclaimers.lock().unwrap_or_else(|e| e.into_inner());
+        reclaimers.retain(|registered| registered.strong_count() > 0);
+        reclaimers.push(Arc::downgrade(&cache));
     }
 
     fn release(&self, bytes: u64) {

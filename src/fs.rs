@@ -4,8 +4,10 @@
 //! - [`views`]: the files a field shows (`.raw`, `.json`, `.npy`, SigMF pair).
 //! - [`inode`]: inode numbers computed from positions, stable at zero memory cost.
 //! - [`record_tree`]: one record's file tree, from its metadata row.
+//! - [`columns`]: `columns/`, every record's value of a field as one file.
 //! - [`cache`]: decoded records, bounded in bytes, large ones in temporary files.
 //! - [`spill`]: writing a large record into temporary files, large tensors in files of their own.
+//! - [`background`]: structures that need every row, built once in a thread of their own.
 //! - [`row_index`]: `by-id/` and `by-scene/`, built in the background within a memory limit.
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
@@ -13,8 +15,10 @@
 //! - [`log_limit`]: repeated log lines rate-limited, with a count.
 //! - [`catalog_watch`]: invalidates the kernel's caches of the annotation overlay on a change.
 
+pub mod background;
 pub mod cache;
 pub mod catalog_watch;
+pub mod columns;
 pub mod fuse;
 pub mod inode;
 pub mod log_limit;

@@ -217,3 +217,157 @@ fn an_ls_waiting_for_a_long_index_build_ends_on_sigint_and_sigterm_and_logs_stay
     );
     assert!(log.len() < 64 << 10, "log grew to {} bytes", log.len());
 }
+
+#[test]
+fn columns_of_ten_billion_claimed_records_fail_at_once_and_a_missing_row_leaves_a_readme() {
+    let dir = claiming(10_000_000_000);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
+    let started = Instant::now();
+    let error = std::fs::read_dir(mount.path("columns"))
+        .and_then(|entries| entries.collect::<Result<Vec<_>, _>>())
+        .expect_err("the index cannot be held within the budget");
+    assert_eq!(error.raw_os_error(), Some(libc::EIO), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(std::fs::read(mount.path("dataset.json")).is_ok());
+    let log = mount.log_text();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("columns/ unavailable"))
+        .collect();
+    assert_eq!(refusals.len(), 1, "one line for the refusal: {log}");
+    for needle in ["snapshot.json", "record_count", "10,000,000,000"] {
+        assert!(refusals[0].contains(needle), "{needle:?}: {}", refusals[0]);
+    }
+    drop(mount);
+
+    // Ten million claimed: the index is priced within the default budget, and record 9, the
+    // first the shards do not hold, ends the build: README.txt alone, naming it.
+    let dir = claiming(10_000_000);
+    let mount = MountGuard::mount(dir.path(), &[]);
+    let listed: Vec<String> = std::fs::read_dir(mount.path("columns"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed, ["README.txt"]);
+    let readme = std::fs::read_to_string(mount.path("columns/README.txt")).unwrap();
+    assert!(
+        readme.contains("No column is shown: record 9's metadata row cannot be read"),
+        "{readme}"
+    );
+}
+
+/// Riegeli's block size: a 24-byte block header starts every 64 KiB of a shard.
+const BLOCK: u64 = 1 << 16;
+
+/// Edits the header of the chunk at `offset` of the ArrayRecord file `path` with `edit` and
+/// recomputes its header hash (a chunk header is 40 bytes: the hash of the other 32, data
+/// size, data hash, type and record count, decoded size), so the edit is the only defect.
+fn edit_chunk_header(path: &Path, offset: u64, edit: impl FnOnce(&mut [u8])) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = if offset % BLOCK == 0 {
+        offset + 24
+    } else {
+        offset
+    };
+    assert!(
+        at % BLOCK + 40 <= BLOCK,
+        "the header does not cross a block"
+    );
+    let header = &mut bytes[at as usize..at as usize + 40];
+    edit(header);
+    let hash = sdsfs::arrayrecord::riegeli_hash(&header[8..40]);
+    header[..8].copy_from_slice(&hash.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A copy of a dataset of shards of 3, 2 and 4 records whose second data shard's footer
+/// header (the chunk holding its index) is edited with `edit`; the shard's path.
+fn with_footer_edited(edit: impl FnOnce(&mut [u8])) -> (Published, tempfile::TempDir, String) {
+    let published = publish_dataset(&[3, 2, 4], 2);
+    let dir = copy_tree(published.root(), |_| false);
+    let page = read_json(&dir.path().join(page_rel(dir.path(), 0)));
+    let shard_rel = page["shards"][1]["data"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shard = dir.path().join(&shard_rel);
+    let footer = sdsfs::arrayrecord::ArrayRecordReader::open(
+        std::fs::File::open(&shard).unwrap(),
+        shard_rel.clone(),
+    )
+    .unwrap()
+    .footer_offset();
+    edit_chunk_header(&shard, footer, edit);
+    (published, dir, shard_rel)
+}
+
+/// Mounts `dir` under a 16 MiB budget: records 3 and 4 (the edited shard's) answer EIO, each
+/// failed read with a line naming the shard and `claim`, every other record is exact, peak
+/// RSS stays within the budget + 64 MiB; `sds verify` exits 1 naming the shard.
+fn assert_shard_refused(published: &Published, dir: &Path, shard_rel: &str, claim: &str) {
+    let budget = 16u64 << 20;
+    let mount = MountGuard::mount(dir, &["--cache-size", "16M"]);
+    let good = published.open();
+    for ordinal in 0..good.len() {
+        let iq = std::fs::read(mount.path(&format!("records/{ordinal}/fields/iq.raw")));
+        if (3..5).contains(&ordinal) {
+            assert_eq!(
+                iq.unwrap_err().raw_os_error(),
+                Some(libc::EIO),
+                "record {ordinal}"
+            );
+        } else {
+            let want = good.read_record(ordinal).unwrap().fields["iq"]
+                .data
+                .to_vec();
+            assert_eq!(iq.unwrap(), want, "record {ordinal}");
+        }
+    }
+    assert!(
+        std::fs::read(mount.path("dataset.json")).is_ok(),
+        "the mount is up"
+    );
+    let peak = common::mount::peak_rss(mount.pid());
+    assert!(
+        peak > 0 && peak <= budget + (64 << 20),
+        "peak RSS {} MiB",
+        peak >> 20
+    );
+    let log = mount.log_text();
+    let eio: Vec<&str> = log.lines().filter(|l| l.contains("EIO")).collect();
+    for ordinal in [3, 4] {
+        let record = format!("record {ordinal}: ");
+        assert!(eio.iter().any(|l| l.contains(&record)), "{record}: {log}");
+    }
+    for line in eio {
+        assert!(line.contains(shard_rel) && line.contains(claim), "{line}");
+    }
+    let verify = common::cli::sds(&["verify", dir.to_str().unwrap()]);
+    let report = String::from_utf8_lossy(&[verify.stdout, verify.stderr].concat()).into_owned();
+    assert_eq!(verify.status.code(), Some(1), "{report}");
+    assert!(report.contains(shard_rel), "{report}");
+}
+
+#[test]
+fn a_shard_whose_footer_claims_to_decode_to_a_terabyte_is_refused_without_decoding_it() {
+    let (published, dir, shard) = with_footer_edited(|header| {
+        header[32..40].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    });
+    assert_shard_refused(
+        &published,
+        dir.path(),
+        &shard,
+        "decoded_data_size 1099511627776",
+    );
+}
+
+#[test]
+fn a_shard_whose_footer_claims_a_trillion_index_entries_is_refused() {
+    // The footer chunk holds one record per index entry (and its metadata): claim 10^12.
+    let (published, dir, shard) = with_footer_edited(|header| {
+        let chunk_type = header[24];
+        let type_and_count = u64::from(chunk_type) | (1_000_000_000_000u64 << 8);
+        header[24..32].copy_from_slice(&type_and_count.to_le_bytes());
+    });
+    assert_shard_refused(&published, dir.path(), &shard, "1000000000000 records");
+}

@@ -211,8 +211,14 @@ impl Drop for Scratch {
 /// Four records of one 256 MiB zero-filled field each: a data shard of a few hundred KiB,
 /// compressed with zstd windows of 2^`window_log` bytes.
 fn spilling_dataset_with_window(window_log: u32) -> tempfile::TempDir {
-    let all = (0..4).map(|i| {
-        Record::new(format!("wide-{i}")).with_field("iq", iq_capture(vec![0u8; 256 << 20]))
+    zeros_dataset(4, 256, window_log)
+}
+
+/// `records` records of one `mib` MiB zero-filled field each, compressed with zstd windows of
+/// 2^`window_log` bytes: a data shard of a few hundred KiB.
+fn zeros_dataset(records: usize, mib: usize, window_log: u32) -> tempfile::TempDir {
+    let all = (0..records).map(|i| {
+        Record::new(format!("wide-{i}")).with_field("iq", iq_capture(vec![0u8; mib << 20]))
     });
     let writer_options = WriterOptions {
         compression: sdsfs::arrayrecord::Compression::Zstd {
@@ -307,7 +313,7 @@ fn temporary_files_stay_within_the_spill_budget_across_records() {
     let budget = 600 * MIB;
     let mount = MountGuard::mount_with_env(
         dir.path().as_os_str(),
-        &["--cache-size", "16M", "--spill-size", "600M"],
+        &["--cache-size", "32M", "--spill-size", "600M"],
         &[("TMPDIR", tmpdir.as_str())],
     );
     for ordinal in 0..4 {
@@ -388,7 +394,7 @@ fn a_decoder_window_larger_than_the_budget_is_never_allocated() {
     assert!(peak < 96 * MIB, "no window allocated: {} MiB", peak / MIB);
     let log = mount.log_text();
     assert!(
-        log.contains("decoder's window") && log.contains("67108864"),
+        log.contains("decoding it into temporary files") && log.contains("67108864"),
         "{log}"
     );
     // Under a budget that holds the window, the same record reads.
@@ -401,4 +407,140 @@ fn a_decoder_window_larger_than_the_budget_is_never_allocated() {
     let (read, _) = head_of_field(&mount, &scratch, 0);
     assert_eq!(read.unwrap(), vec![0u8; 4096]);
     assert_within_budget(&mount, 256 * MIB);
+}
+
+/// The memory budget's bytes in use, from the status file.
+fn memory_used(mount: &MountGuard) -> u64 {
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(mount.path(".sdsfs-status")).unwrap()).unwrap();
+    status["memory"]["used_bytes"].as_u64().unwrap()
+}
+
+/// Reads the first 4 KiB of record `ordinal`'s IQ samples.
+fn head_of(mount: &MountGuard, ordinal: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let path = mount.path(&format!("records/{ordinal:02}/fields/iq.raw"));
+    let mut head = Vec::new();
+    std::fs::File::open(path)?
+        .take(4096)
+        .read_to_end(&mut head)
+        .map(|_| head)
+}
+
+#[test]
+fn concurrent_spilled_decodes_of_different_records_stay_within_the_budget() {
+    // 16 records of 48 MiB (zeros, 4 MiB zstd windows): each read spills its record to
+    // temporary files, each decode with segments, cursor and write-behind buffers of its own.
+    let dir = zeros_dataset(16, 48, 22);
+    let scratch = Scratch::new();
+    let tmpdir = scratch.dir.path().to_str().unwrap().to_string();
+    let budget = 64 * MIB;
+    let mount = MountGuard::mount_with_env(
+        dir.path().as_os_str(),
+        &["--cache-size", "64M"],
+        &[("TMPDIR", tmpdir.as_str())],
+    );
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (heads, most_used) = std::thread::scope(|scope| {
+        let mount = &mount;
+        let sampler = scope.spawn(|| {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(memory_used(mount));
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            most
+        });
+        let readers: Vec<_> = (0..16)
+            .map(|ordinal| scope.spawn(move || head_of(mount, ordinal)))
+            .collect();
+        let heads: Vec<std::io::Result<Vec<u8>>> =
+            readers.into_iter().map(|r| r.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (heads, sampler.join().unwrap())
+    });
+    for (ordinal, head) in heads.into_iter().enumerate() {
+        assert_eq!(head.unwrap(), vec![0u8; 4096], "record {ordinal}");
+    }
+    // Each decode's eight segments of a 4 MiB window and two 128 KiB blocks alone are 34 MiB:
+    // the status shows them charged while decodes run, and never more than the budget.
+    assert!(
+        (34 * MIB..=budget).contains(&most_used),
+        "memory budget used at most {most_used} bytes while decoding"
+    );
+    let peak = assert_within_budget(&mount, budget);
+    eprintln!(
+        "16 concurrent spilled decodes of 48 MiB records, 64 MiB budget: peak RSS {} MiB, \
+         budget used at most {} MiB",
+        peak / MIB,
+        most_used / MIB
+    );
+}
+
+/// A dataset of `records` tiny records (written 1,000 to a chunk) and an annotation set "big"
+/// of one object holding a row for each, one row to a chunk: the object's chunk index has
+/// an entry per record (an offset, a count and a size: 24 bytes) and the data's index 1 per
+/// 1,000.
+fn dataset_with_a_large_annotation_index(records: usize) -> tempfile::TempDir {
+    use sdsfs::annotations::{publish_annotations, AnnotationOptions, AnnotationRecord};
+    use sdsfs::format::dtype::DType;
+    use sdsfs::format::record::{Axis, Field};
+    let all =
+        (0..records).map(|i| Record::new(format!("r{i}")).with_field("iq", iq_capture(vec![0; 8])));
+    let writer_options = WriterOptions {
+        group_size: 1000,
+        ..WriterOptions::default()
+    };
+    let dir = one_shard_dataset(all, writer_options);
+    let dataset = sdsfs::dataset::Dataset::open(
+        local_store(dir.path()),
+        sdsfs::dataset::OpenOptions::default(),
+    )
+    .unwrap();
+    let rows: Vec<AnnotationRecord> = (0..records)
+        .map(|i| {
+            let status = sdsfs::annotations::AnnotationStatus::Success;
+            let mut row = AnnotationRecord::new(format!("r{i}"), i as u64, status);
+            let score = Field::new(DType::U8, vec![1], vec![(i % 251) as u8])
+                .unwrap()
+                .with_axes(vec![Axis::new("n", 1)]);
+            row.fields.insert("score".into(), score);
+            row
+        })
+        .collect();
+    let options = AnnotationOptions {
+        records_per_shard: records as u64,
+        ..AnnotationOptions::default()
+    };
+    publish_annotations(&dataset, "big", &rows, &Default::default(), &options).unwrap();
+    dir
+}
+
+#[test]
+fn annotation_object_indexes_are_charged_to_the_budget() {
+    // 50,000 chunks: an index of 1.2 MB, more than a 1 MiB budget.
+    let dir = dataset_with_a_large_annotation_index(50_000);
+    let score = "records/00007/annotations/big/fields/score.raw";
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "1M"]);
+    let error = std::fs::read(mount.path(score)).expect_err("the index cannot fit 1 MiB");
+    assert_eq!(error.raw_os_error(), Some(libc::EIO));
+    assert_eq!(
+        std::fs::read(mount.path("records/00007/fields/iq.raw")).unwrap(),
+        vec![0u8; 8],
+        "the dataset's own files are served"
+    );
+    assert_within_budget(&mount, MIB);
+    let log = mount.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("its chunk index"))
+        .unwrap_or_else(|| panic!("no line about the index: {log}"));
+    for needle in ["annotations/", "memory budget of 1048576 bytes"] {
+        assert!(line.contains(needle), "{needle:?} missing from {line}");
+    }
+    drop(mount);
+    // A budget that holds it serves the annotation.
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    assert_eq!(std::fs::read(mount.path(score)).unwrap(), vec![7u8]);
+    assert_within_budget(&mount, 8 * MIB);
 }

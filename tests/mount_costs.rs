@@ -384,3 +384,54 @@ fn an_ordinal_scan_reads_each_metadata_row_once() {
     assert_eq!(misses(&ns), 4, "records 2 and 3 were decoded ahead");
     assert_eq!(metadata_reads(&store), lookups_only, "a row was read twice");
 }
+
+/// The attributes of `columns/<path>`.
+fn column_attr(ns: &Namespace, path: &str) -> sdsfs::fs::namespace::Attr {
+    let mut attr = ns.lookup(Ino::Root.encode(), "columns").unwrap();
+    for name in path.split('/') {
+        attr = ns.lookup(attr.ino, name).unwrap();
+    }
+    attr
+}
+
+#[test]
+fn column_sizes_read_no_data_shard_and_a_read_decodes_only_the_records_it_covers() {
+    let dir = dataset(40, 4);
+    let (store, ns) = mount_core(dir.path());
+    store.take_paths();
+    // 40 records of 32 bytes; `b` is uniform (2,) uint8: a 128-byte NumPy header, 80 bytes.
+    let raw = column_attr(&ns, "a/iq.raw");
+    assert_eq!(raw.size, 40 * 32);
+    assert_eq!(column_attr(&ns, "b.npy").size, 128 + 40 * 2);
+    let first_line = "{\"id\":\"r0\",\"metadata\":{},\"ordinal\":0,\"scene_id\":\"s0\"}\n";
+    let lines = column_attr(&ns, "records.jsonl");
+    assert_eq!(
+        &ns.read(lines.ino, 0, first_line.len() as u32).unwrap()[..],
+        first_line.as_bytes()
+    );
+    let touched = store.take_paths();
+    assert!(
+        !touched.iter().any(|p| p.starts_with("objects/data/")),
+        "sizes and lines read a data shard: {touched:?}"
+    );
+
+    // Records 10, 11 and 12 (shards 8..12 and 12..16): those three are decoded, no other.
+    let decoded = misses(&ns);
+    let bytes = ns.read(raw.ino, 10 * 32, 3 * 32).unwrap();
+    let expected: Vec<u8> = [10u8, 11, 12].iter().flat_map(|&i| [i; 32]).collect();
+    assert_eq!(&bytes[..], &expected[..]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), decoded + 3, "a random read decoded ahead");
+    let mut data: Vec<String> = store
+        .take_paths()
+        .into_iter()
+        .filter(|p| p.starts_with("objects/data/"))
+        .collect();
+    data.dedup();
+    assert_eq!(data.len(), 2, "{data:?}");
+
+    // The next read continues the scan: the records after it are decoded ahead.
+    let bytes = ns.read(raw.ino, 13 * 32, 32).unwrap();
+    assert_eq!(&bytes[..], &[13u8; 32][..]);
+    wait_for_misses(&ns, decoded + 5, "record 14");
+}

@@ -158,6 +158,7 @@ fn whole_tree_matches_the_library() {
             "annotations",
             "by-id",
             "by-scene",
+            "columns",
             "dataset.json",
             "records",
             "snapshot.json"

@@ -70,7 +70,7 @@ fn build_dataset(records: Vec<Record>) -> tempfile::TempDir {
     dir
 }
 
-/// `n` big records published and mounted with an 8 MiB cache (records above 2 MiB decode into
+/// `n` big records published and mounted with a 64 MiB cache (records above 16 MiB decode into
 /// temporary files); the `iq` bytes of each.
 fn mount_big_records(n: u64) -> (tempfile::TempDir, MountGuard, Vec<Vec<u8>>) {
     let records: Vec<Record> = (0..n).map(big_record).collect();
@@ -79,7 +79,7 @@ fn mount_big_records(n: u64) -> (tempfile::TempDir, MountGuard, Vec<Vec<u8>>) {
         .map(|r| r.fields["iq"].data.to_vec())
         .collect();
     let dir = build_dataset(records);
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
     (dir, mount, expected)
 }
 
@@ -135,8 +135,9 @@ fn large_fields_are_read_by_the_kernel_and_every_view_is_exact() {
     let spectrum = record.fields["spectrum"].data.clone();
     let label = record.fields["label"].data.clone();
     let dir = build_dataset(vec![record]);
-    // 8 MiB of cache: records above 2 MiB are decoded into temporary files.
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    // 64 MiB of cache: records above 16 MiB (these are 19 MiB) are decoded into temporary
+    // files, and one decoding's working set fits.
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
     let fields = mount.path("records/0/fields");
     let served = requests_to_read(&mount, &fields.join("iq.raw"), &iq);
     // The same open and status reads around a file of one `READ`: the fixed cost.
@@ -183,7 +184,7 @@ fn without_passthrough_the_daemon_serves_the_reads() {
     let iq = record.fields["iq"].data.clone();
     let label = record.fields["label"].data.clone();
     let dir = build_dataset(vec![record]);
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M", "--no-passthrough"]);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M", "--no-passthrough"]);
     let fields = mount.path("records/0/fields");
     let served = requests_to_read(&mount, &fields.join("iq.raw"), &iq);
     let served_small = requests_to_read(&mount, &fields.join("label.raw"), &label);
@@ -268,7 +269,7 @@ fn a_corrupt_large_record_fails_its_reads_with_eio_and_the_mount_stays_up() {
     let middle = bytes.len() / 4;
     bytes[middle] ^= 0x40;
     std::fs::write(&shard, bytes).unwrap();
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "64M"]);
     let bad = mount.path("records/0/fields/iq.raw");
     let error = std::fs::read(&bad).unwrap_err();
     assert_eq!(error.raw_os_error(), Some(libc::EIO), "{error}");

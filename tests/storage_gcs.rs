@@ -635,7 +635,8 @@ fn assert_cli_agrees(gcs: &CloudServer, url: &str, theirs: &serde_json::Value, s
 
 /// A FUSE mount of `url` (through our store) walked by `library_tool.py check-mount`, which
 /// compares every document, record, field view and annotation file with the library's own
-/// reading of `url` from GCS. Returns its counts.
+/// reading of `url` from GCS, and `check-columns`, which compares `columns/`. Returns the
+/// first's counts.
 fn mount_matches_the_library(gcs: &CloudServer, url: &str) -> serde_json::Value {
     let env = gcs.env();
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -648,5 +649,15 @@ fn mount_matches_the_library(gcs: &CloudServer, url: &str) -> serde_json::Value 
     );
     let checked: serde_json::Value = serde_json::from_slice(&out).unwrap();
     eprintln!("{url}: the mount matches the library's reading: {checked}");
+    // And columns/ holds the records' values stacked as the library reads them from GCS.
+    let columns = python_env(
+        "library_tool.py",
+        &["check-columns", url, mountpoint],
+        &gcs.library_env(),
+    );
+    eprintln!(
+        "{url}: columns/ matches: {}",
+        String::from_utf8_lossy(&columns)
+    );
     checked
 }

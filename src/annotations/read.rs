@@ -245,7 +245,8 @@ impl AnnotationSet {
             reference: reference.clone(),
             root,
             root_bytes,
-            objects: ShardCache::new(8, crate::budget::Budget::unlimited("memory")),
+            // The set's object indexes are charged like the dataset's own shards'.
+            objects: ShardCache::new(8, dataset.memory().clone()),
         })
     }
 

@@ -83,14 +83,28 @@ impl ChunkHeader {
 }
 
 /// Payload of a simple chunk holding `sizes.len()` records whose bytes are `values`.
-///
-/// The chunk encoder writes each record's size as a varint into the sizes compressor and its
-/// bytes into the values compressor; `Feed` says where riegeli's buffering cuts those writes.
+#[cfg(test)]
 pub fn encode_simple(
     compression: &Compression,
     sizes: &[u64],
     values: &[u8],
 ) -> io::Result<Vec<u8>> {
+    let mut data = Vec::with_capacity(values.len() + 32);
+    write_simple(compression, sizes, &[values], &mut data)?;
+    Ok(data)
+}
+
+/// Writes the payload of a simple chunk holding `sizes.len()` records to `out`; the records'
+/// bytes are the concatenation of `values`, which need not be cut at record boundaries.
+///
+/// The chunk encoder writes each record's size as a varint into the sizes compressor and its
+/// bytes into the values compressor; `Feed` says where riegeli's buffering cuts those writes.
+pub fn write_simple<W: io::Write>(
+    compression: &Compression,
+    sizes: &[u64],
+    values: &[&[u8]],
+    out: &mut W,
+) -> io::Result<()> {
     let mut sizes_buf = Vec::with_capacity(sizes.len() * 2);
     for &s in sizes {
         varint::put(&mut sizes_buf, s);
@@ -99,13 +113,17 @@ pub fn encode_simple(
     let values_feed = Feed::of(sizes.iter().map(|&s| Write::Bytes(s as usize)));
 
     let mut compressed_sizes = Vec::new();
-    compress::compress_buffer(compression, &sizes_buf, &sizes_feed, &mut compressed_sizes)?;
-    let mut data = Vec::with_capacity(values.len() + compressed_sizes.len() + 16);
-    data.push(compression.type_byte());
-    varint::put(&mut data, compressed_sizes.len() as u64);
-    data.extend_from_slice(&compressed_sizes);
-    compress::compress_buffer(compression, values, &values_feed, &mut data)?;
-    Ok(data)
+    compress::compress_pieces(
+        compression,
+        &[&sizes_buf],
+        &sizes_feed,
+        &mut compressed_sizes,
+    )?;
+    let mut head = vec![compression.type_byte()];
+    varint::put(&mut head, compressed_sizes.len() as u64);
+    out.write_all(&head)?;
+    out.write_all(&compressed_sizes)?;
+    compress::compress_pieces(compression, values, &values_feed, out)
 }
 
 /// The records of a decoded simple chunk: a values buffer and each record's size.

@@ -22,35 +22,54 @@ use super::{brotli_encode, snappy_encode, varint};
 /// Brotli's window when the options name none.
 const DEFAULT_BROTLI_WINDOW_LOG: u32 = 22;
 
-/// Appends the framed compressed form of `input` to `out`; `feed` is how the reference's
-/// writer would have handed `input` to the compressor.
-pub(crate) fn compress_buffer(
+/// Writes the framed compressed form of a buffer to `out`: the buffer is the concatenation
+/// of `pieces`, and `feed` is how the reference's writer would have handed it to the
+/// compressor. zstd streamed frames and uncompressed buffers take the pieces one by one (a
+/// record of gigabytes is never copied into one buffer); the other compressors need the
+/// buffer whole, and get a copy when there is more than one piece.
+pub(crate) fn compress_pieces<W: Write>(
     compression: &Compression,
-    input: &[u8],
+    pieces: &[&[u8]],
     feed: &Feed,
-    out: &mut Vec<u8>,
+    out: &mut W,
 ) -> io::Result<()> {
     if let Compression::None = compression {
-        out.extend_from_slice(input);
-        return Ok(());
+        return pieces.iter().try_for_each(|piece| out.write_all(piece));
     }
-    varint::put(out, input.len() as u64);
-    match *compression {
-        Compression::Zstd { level, window_log } if feed.is_one_shot() => {
-            out.extend_from_slice(&zstd_one_shot(level, window_log, input)?)
+    let mut prefix = Vec::with_capacity(10);
+    let total = pieces.iter().map(|piece| piece.len() as u64).sum();
+    varint::put(&mut prefix, total);
+    out.write_all(&prefix)?;
+    if let Compression::Zstd { level, window_log } = *compression {
+        if !feed.is_one_shot() {
+            return zstd_streamed(level, window_log, pieces, out);
         }
-        Compression::Zstd { level, window_log } => zstd_streamed(level, window_log, input, out)?,
+    }
+    let whole = match pieces {
+        [one] => std::borrow::Cow::Borrowed(*one),
+        many => std::borrow::Cow::Owned(many.concat()),
+    };
+    let input: &[u8] = &whole;
+    match *compression {
+        Compression::Zstd { level, window_log } => {
+            out.write_all(&zstd_one_shot(level, window_log, input)?)
+        }
         Compression::Brotli {
             quality,
             window_log,
         } => {
             let window_log = window_log.unwrap_or(DEFAULT_BROTLI_WINDOW_LOG);
-            brotli_encode::compress(quality, window_log, input, feed, out)?
+            let mut compressed = Vec::new();
+            brotli_encode::compress(quality, window_log, input, feed, &mut compressed)?;
+            out.write_all(&compressed)
         }
-        Compression::Snappy { level } => snappy_encode::compress(input, level, out)?,
-        Compression::None => {}
+        Compression::Snappy { level } => {
+            let mut compressed = Vec::new();
+            snappy_encode::compress(input, level, &mut compressed)?;
+            out.write_all(&compressed)
+        }
+        Compression::None => Ok(()),
     }
-    Ok(())
 }
 
 fn zstd_one_shot(level: i32, window_log: u32, input: &[u8]) -> io::Result<Vec<u8>> {
@@ -66,7 +85,14 @@ fn zstd_one_shot(level: i32, window_log: u32, input: &[u8]) -> io::Result<Vec<u8
     })
 }
 
-fn zstd_streamed(level: i32, window_log: u32, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+/// A streamed frame: zstd buffers its input into whole blocks before compressing, so how the
+/// input is cut into pieces does not change the output.
+fn zstd_streamed<W: Write>(
+    level: i32,
+    window_log: u32,
+    pieces: &[&[u8]],
+    out: &mut W,
+) -> io::Result<()> {
     use zstd::zstd_safe::CParameter;
     with_cctx(level, |c| {
         // No pledged size: this is what makes the frame header match riegeli's streamed frames.
@@ -74,7 +100,9 @@ fn zstd_streamed(level: i32, window_log: u32, input: &[u8], out: &mut Vec<u8>) -
         e.set_parameter(CParameter::WindowLog(window_log))?;
         e.include_checksum(false)?;
         e.include_contentsize(true)?;
-        e.write_all(input)?;
+        for piece in pieces {
+            e.write_all(piece)?;
+        }
         e.finish()?;
         Ok(())
     })
@@ -563,7 +591,7 @@ mod tests {
     fn round_trip(c: Compression, one_shot: bool) {
         let input: Vec<u8> = (0..20000u32).map(|i| (i % 251) as u8).collect();
         let mut buf = Vec::new();
-        compress_buffer(&c, &input, &feed(input.len(), one_shot), &mut buf).unwrap();
+        compress_pieces(&c, &[&input], &feed(input.len(), one_shot), &mut buf).unwrap();
         let out = decompress_buffer(c.type_byte(), &buf, input.len() as u64, true, CAPS).unwrap();
         assert_eq!(out, input);
         // A cap below the real size is an error, not a truncation.
@@ -593,19 +621,48 @@ mod tests {
     }
 
     #[test]
+    fn pieces_compress_as_their_concatenation() {
+        // Noise with repeats reaching back across piece boundaries and zstd's 128 KiB blocks.
+        let mut state = 7u64;
+        let mut input: Vec<u8> = (0..300_000)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (state >> 59) as u8
+            })
+            .collect();
+        input.extend_from_within(1000..90_000);
+        let cuts = [0, 1, 4095, 70_000, 131_072, 131_073, 300_000, input.len()];
+        let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &input[w[0]..w[1]]).collect();
+        for c in [
+            Compression::None,
+            Compression::Zstd {
+                level: 3,
+                window_log: 20,
+            },
+            Compression::Snappy { level: 1 },
+        ] {
+            let feed = feed(input.len(), false);
+            let (mut whole, mut cut) = (Vec::new(), Vec::new());
+            compress_pieces(&c, &[&input], &feed, &mut whole).unwrap();
+            compress_pieces(&c, &pieces, &feed, &mut cut).unwrap();
+            assert_eq!(whole, cut, "{c:?}");
+        }
+    }
+
+    #[test]
     fn zstd_frame_header_modes() {
         let zstd = Compression::Zstd {
             level: 3,
             window_log: 20,
         };
         let mut one = Vec::new();
-        compress_buffer(&zstd, b"\x05", &feed(1, true), &mut one).unwrap();
+        compress_pieces(&zstd, &[b"\x05"], &feed(1, true), &mut one).unwrap();
         assert_eq!(
             hex::encode(&one),
             "0128b52ffd2001090000 05".replace(' ', "")
         );
         let mut streamed = Vec::new();
-        compress_buffer(&zstd, &[7u8; 5000], &feed(5000, false), &mut streamed).unwrap();
+        compress_pieces(&zstd, &[&[7u8; 5000]], &feed(5000, false), &mut streamed).unwrap();
         // Prefix 5000 = 88 27, magic, FHD without content size / single segment, window 0x50.
         assert_eq!(
             &streamed[..8],
@@ -644,14 +701,9 @@ pub(crate) fn zstd_segments(
     let Some(frame) = frame_header(runs.next_run()?) else {
         return Ok(None);
     };
-    let window_max = 1u64 << caps.zstd_window_log_max.min(63);
-    if frame.frameType != zstd_sys::ZSTD_frameType_e::ZSTD_frame
-        || frame.windowSize > SEGMENT_WINDOW_MAX.min(window_max)
-    {
+    let Some((segment_len, block_max)) = segment_plan(&frame, caps) else {
         return Ok(None);
-    }
-    let block_max = (frame.blockSizeMax as usize).clamp(1, zstd_sys::ZSTD_BLOCKSIZE_MAX as usize);
-    let segment_len = (frame.windowSize as usize + 2 * block_max).max(2 << 20);
+    };
     let mut d = ZstdDecoder::new(caps, false)?;
     d.begin_bufferless()?;
     let mut segments = Segments::new(segment_len);
@@ -687,10 +739,44 @@ pub(crate) fn zstd_segments(
     Ok(Some(decoded))
 }
 
-/// The window a zstd frame starting with `input` declares (what its decoder allocates when it
-/// streams), if the frame header is all there.
-pub(crate) fn zstd_window(input: &[u8]) -> Option<u64> {
-    frame_header(input).map(|header| header.windowSize)
+/// How [`zstd_segments`] decodes `frame`: the length of a segment and the largest block, or
+/// `None` when the frame does not suit segments.
+fn segment_plan(frame: &zstd_sys::ZSTD_frameHeader, caps: DecodeCaps) -> Option<(usize, usize)> {
+    let window_max = 1u64 << caps.zstd_window_log_max.min(63);
+    if frame.frameType != zstd_sys::ZSTD_frameType_e::ZSTD_frame
+        || frame.windowSize > SEGMENT_WINDOW_MAX.min(window_max)
+    {
+        return None;
+    }
+    let block_max = (frame.blockSizeMax as usize).clamp(1, zstd_sys::ZSTD_BLOCKSIZE_MAX as usize);
+    let segment_len = (frame.windowSize as usize + 2 * block_max).max(2 << 20);
+    Some((segment_len, block_max))
+}
+
+/// The most memory decoding the zstd frame whose header starts `head` takes, the way the
+/// streaming reader decodes it: [`zstd_segments`] (every segment, the gathering scratch of
+/// one block, the decoder context) when `segmented` and the frame suits them, else libzstd's
+/// streaming decoder (its own estimate from the frame header: context, input block and
+/// window buffers). `None` when `head` does not start with a frame header.
+pub(crate) fn zstd_decode_memory(head: &[u8], caps: DecodeCaps, segmented: bool) -> Option<u64> {
+    let frame = frame_header(head)?;
+    // SAFETY: a pure function of its argument.
+    let context = unsafe { zstd_sys::ZSTD_estimateDCtxSize() } as u64;
+    if let Some((segment_len, block_max)) = segment_plan(&frame, caps).filter(|_| segmented) {
+        let segments = (SEGMENTS_MAX as u64).saturating_mul(segment_len as u64);
+        return Some(segments + block_max as u64 + context);
+    }
+    // SAFETY: `head` is a valid slice; libzstd reads at most `head.len()` bytes of it.
+    let code =
+        unsafe { zstd_sys::ZSTD_estimateDStreamSize_fromFrame(head.as_ptr().cast(), head.len()) };
+    // SAFETY: a pure function of its argument.
+    let failed = unsafe { zstd_sys::ZSTD_isError(code) } != 0;
+    // A window libzstd refuses to estimate is refused by the decoder too: price the window.
+    Some(if failed {
+        frame.windowSize.saturating_add(context)
+    } else {
+        code as u64
+    })
 }
 
 /// The frame header at the start of `input`, if it is all there.

@@ -41,6 +41,20 @@ use super::varint;
 pub const PIECE: u64 = 4 << 20;
 /// Pieces the read-ahead helper may hold ready beyond the one being decoded.
 const AHEAD_PIECES: usize = 2;
+/// Piece size of a cursor that only looks at a chunk's first bytes ([`ChunkCursor::peek`]).
+const PEEK_PIECE: u64 = BLOCK;
+
+/// The most memory a cursor over a chunk spanning `span_len` bytes holds in pieces: without
+/// read-ahead the current piece and the next while it is read; with read-ahead one piece the
+/// caller decodes and the one it just received, [`AHEAD_PIECES`] queued, and one the helper is
+/// filling (headers, data and zero fill together make at most one piece).
+pub(crate) fn memory_bound(span_len: u64, read_ahead: bool) -> u64 {
+    if read_ahead {
+        (AHEAD_PIECES as u64 + 3) * PIECE
+    } else {
+        2 * span_len.min(PIECE)
+    }
+}
 
 /// What the read-ahead helper sends, in order: the chunk's data bytes in contiguous runs, then
 /// the hash of all of them once every block header up to the chunk end is checked (or the
@@ -76,6 +90,8 @@ pub struct ChunkCursor<'a, S: ?Sized> {
     hasher: Hasher,
     /// Set while a read-ahead helper delivers the data (see the module docs).
     ahead: Option<Logical>,
+    /// Largest positional read: [`PIECE`], or [`PEEK_PIECE`] for a peek.
+    piece_max: u64,
 }
 
 impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
@@ -83,6 +99,21 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
     /// (hash, extent) and the block headers it crosses. The cursor then stands at the first
     /// data byte.
     pub fn open(source: &'a S, begin: u64, limit: u64) -> Result<(Self, ChunkHeader), Fault> {
+        Self::open_with_pieces(source, begin, limit, PIECE)
+    }
+
+    /// [`open`](Self::open) with reads of at most one block: for looking at the first bytes of
+    /// a chunk's data (its compression, a frame header) without reading megabytes of it.
+    pub fn peek(source: &'a S, begin: u64, limit: u64) -> Result<(Self, ChunkHeader), Fault> {
+        Self::open_with_pieces(source, begin, limit, PEEK_PIECE)
+    }
+
+    fn open_with_pieces(
+        source: &'a S,
+        begin: u64,
+        limit: u64,
+        piece_max: u64,
+    ) -> Result<(Self, ChunkHeader), Fault> {
         if !position::is_chunk_boundary(begin) {
             return Err(corrupt("chunk offset is not a valid chunk boundary"));
         }
@@ -100,6 +131,7 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
             data_hash: 0,
             hasher: Hasher::new(),
             ahead: None,
+            piece_max,
         };
         // The chunk end is unknown until the header is decoded: step over block headers
         // unchecked, then check them once the end is known.
@@ -224,7 +256,7 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
                     "bytes {pos}..+{len} lie beyond the chunk's extent"
                 )));
             }
-            let read_end = piece_end_after(pos, self.end).max(want_end);
+            let read_end = piece_end_after(pos, self.end, self.piece_max).max(want_end);
             self.piece = self.source.read_at(pos, (read_end - pos) as usize)?;
             self.piece_pos = pos;
         }
@@ -322,6 +354,21 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
         Err(corrupt("bad varint"))
     }
 
+    /// Steps over the next `n` data bytes without keeping them.
+    pub fn skip(&mut self, n: u64) -> Result<(), Fault> {
+        let mut left = n;
+        while left > 0 {
+            let run = self.fill()?.len() as u64;
+            if run == 0 {
+                return Err(corrupt("simple chunk payload is truncated"));
+            }
+            let take = run.min(left);
+            self.consume(take as usize);
+            left -= take;
+        }
+        Ok(())
+    }
+
     /// The next `n` data bytes, which the caller has bounded.
     pub fn read_vec(&mut self, n: u64) -> Result<Vec<u8>, Fault> {
         if n > self.data_left {
@@ -380,10 +427,10 @@ impl<'a, S: ByteSource + ?Sized> ChunkCursor<'a, S> {
     }
 }
 
-/// Where a piece read at `pos` ends: [`PIECE`] on, rounded down to a block boundary, or at the
-/// chunk end.
-fn piece_end_after(pos: u64, end: u64) -> u64 {
-    let aligned = (pos.saturating_add(PIECE)) / BLOCK * BLOCK;
+/// Where a piece read at `pos` ends: `piece` bytes on, rounded down to a block boundary, or at
+/// the chunk end.
+fn piece_end_after(pos: u64, end: u64, piece: u64) -> u64 {
+    let aligned = (pos.saturating_add(piece)) / BLOCK * BLOCK;
     aligned.min(end)
 }
 
@@ -415,7 +462,7 @@ impl AheadPlan {
         }
         drop(first);
         while next < self.end {
-            let piece_end = piece_end_after(next, self.end);
+            let piece_end = piece_end_after(next, self.end, PIECE);
             let from_source = |start: u64, parts: &[(usize, usize)], outs: &mut [&mut Vec<u8>]| {
                 source.read_split(start, parts, outs)
             };

@@ -6,7 +6,7 @@
 //! header against the chunk it interrupts, like the reference reader does (the walk itself is
 //! in `cursor` and `stream`).
 
-use std::io::{self, Write};
+use std::io::{self, BufRead, Read, Write};
 
 use super::chunk::{self, ChunkHeader};
 use super::error::{corrupt, Fault};
@@ -69,11 +69,21 @@ impl<W: Write> PhysicalWriter<W> {
 
     /// Writes one chunk (header + payload + zero fill up to `chunk_end`); returns its begin.
     pub fn write_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> io::Result<u64> {
+        self.write_chunk_from(header, data)
+    }
+
+    /// [`Self::write_chunk`] with the payload read from `data` (`header.data_size` bytes), so
+    /// a payload spooled to a file never needs to be in memory whole.
+    pub fn write_chunk_from<R: BufRead>(
+        &mut self,
+        header: &ChunkHeader,
+        data: R,
+    ) -> io::Result<u64> {
         let begin = self.pos;
         let end = position::chunk_end(begin, header.data_size, header.num_records)
             .ok_or_else(|| io::Error::other("ArrayRecord file position overflow"))?;
         let head = header.encode();
-        let mut pieces: [&[u8]; 2] = [&head, data];
+        let mut source = (&head[..]).chain(data);
         while self.pos < end {
             if self.pos % BLOCK == 0 {
                 self.sink
@@ -81,18 +91,22 @@ impl<W: Write> PhysicalWriter<W> {
                 self.pos += BLOCK_HEADER;
             }
             let room = position::remaining_in_block(self.pos).min(end - self.pos);
-            self.emit(&mut pieces, room as usize)?;
+            self.emit(&mut source, room as usize)?;
         }
         Ok(begin)
     }
 
-    /// Emits `n` bytes taken from the front of `pieces`, then zeros once they run out.
-    fn emit(&mut self, pieces: &mut [&[u8]; 2], mut n: usize) -> io::Result<()> {
+    /// Emits the next `n` bytes of `source`, then zeros once it runs out.
+    fn emit(&mut self, source: &mut impl BufRead, mut n: usize) -> io::Result<()> {
         self.pos += n as u64;
-        for piece in pieces.iter_mut() {
-            let take = piece.len().min(n);
-            self.sink.write_all(&piece[..take])?;
-            *piece = &piece[take..];
+        while n > 0 {
+            let available = source.fill_buf()?;
+            if available.is_empty() {
+                break;
+            }
+            let take = available.len().min(n);
+            self.sink.write_all(&available[..take])?;
+            source.consume(take);
             n -= take;
         }
         while n > 0 {

@@ -572,34 +572,44 @@ impl<S: ByteSource> ArrayRecordReader<S> {
             .map_err(|f| f.at(&self.name, span.start))
     }
 
-    /// The decoder window streaming record `index` needs beyond the fixed buffers: a zstd
-    /// chunk's declared window (read from its frame header, one small read), when it is too
-    /// large to decode into segments; 0 otherwise. Lets a caller charge it before streaming.
-    pub fn stream_window(&self, index: u64) -> Result<u64> {
+    /// The most memory streaming record `index` ([`read_into_sink`](Self::read_into_sink))
+    /// takes, besides what the sink holds: the cursor's pieces (with read-ahead for a large
+    /// span), the sizes buffer, and the decoder (segments or libzstd's streaming state and
+    /// window, brotli's window and tables, snappy's whole block, see
+    /// [`decode_memory`]). Computed from the chunk's header and first data bytes (reads of one
+    /// block) and the constants of the streaming code, so a caller can charge it before
+    /// streaming: a hostile chunk's claims make the figure large, never the allocation.
+    pub fn stream_working_set(&self, index: u64) -> Result<u64> {
         let (k, _) = self.locate(index)?;
         let span = self.span_of_chunk(k);
-        self.peek_window(span.clone())
+        self.peek_working_set(span.clone())
             .map_err(|f| f.at(&self.name, span.start))
     }
 
-    fn peek_window(&self, span: Range<u64>) -> Result<u64, Fault> {
-        let (mut cursor, header) = ChunkCursor::open(&self.source, span.start, span.end)?;
+    fn peek_working_set(&self, span: Range<u64>) -> Result<u64, Fault> {
+        let (mut cursor, header) = ChunkCursor::peek(&self.source, span.start, span.end)?;
         require_simple(&header)?;
-        let (ct, _) = read_sizes(&mut cursor, &header, self.caps())?;
-        if ct != b'z' {
-            return Ok(0);
+        let span_len = span.end - span.start;
+        let pieces = super::cursor::memory_bound(span_len, span_len >= READ_AHEAD_MIN_SPAN);
+        let mut ct = [0u8; 1];
+        cursor
+            .read_exact(&mut ct)
+            .map_err(|_| corrupt("simple chunk payload is empty"))?;
+        let sizes_len = cursor.read_varint()?;
+        let sizes_cap = chunk::max_sizes_len(header.num_records);
+        // Read as is, decompressed, parsed to one u64 per record.
+        let sizes = sizes_len
+            .saturating_add(sizes_cap)
+            .saturating_add(header.num_records.saturating_mul(8));
+        cursor.skip(sizes_len)?;
+        if ct[0] != 0 {
+            cursor.read_varint()?;
         }
-        cursor.read_varint()?;
         // A frame header is at most 18 bytes.
         let mut head = vec![0u8; cursor.data_left().min(18) as usize];
         cursor.read_exact(&mut head)?;
-        let window = compress::zstd_window(&head)
-            .ok_or_else(|| corrupt("values do not start with a zstd frame header"))?;
-        Ok(if window > compress::SEGMENT_WINDOW_MAX {
-            window.min(header.decoded_data_size)
-        } else {
-            0
-        })
+        let decoder = decode_memory(ct[0], &head, &header, span_len, self.caps())?;
+        Ok(pieces.saturating_add(sizes).saturating_add(decoder))
     }
 
     fn stream_record(
@@ -654,6 +664,51 @@ impl<S: ByteSource> ArrayRecordReader<S> {
         }
     }
 }
+
+/// What decoding a streamed chunk's values (compression `ct`, starting with `head`) takes in
+/// memory at most: see [`ArrayRecordReader::stream_working_set`].
+fn decode_memory(
+    ct: u8,
+    head: &[u8],
+    header: &ChunkHeader,
+    span_len: u64,
+    caps: DecodeCaps,
+) -> Result<u64, Fault> {
+    // `stream_payload` allocates this buffer for any decoder but the segmented one.
+    let buffer = STREAM_BUFFER as u64;
+    Ok(match ct {
+        0 => buffer,
+        // Segments are used for records of SEGMENTED_MIN bytes or more; which record is
+        // read is not known here, so the larger of the two ways is priced.
+        b'z' => {
+            let streamed = compress::zstd_decode_memory(head, caps, false)
+                .ok_or_else(|| corrupt("values do not start with a zstd frame header"))?;
+            let segmented = compress::zstd_decode_memory(head, caps, true).unwrap_or(0);
+            (streamed + buffer).max(segmented)
+        }
+        b'b' => BROTLI_STREAM_MEMORY + buffer,
+        // The whole compressed block (read to the end: up to twice its length in capacity)
+        // and the whole decoded block.
+        b's' => span_len
+            .saturating_mul(2)
+            .saturating_add(header.decoded_data_size)
+            .saturating_add(buffer),
+        other => {
+            return Err(Fault::Unsupported(format!(
+                "unknown compression type 0x{other:02x}"
+            )))
+        }
+    })
+}
+
+/// The most a brotli stream decoder holds: a ring buffer of the largest window the format
+/// allows (2^24 bytes; large windows are not enabled), its Huffman tables (at most 256 trees
+/// each for literals, commands and distances, under 4 MiB together) and its 64 KiB input
+/// buffer.
+const BROTLI_STREAM_MEMORY: u64 = (1 << 24) + (4 << 20) + (64 << 10);
+
+/// The buffer [`stream_payload`] streams non-segmented values through.
+const STREAM_BUFFER: usize = 256 * 1024;
 
 /// Chunks spanning at least this many bytes are streamed with read-ahead (a helper thread
 /// reading and hashing the next pieces, see [`crate::arrayrecord::cursor`]): two pieces, so
@@ -830,7 +885,7 @@ fn stream_payload<S: ByteSource + ?Sized>(
             return Ok(written);
         }
     }
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; STREAM_BUFFER];
     let (skipped, written, rest) = {
         let mut values = compress::decoder(ct, &mut *cursor, caps)?
             .take(header.decoded_data_size.saturating_add(1));
@@ -850,4 +905,78 @@ fn stream_payload<S: ByteSource + ?Sized>(
         return Err(corrupt("trailing bytes after the zstd frame"));
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrayrecord::{write_records, Compression, WriterOptions};
+
+    const MIB: u64 = 1 << 20;
+
+    fn zstd_file(records: &[Vec<u8>], window_log: u32) -> ArrayRecordReader<Vec<u8>> {
+        let options = WriterOptions {
+            compression: Compression::Zstd {
+                level: 1,
+                window_log,
+            },
+            ..WriterOptions::default()
+        };
+        let file = write_records(options, records).unwrap();
+        ArrayRecordReader::open(file, "test").unwrap()
+    }
+
+    /// Incompressible bytes: the hash of each 8-byte counter.
+    fn noise(len: usize) -> Vec<u8> {
+        (0..len as u64 / 8)
+            .flat_map(|i| super::super::hash::hash(&i.to_le_bytes()).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn the_working_set_of_a_compressible_record_is_its_eight_segments() {
+        // 8 MiB of zeros, 1 MiB windows: a span of a few KiB (one piece, no read-ahead);
+        // segments of 2 MiB (the floor, above 1 MiB + two 128 KiB blocks), eight of them.
+        let reader = zstd_file(&[vec![0u8; 8 << 20]], 20);
+        let working_set = reader.stream_working_set(0).unwrap();
+        let segments = 8 * 2 * MIB;
+        assert!(
+            (segments..segments + MIB).contains(&working_set),
+            "{working_set}"
+        );
+    }
+
+    #[test]
+    fn the_working_set_of_a_large_span_adds_the_read_ahead_pieces() {
+        // 9 MiB of noise: a 9 MiB span, read ahead: five 4 MiB pieces, then the segments of
+        // a 4 MiB window (4 MiB and two 128 KiB blocks, eight of them: 34 MiB).
+        let reader = zstd_file(&[noise(9 << 20)], 22);
+        let working_set = reader.stream_working_set(0).unwrap();
+        let expected = 5 * 4 * MIB + 34 * MIB;
+        assert!(
+            (expected..expected + MIB).contains(&working_set),
+            "{working_set}"
+        );
+    }
+
+    #[test]
+    fn the_working_set_of_a_small_uncompressed_record_is_its_span_twice_and_a_buffer() {
+        let options = WriterOptions {
+            compression: Compression::None,
+            ..WriterOptions::default()
+        };
+        let file = write_records(options, [vec![7u8; 1000]]).unwrap();
+        let reader = ArrayRecordReader::open(file, "test").unwrap();
+        let span = reader.chunk_span(0).unwrap();
+        let working_set = reader.stream_working_set(0).unwrap();
+        // Two pieces of the span, the 256 KiB stream buffer, and a few bytes of sizes (one
+        // record: its varint as stored, at most 10 bytes decoded, one u64 parsed).
+        let pieces = 2 * (span.end - span.start);
+        let expected = pieces + 256 * 1024;
+        assert!(
+            (expected..=expected + 64).contains(&working_set),
+            "{working_set} for a span of {:?}",
+            span
+        );
+    }
 }

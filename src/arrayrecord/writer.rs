@@ -4,11 +4,22 @@
 //! Memory is bounded by one group: records are appended to a values buffer until the group
 //! is full, then encoded as one chunk and written out. Only the index (24 bytes per chunk)
 //! lives for the whole file, because the footer needs it at the end.
+//!
+//! A group of one record (the default) is not copied at all: its pieces go straight to the
+//! compressor ([`ArrayRecordWriter::write_pieces`]). A chunk's header comes before its payload
+//! but holds the payload's size and hash, so the payload is spooled first: in memory up to
+//! [`SPOOL_MEMORY`], beyond that in a temporary file (in the directory given to
+//! [`ArrayRecordWriter::spool_in`], else the system's). Writing a record of gigabytes thus
+//! holds the caller's record and a constant, not the record twice more.
 
-use std::io::{self, Write};
+use std::io::{self, BufReader, Write};
+use std::path::PathBuf;
+
+use tempfile::{SpooledData, SpooledTempFile};
 
 use super::chunk::{self, ChunkHeader};
 use super::error::{Error, Result};
+use super::hash::Hasher;
 use super::layout::PhysicalWriter;
 use super::options::{Compression, WriterOptions};
 use super::proto::{FooterEntry, Metadata, Postscript};
@@ -23,7 +34,12 @@ pub struct ArrayRecordWriter<W: Write> {
     /// (chunk offset, decoded_data_size, num_records) of every data chunk written.
     index: Vec<[u64; 3]>,
     num_records: u64,
+    /// Where chunk payloads larger than [`SPOOL_MEMORY`] wait for their header.
+    spool_dir: Option<PathBuf>,
 }
+
+/// A chunk payload up to this size is spooled in memory; a larger one in a temporary file.
+pub const SPOOL_MEMORY: usize = 4 << 20;
 
 const WRITER_NAME: &str = "ArrayRecord writer";
 
@@ -55,18 +71,33 @@ impl<W: Write> ArrayRecordWriter<W> {
             values: Vec::new(),
             index: Vec::new(),
             num_records: 0,
+            spool_dir: None,
         })
+    }
+
+    /// Spools large chunk payloads in `dir` (best on the same file system as the output).
+    pub fn spool_in(mut self, dir: PathBuf) -> Self {
+        self.spool_dir = Some(dir);
+        self
     }
 
     /// Appends one record; writes a chunk whenever a group is complete.
     pub fn write(&mut self, record: &[u8]) -> Result<()> {
+        self.write_pieces(&[record])
+    }
+
+    /// Appends one record whose bytes are the concatenation of `pieces`.
+    pub fn write_pieces(&mut self, pieces: &[&[u8]]) -> Result<()> {
         if self.options.group_size == 1 {
             // A group of one is the record itself: encoded from the caller's bytes, without
             // the copy into `values` (a record of gigabytes would otherwise be held twice).
-            return self.write_single(record);
+            return self.write_single(pieces);
         }
-        self.sizes.push(record.len() as u64);
-        self.values.extend_from_slice(record);
+        let len = pieces.iter().map(|piece| piece.len() as u64).sum();
+        self.sizes.push(len);
+        pieces
+            .iter()
+            .for_each(|piece| self.values.extend_from_slice(piece));
         self.num_records += 1;
         if self.sizes.len() as u64 >= u64::from(self.options.group_size) {
             self.flush_group()?;
@@ -85,10 +116,10 @@ impl<W: Write> ArrayRecordWriter<W> {
     }
 
     /// Writes one record as a chunk of its own (the same bytes `flush_group` writes for it).
-    fn write_single(&mut self, record: &[u8]) -> Result<()> {
+    fn write_single(&mut self, pieces: &[&[u8]]) -> Result<()> {
         let compression = self.options.compression;
-        let sizes = [record.len() as u64];
-        let written = self.write_simple(&compression, &sizes, record)?;
+        let sizes = [pieces.iter().map(|piece| piece.len() as u64).sum()];
+        let written = self.write_simple(&compression, &sizes, pieces)?;
         self.num_records += 1;
         self.chunk_written([written, sizes[0], 1])
     }
@@ -116,7 +147,7 @@ impl<W: Write> ArrayRecordWriter<W> {
         // afterwards so their capacity is reused by the next group.
         let mut sizes = std::mem::take(&mut self.sizes);
         let mut values = std::mem::take(&mut self.values);
-        let written = self.write_simple(&compression, &sizes, &values);
+        let written = self.write_simple(&compression, &sizes, &[&values]);
         sizes.clear();
         values.clear();
         self.sizes = sizes;
@@ -124,25 +155,34 @@ impl<W: Write> ArrayRecordWriter<W> {
         self.chunk_written([written?, decoded, n])
     }
 
-    /// Writes a simple chunk holding the given records; returns its begin offset.
+    /// Writes a simple chunk holding records whose sizes are `sizes` and whose bytes are the
+    /// concatenation of `values`; returns its begin offset.
     fn write_simple(
         &mut self,
         compression: &Compression,
         sizes: &[u64],
-        values: &[u8],
+        values: &[&[u8]],
     ) -> Result<u64> {
         let pos = self.out.pos();
-        let data =
-            chunk::encode_simple(compression, sizes, values).map_err(|e| io_error(pos, e))?;
-        let header = ChunkHeader::for_data(
-            chunk::SIMPLE,
-            &data,
-            sizes.len() as u64,
-            values.len() as u64,
-        );
-        self.out
-            .write_chunk(&header, &data)
-            .map_err(|e| io_error(pos, e))
+        let fail = |e| io_error(pos, e);
+        let mut spool = Spool::new(self.spool_dir.as_ref());
+        chunk::write_simple(compression, sizes, values, &mut spool).map_err(fail)?;
+        let header = ChunkHeader {
+            data_size: spool.len,
+            data_hash: spool.hasher.clone().finish(),
+            chunk_type: chunk::SIMPLE,
+            num_records: sizes.len() as u64,
+            decoded_data_size: values.iter().map(|piece| piece.len() as u64).sum(),
+        };
+        match spool.file.into_inner() {
+            SpooledData::InMemory(cursor) => self.out.write_chunk(&header, cursor.get_ref()),
+            SpooledData::OnDisk(mut file) => {
+                io::Seek::rewind(&mut file).map_err(fail)?;
+                let reader = BufReader::with_capacity(1 << 20, file);
+                self.out.write_chunk_from(&header, reader)
+            }
+        }
+        .map_err(fail)
     }
 
     /// Writes the last group, the footer (index), the postscript and the padding; returns
@@ -152,12 +192,12 @@ impl<W: Write> ArrayRecordWriter<W> {
         let footer_offset = self.out.pos();
         let (sizes, values) = self.footer_records();
         let compression = self.options.compression;
-        self.write_simple(&compression, &sizes, &values)?;
+        self.write_simple(&compression, &sizes, &[&values])?;
         self.pad()?;
         let postscript = Postscript::encode(footer_offset);
         let copies = postscript.repeat(3);
         let len = postscript.len() as u64;
-        self.write_simple(&Compression::None, &[len, len, len], &copies)?;
+        self.write_simple(&Compression::None, &[len, len, len], &[&copies])?;
         self.pad()?;
         let pos = self.out.pos();
         self.out.flush().map_err(|e| io_error(pos, e))?;
@@ -187,6 +227,40 @@ impl<W: Write> ArrayRecordWriter<W> {
             sizes.push((values.len() - before) as u64);
         }
         (sizes, values)
+    }
+}
+
+/// A chunk payload being written: spooled (see the module docs), measured and hashed.
+struct Spool {
+    file: SpooledTempFile,
+    hasher: Hasher,
+    len: u64,
+}
+
+impl Spool {
+    fn new(dir: Option<&PathBuf>) -> Self {
+        let file = match dir {
+            Some(dir) => SpooledTempFile::new_in(SPOOL_MEMORY, dir),
+            None => SpooledTempFile::new(SPOOL_MEMORY),
+        };
+        Spool {
+            file,
+            hasher: Hasher::new(),
+            len: 0,
+        }
+    }
+}
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 

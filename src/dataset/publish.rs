@@ -160,17 +160,19 @@ impl ShardFile {
             len: 0,
             hasher: Sha256::new(),
         };
-        let writer =
-            ArrayRecordWriter::new(sink, *options).map_err(|source| DatasetError::Shard {
+        let writer = ArrayRecordWriter::new(sink, *options)
+            .map_err(|source| DatasetError::Shard {
                 object: path.display().to_string(),
                 source,
-            })?;
+            })?
+            .spool_in(dir.to_path_buf());
         Ok(ShardFile { writer, path })
     }
 
-    fn write(&mut self, record: &[u8]) -> Result<(), DatasetError> {
+    /// Appends one record whose bytes are the concatenation of `pieces`.
+    fn write(&mut self, pieces: &[&[u8]]) -> Result<(), DatasetError> {
         self.writer
-            .write(record)
+            .write_pieces(pieces)
             .map_err(|source| DatasetError::Shard {
                 object: self.path.display().to_string(),
                 source,
@@ -248,19 +250,19 @@ where
     let mut record_count = 0u64;
     for record in records {
         let (payload, meta) =
-            record::encode_with_meta(&record, &options.record_limits).map_err(|source| {
+            record::encode_pieces(&record, &options.record_limits).map_err(|source| {
                 DatasetError::Record {
                     ordinal: record_count,
                     object: format!("work {work_id}"),
                     source,
                 }
             })?;
-        // The payload holds every tensor byte now: the record's own copy goes before the
-        // writer buffers and compresses the payload, so a large record is held twice at
-        // most, not three times.
+        // The pieces borrow the record's tensor bytes and the writer streams them to the
+        // compressor: a large record is held once, plus the writer's constant spool.
+        data.write(&payload.pieces())?;
+        drop(payload);
         drop(record);
-        data.write(&payload)?;
-        metadata.write(meta.to_row_json().as_bytes())?;
+        metadata.write(&[meta.to_row_json().as_bytes()])?;
         record_count += 1;
     }
     Ok(EncodedShard {

@@ -384,12 +384,12 @@ impl Dataset {
         }
     }
 
-    /// The decoder window streaming the record at `location` takes beyond fixed buffers (a
-    /// large zstd window, from the chunk's frame header; 0 for the usual small windows).
-    pub fn stream_window(&self, location: &RecordLocation) -> Result<u64, DatasetError> {
+    /// The most memory streaming the record at `location` takes besides its sink's buffers
+    /// (see [`crate::arrayrecord::ArrayRecordReader::stream_working_set`]).
+    pub fn stream_working_set(&self, location: &RecordLocation) -> Result<u64, DatasetError> {
         let shard = self.data_shard(location)?;
         shard
-            .stream_window(location.physical_index)
+            .stream_working_set(location.physical_index)
             .map_err(shard_failure(&shard))
     }
 

@@ -25,8 +25,8 @@ pub use error::{limit, rule, RecordError};
 pub use json_form::{tensor_key, RECORD_FORMAT, RECORD_VERSION, SUPPORTED_RECORD_VERSIONS};
 pub use model::{Axis, Coordinate, Field, FieldMeta, Record, RecordMeta};
 pub use payload::{
-    decode, encode, encode_with_meta, header_len, parse_header, parse_layout, FieldLayout,
-    PayloadHeader, RecordLayout, TensorEntry, DESCRIPTOR_TENSOR,
+    decode, encode, encode_pieces, header_len, parse_header, parse_layout, EncodedPayload,
+    FieldLayout, PayloadHeader, RecordLayout, TensorEntry, DESCRIPTOR_TENSOR,
 };
 pub use row::check_row_agrees;
 pub use validate::{validate, validate_for_write};

@@ -46,7 +46,7 @@ use crate::dataset::{Dataset, DatasetError, Held};
 use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
 use crate::fs::log_limit;
 use crate::fs::record_tree::{DatasetIds, RecordTree, TreeError};
-use crate::fs::spill::{SpillSink, Spilled};
+use crate::fs::spill::{self, SpillSink, Spilled};
 
 /// A decoded record's tensor bytes, wherever they are held.
 #[derive(Debug)]
@@ -371,24 +371,16 @@ impl RecordCache {
             .loaded_bytes
             .fetch_add(claimed, Ordering::Relaxed);
         if self.spills(claimed) {
-            // The files hold the decoded payload: charged at its size (the shard's index says
-            // it, and decoding never writes more) before a byte is written.
-            let disk = self.spill.charge(claimed).map_err(|e| LoadError::Other {
-                ordinal,
-                detail: format!("temporary files: {e} (--spill-size)"),
-            })?;
-            // A frame with a large window makes its decoder allocate it: charged first.
-            let window = dataset.stream_window(&location)?;
-            let _window = dataset
-                .memory()
-                .charge(window)
-                .map_err(|e| LoadError::Other {
-                    ordinal,
-                    detail: format!("its decoder's window: {e} (--cache-size)"),
-                })?;
-            let bytes = Arc::new(load_into_file(dataset, &location, row, disk)?);
-            lock(&self.files).put(ordinal, bytes.clone());
-            return Ok(bytes);
+            let working_set = dataset
+                .stream_working_set(&location)?
+                .saturating_add(spill::SINK_MEMORY);
+            // A record whose decoding into files takes more memory than the whole budget but
+            // which itself fits is decoded in memory instead (a small budget's large-ish
+            // records); one that fits neither is refused by the charge below.
+            let capacity = dataset.memory().capacity();
+            if working_set <= capacity || claimed > capacity {
+                return self.load_spilled(dataset, &location, row, claimed, working_set);
+            }
         }
         let payload = dataset.read_payload(&location)?;
         let weight = payload.value.len() as u64;
@@ -403,6 +395,30 @@ impl RecordCache {
             _held: payload.held,
         });
         self.insert_memory(ordinal, bytes.clone(), weight);
+        Ok(bytes)
+    }
+
+    /// Decodes a record into temporary files: the files charged to the spill budget at the
+    /// record's decoded size (the shard's index says it, and decoding never writes more), and
+    /// the decoding's working set (`working_set`: cursor, decoder, write-behind buffers) to
+    /// the memory budget, both before a byte is decoded; the working set is held until the
+    /// decoding ends. When the memory budget is full the decoding waits for others to end.
+    fn load_spilled(
+        &self,
+        dataset: &Dataset,
+        location: &crate::dataset::RecordLocation,
+        row: &RecordMeta,
+        claimed: u64,
+        working_set: u64,
+    ) -> Result<Arc<RecordBytes>, LoadError> {
+        let ordinal = location.ordinal;
+        let disk = self.spill.charge(claimed).map_err(|e| LoadError::Other {
+            ordinal,
+            detail: format!("temporary files: {e} (--spill-size)"),
+        })?;
+        let working_set = charge_memory(dataset, ordinal, working_set, "decoding it")?;
+        let bytes = Arc::new(load_into_file(dataset, location, row, disk, working_set)?);
+        lock(&self.files).put(ordinal, bytes.clone());
         Ok(bytes)
     }
 
@@ -462,13 +478,32 @@ fn decode_checked(
     Ok(record)
 }
 
+/// Charges `bytes` of what decoding record `ordinal` into temporary files takes (`what`) to
+/// the memory budget.
+fn charge_memory(
+    dataset: &Dataset,
+    ordinal: u64,
+    bytes: u64,
+    what: &str,
+) -> Result<Charge, LoadError> {
+    dataset
+        .memory()
+        .charge(bytes)
+        .map_err(|e| LoadError::Other {
+            ordinal,
+            detail: format!("{what} into temporary files: {e} (--cache-size)"),
+        })
+}
+
 /// Streams the payload into unnamed temporary files (large tensors in files of their own, see
-/// [`crate::fs::spill`]) and reads its layout from there.
+/// [`crate::fs::spill`]) while `working_set` is charged, and reads its layout from there,
+/// charging the header and descriptor it reads.
 fn load_into_file(
     dataset: &Dataset,
     location: &crate::dataset::RecordLocation,
     row: &RecordMeta,
     disk: Charge,
+    working_set: Charge,
 ) -> Result<RecordBytes, LoadError> {
     let ordinal = location.ordinal;
     let other = |detail: String| LoadError::Other { ordinal, detail };
@@ -477,6 +512,7 @@ fn load_into_file(
     let mut sink = SpillSink::new(limits).map_err(temporary)?;
     let written = dataset.read_payload_into(location, &mut sink)?;
     let spilled = sink.finish().map_err(temporary)?;
+    drop(working_set);
     let file = spilled.payload.as_ref();
     let mut first8 = [0u8; 8];
     file.read_exact_at(&mut first8, 0)
@@ -485,6 +521,7 @@ fn load_into_file(
         record::header_len(&first8, limits).map_err(|e| record_error(dataset, ordinal, e))?;
     let prefix_len =
         usize::try_from(8 + header_len).map_err(|_| other("header too large".into()))?;
+    let _prefix = charge_memory(dataset, ordinal, prefix_len as u64, "reading its header")?;
     let mut prefix = vec![0u8; prefix_len];
     file.read_exact_at(&mut prefix, 0)
         .map_err(|e| other(format!("payload shorter than its header: {e}")))?;
@@ -496,7 +533,9 @@ fn load_into_file(
         )));
     }
     let range = header.descriptor_range();
-    let mut descriptor = vec![0u8; (range.end - range.start) as usize];
+    let descriptor_len = range.end - range.start;
+    let _descriptor = charge_memory(dataset, ordinal, descriptor_len, "reading its descriptor")?;
+    let mut descriptor = vec![0u8; descriptor_len as usize];
     file.read_exact_at(&mut descriptor, range.start)
         .map_err(|e| other(format!("descriptor: {e}")))?;
     let layout = RecordLayout::from_parts(header, &descriptor, limits)
@@ -684,6 +723,12 @@ impl Drop for DecodeAhead {
 }
 
 impl DecodeAhead {
+    /// Remembers `ordinal` as the last record read without moving the window: a read that
+    /// must not decode ahead, but that a following read may continue.
+    pub fn note_read(&self, ordinal: u64) {
+        self.last.store(ordinal, Ordering::Relaxed);
+    }
+
     /// Called after each tensor read of record `ordinal`: on a step from `ordinal - 1`, moves
     /// the window to `ordinal` and wakes the workers (each reads the window's position again
     /// after every record it decodes).

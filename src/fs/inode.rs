@@ -18,7 +18,9 @@
 //! node:16` (node 0 the set directory, 1 `annotation.json`, 2 + k node k of the carrier's field
 //! tree, whose node 0 is `fields/`).
 //!
-//! The SigMF collections are kind 7, `index << 1 | scene`: `records/<n>/record.sigmf-collection`
+//! `columns/` is one tree for the whole mount, built once: kind 7, its node index (node 0 is
+//! `columns/` itself).
+//! The SigMF collections are kind 8, `index << 1 | scene`: `records/<n>/record.sigmf-collection`
 //! by ordinal, `by-scene/<scene>/scene.sigmf-collection` by scene index.
 
 /// Kind 15 is the adapter's own (the status reports of [`super::status_file`]): the tree never
@@ -42,7 +44,8 @@ const KIND_SCENE_DIR: u64 = 3;
 const KIND_SCENE_LINK: u64 = 4;
 const KIND_SET: u64 = 5;
 const KIND_RECORD_SET: u64 = 6;
-const KIND_COLLECTION: u64 = 7;
+const KIND_COLUMN: u64 = 7;
+const KIND_COLLECTION: u64 = 8;
 
 /// Largest node index of a carrier's field tree.
 pub const MAX_CARRIER_NODE: u32 = (1 << 16) - 3;
@@ -81,6 +84,8 @@ pub enum Ino {
     RecordSetJson(u64, u8),
     /// A node of the carrier's field tree; node 0 is `fields/` itself.
     RecordSetField(u64, u8, u32),
+    /// A node of `columns/`; node 0 is `columns/` itself.
+    Column(u32),
     /// `records/<ordinal>/record.sigmf-collection`.
     RecordCollection(u64),
     /// `by-scene/<scene>/scene.sigmf-collection`, by index in the scene index.
@@ -112,6 +117,7 @@ impl Ino {
             Ino::RecordSetField(o, i, n) => {
                 record_set(o, i, 2 + u64::from(n.min(MAX_CARRIER_NODE)))
             }
+            Ino::Column(n) => (KIND_COLUMN << KIND_SHIFT) | u64::from(n),
             Ino::RecordCollection(o) => (KIND_COLLECTION << KIND_SHIFT) | ((o & MAX_ORDINAL) << 1),
             Ino::SceneCollection(i) => {
                 (KIND_COLLECTION << KIND_SHIFT) | ((i & (PAYLOAD_MASK >> 1)) << 1) | 1
@@ -162,6 +168,7 @@ impl Ino {
                     node => Some(Ino::RecordSetField(ordinal, set, (node - 2) as u32)),
                 }
             }
+            KIND_COLUMN => u32::try_from(payload).ok().map(Ino::Column),
             KIND_COLLECTION if payload & 1 == 0 => Some(Ino::RecordCollection(payload >> 1)),
             KIND_COLLECTION => Some(Ino::SceneCollection(payload >> 1)),
             _ => None,
@@ -213,6 +220,8 @@ mod tests {
             Ino::RecordSetField(7, 0, 0),
             Ino::RecordSetDir(MAX_ORDINAL, 255),
             Ino::RecordSetField(MAX_ORDINAL, 255, MAX_CARRIER_NODE),
+            Ino::Column(0),
+            Ino::Column(u32::MAX),
             Ino::RecordCollection(0),
             Ino::RecordCollection(MAX_ORDINAL),
             Ino::SceneCollection(0),

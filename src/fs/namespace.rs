@@ -12,6 +12,9 @@
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, in the
 //!   background and within the memory budget, and kept ([`super::row_index`]).
 //!
+//! - `columns/` needs every row, so its index is built like `by-id/`; its sizes come from
+//!   that index, and a read of a column decodes the records the read covers
+//!   ([`super::columns`]);
 //! - annotation sets come from the catalog, re-read at most once per metadata TTL (see
 //!   [`super::overlay`]); a record's annotation files need that set's carrier for the record.
 //!
@@ -22,18 +25,20 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::background::Background;
 use super::cache::{
     CacheConfig, CachedTree, DecodeAhead, LoadError, RecordCache, TreeCache, TreeLoadError,
 };
+use super::columns::{self, ColumnIndex, ColumnView};
 use super::inode::{Ino, MAX_ORDINAL};
 use super::overlay::{Carrier, Overlay, VisibleSet};
-use super::record_tree::{Node, RecordTree};
+use super::record_tree::{child_named, Node, RecordTree};
 use super::row_index::{IndexError, Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
 use super::views::sigmf::{self, BoxPlan, BoxTensors, Provenance, Stream};
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
-use crate::interrupt::Interrupted;
+use crate::interrupt::{self, Interrupted};
 
 /// The kind of a node, as `stat` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +137,11 @@ pub struct Namespace {
     ahead: DecodeAhead,
     /// `by-id/` and `by-scene/`, built in the background on first use.
     indexes: RowIndexes,
+    /// `columns/`, built in the background on first use.
+    columns: Background<ColumnIndex>,
+    /// The column node last read and where that read ended: a read that starts there
+    /// continues a scan, and only a scan decodes ahead.
+    column_scan: std::sync::Mutex<(u32, u64)>,
     overlay: Overlay,
 }
 
@@ -150,10 +160,11 @@ fn has_scene_collection(ordinals: &[u64]) -> bool {
     ordinals.len() <= MAX_SCENE_COLLECTION_RECORDS
 }
 
-const TOP_LEVEL: [(&str, Ino, Kind); 6] = [
+const TOP_LEVEL: [(&str, Ino, Kind); 7] = [
     ("annotations", Ino::Annotations, Kind::Dir),
     ("by-id", Ino::ById, Kind::Dir),
     ("by-scene", Ino::ByScene, Kind::Dir),
+    ("columns", Ino::Column(0), Kind::Dir),
     ("dataset.json", Ino::DatasetJson, Kind::File),
     ("records", Ino::Records, Kind::Dir),
     ("snapshot.json", Ino::SnapshotJson, Kind::File),
@@ -184,6 +195,8 @@ impl Namespace {
             records: RecordCache::new(config.cache, dataset.memory()),
             ahead: DecodeAhead::default(),
             indexes: RowIndexes::new(),
+            columns: Background::new("columns/"),
+            column_scan: std::sync::Mutex::new((0, u64::MAX)),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             dataset,
         }
@@ -389,6 +402,15 @@ impl Namespace {
                     Node::File { .. } => (Kind::File, carrier.tree.node_len(n)),
                 }
             }
+            // `columns/` itself is there before its index is built: only looking inside waits.
+            Ino::Column(0) => (Kind::Dir, 0),
+            Ino::Column(n) => {
+                let index = self.column_index()?;
+                match index.nodes.get(n as usize).ok_or(FsError::NotFound)? {
+                    Node::Dir { .. } => (Kind::Dir, 0),
+                    Node::File { .. } => (Kind::File, index.node_len(n)),
+                }
+            }
         };
         Ok(Attr { ino, kind, size })
     }
@@ -476,6 +498,15 @@ impl Namespace {
                 }
                 Ino::RecordSetField(o, i, carrier.tree.child(n, name).ok_or(FsError::NotFound)?)
             }
+            Ino::Column(n) => {
+                let index = self.column_index()?;
+                match index.nodes.get(n as usize) {
+                    Some(Node::Dir { .. }) => {}
+                    Some(Node::File { .. }) => return Err(FsError::NotDir),
+                    None => return Err(FsError::NotFound),
+                }
+                Ino::Column(child_named(&index.nodes, n, name).ok_or(FsError::NotFound)?)
+            }
             _ => return Err(FsError::NotDir),
         };
         self.getattr(child.encode())
@@ -513,6 +544,17 @@ impl Namespace {
                     o,
                     i,
                     carrier.tree.node(n).ok_or(FsError::NotFound)?.parent(),
+                )
+            }
+            Ino::Column(0) => Ino::Root,
+            Ino::Column(n) => {
+                let index = self.column_index()?;
+                Ino::Column(
+                    index
+                        .nodes
+                        .get(n as usize)
+                        .ok_or(FsError::NotFound)?
+                        .parent(),
                 )
             }
         };
@@ -591,6 +633,11 @@ impl Namespace {
                 Some(Node::File { .. }) => return Err(FsError::NotDir),
                 None => return Err(FsError::NotFound),
             },
+            Ino::Column(n) => match self.column_index()?.nodes.get(n as usize) {
+                Some(Node::Dir { children, .. }) => children.len() as u64,
+                Some(Node::File { .. }) => return Err(FsError::NotDir),
+                None => return Err(FsError::NotFound),
+            },
             _ => return Err(FsError::NotDir),
         })
     }
@@ -619,7 +666,7 @@ impl Namespace {
             },
             Ino::FieldNode(o, n) => {
                 let tree = self.record_tree(o)?;
-                let (child, kind, name) = tree_child(&tree, n, index)?;
+                let (child, kind, name) = tree_child(&tree.nodes, n, index)?;
                 entry(Ino::FieldNode(o, child), kind, name)
             }
             Ino::ById => {
@@ -671,8 +718,12 @@ impl Namespace {
                 _ => entry(Ino::RecordSetField(o, i, 0), Kind::Dir, "fields".into()),
             },
             Ino::RecordSetField(o, i, n) => {
-                let (child, kind, name) = tree_child(&self.carrier(o, i)?.tree, n, index)?;
+                let (child, kind, name) = tree_child(&self.carrier(o, i)?.tree.nodes, n, index)?;
                 entry(Ino::RecordSetField(o, i, child), kind, name)
+            }
+            Ino::Column(n) => {
+                let (child, kind, name) = tree_child(&self.column_index()?.nodes, n, index)?;
+                entry(Ino::Column(child), kind, name)
             }
             _ => return Err(FsError::NotFound),
         })
@@ -742,6 +793,7 @@ impl Namespace {
                     }
                 }
             }
+            Ino::Column(n) => self.read_column(n, offset, size),
             Ino::SetDir(_) | Ino::RecordSetDir(..) => Err(FsError::IsDir),
             Ino::Root
             | Ino::Records
@@ -778,30 +830,9 @@ impl Namespace {
             View::Raw | View::SigmfData => {
                 self.read_tensor(&tree, &entry.name, offset, size, entry.raw_len)
             }
-            View::Npy => {
-                let header = &entry.npy_header;
-                let header_len = header.len() as u64;
-                if offset >= header_len {
-                    return self.read_tensor(
-                        &tree,
-                        &entry.name,
-                        offset - header_len,
-                        size,
-                        entry.raw_len,
-                    );
-                }
-                // A read that starts in the header: header bytes, then tensor bytes.
-                let head = slice_vec(header, offset, size);
-                let rest = size as u64 - head.len() as u64;
-                if rest == 0 || entry.raw_len == 0 {
-                    return Ok(head);
-                }
-                let tail = self.read_tensor(&tree, &entry.name, 0, rest as u32, entry.raw_len)?;
-                let mut joined = Vec::with_capacity(head.len() + tail.len());
-                joined.extend_from_slice(&head);
-                joined.extend_from_slice(&tail);
-                Ok(Bytes::from(joined))
-            }
+            View::Npy => with_header(&entry.npy_header, offset, size, |offset, size| {
+                self.read_tensor(&tree, &entry.name, offset, size, entry.raw_len)
+            }),
         }
     }
 
@@ -1009,6 +1040,119 @@ impl Namespace {
     }
 
     // -----------------------------------------------------------------------------------------
+    // columns
+    // -----------------------------------------------------------------------------------------
+
+    /// The index of `columns/` (see [`super::columns`]).
+    fn column_index(&self) -> Result<Arc<ColumnIndex>, FsError> {
+        Ok(self
+            .columns
+            .get(&self.dataset, columns::price, columns::build)?)
+    }
+
+    fn read_column(&self, node: u32, offset: u64, size: u32) -> Result<Bytes, FsError> {
+        let index = self.column_index()?;
+        let (field, view) = match index.nodes.get(node as usize).ok_or(FsError::NotFound)? {
+            Node::Dir { .. } => return Err(FsError::IsDir),
+            Node::File { field, view, .. } => (*field, *view),
+        };
+        let column = index.columns.get(field as usize);
+        let scan = self.continues_column_scan(node, offset, size);
+        match (view, column) {
+            (ColumnView::Readme, _) => Ok(slice_vec(&index.readme, offset, size)),
+            (ColumnView::Lines, _) => self.read_lines(&index, offset, size),
+            (ColumnView::Raw, Some(column)) => {
+                self.read_column_values(&index, column, offset, size, scan)
+            }
+            (ColumnView::Npy, Some(column)) => {
+                with_header(column.header(view), offset, size, |offset, size| {
+                    self.read_column_values(&index, column, offset, size, scan)
+                })
+            }
+            (ColumnView::Offsets, Some(column)) => {
+                with_header(column.header(view), offset, size, |offset, size| {
+                    let bytes = column.offsets_bytes(index.records(), offset, size.into());
+                    Ok(Bytes::from(bytes))
+                })
+            }
+            (ColumnView::Shapes, Some(column)) => {
+                with_header(column.header(view), offset, size, |offset, size| {
+                    Ok(Bytes::from(column.shapes_bytes(offset, size.into())))
+                })
+            }
+            (_, None) => Err(FsError::NotFound),
+        }
+    }
+
+    /// Whether a read of column node `node` at `offset` starts where the last column read
+    /// ended (remembering where this one ends).
+    fn continues_column_scan(&self, node: u32, offset: u64, size: u32) -> bool {
+        let mut last = self.column_scan.lock().unwrap_or_else(|e| e.into_inner());
+        let continues = *last == (node, offset);
+        *last = (node, offset.saturating_add(size.into()));
+        continues
+    }
+
+    /// Bytes of a column's `.raw`: the stretches of the records the read covers, each from
+    /// the record's decoded bytes (the same the record's own `.raw` serves). A read that
+    /// continues a scan keeps the records after it decoded ahead; any other decodes only the
+    /// records it covers.
+    fn read_column_values(
+        &self,
+        index: &ColumnIndex,
+        column: &columns::Column,
+        offset: u64,
+        size: u32,
+        scan: bool,
+    ) -> Result<Bytes, FsError> {
+        let pieces = index.pieces(column, offset, size.into());
+        let mut joined = Vec::new();
+        for piece in &pieces {
+            interrupt::check()?;
+            let tree = self.record_tree(piece.ordinal)?;
+            let bytes = self
+                .records
+                .get(&self.dataset, piece.ordinal, &tree.meta)
+                .map_err(|e| with_ordinal(piece.ordinal, e.to_string()))?;
+            if scan {
+                self.ahead
+                    .after_read(&self.records, &self.trees, &self.dataset, piece.ordinal);
+            } else {
+                self.ahead.note_read(piece.ordinal);
+            }
+            let stretch = bytes
+                .read_field(&column.name, piece.offset, piece.len as usize)
+                .map_err(|e| {
+                    let field = &column.name;
+                    FsError::Io(format!("record {}: field {field:?}: {e}", piece.ordinal))
+                })?;
+            if stretch.len() as u64 != piece.len {
+                return Err(FsError::Io(format!(
+                    "record {}: field {:?} holds fewer bytes than its row says",
+                    piece.ordinal, column.name
+                )));
+            }
+            if pieces.len() == 1 {
+                return Ok(stretch);
+            }
+            joined.extend_from_slice(&stretch);
+        }
+        Ok(Bytes::from(joined))
+    }
+
+    /// Bytes of `records.jsonl`: the lines of the records the read covers, from their rows.
+    fn read_lines(&self, index: &ColumnIndex, offset: u64, size: u32) -> Result<Bytes, FsError> {
+        let (ordinals, skip) = index.lines_at(offset, size.into());
+        let mut lines = Vec::new();
+        for ordinal in ordinals {
+            interrupt::check()?;
+            let tree = self.record_tree(ordinal)?;
+            lines.extend_from_slice(&columns::record_line(&tree.meta, ordinal));
+        }
+        Ok(slice_vec(&lines, skip, size))
+    }
+
+    // -----------------------------------------------------------------------------------------
     // by-id and by-scene
     // -----------------------------------------------------------------------------------------
 
@@ -1031,12 +1175,12 @@ impl Namespace {
 }
 
 /// The `index`-th child of directory node `dir` of a field tree: its node, kind and name.
-fn tree_child(tree: &RecordTree, dir: u32, index: u64) -> Result<(u32, Kind, String), FsError> {
-    let Some(Node::Dir { children, .. }) = tree.node(dir) else {
+fn tree_child<V>(nodes: &[Node<V>], dir: u32, index: u64) -> Result<(u32, Kind, String), FsError> {
+    let Some(Node::Dir { children, .. }) = nodes.get(dir as usize) else {
         return Err(FsError::NotDir);
     };
     let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
-    match tree.node(child) {
+    match nodes.get(child as usize) {
         Some(Node::Dir { name, .. }) => Ok((child, Kind::Dir, name.clone())),
         Some(Node::File { name, .. }) => Ok((child, Kind::File, name.clone())),
         None => Err(FsError::NotFound),
@@ -1050,6 +1194,34 @@ fn with_ordinal(ordinal: u64, message: String) -> FsError {
     } else {
         FsError::Io(format!("record {ordinal}: {message}"))
     }
+}
+
+/// A read of `size` bytes at `offset` of a file that is `header` followed by a body, whose
+/// bytes `body(offset, size)` reads.
+fn with_header(
+    header: &[u8],
+    offset: u64,
+    size: u32,
+    body: impl FnOnce(u64, u32) -> Result<Bytes, FsError>,
+) -> Result<Bytes, FsError> {
+    let header_len = header.len() as u64;
+    if offset >= header_len {
+        return body(offset - header_len, size);
+    }
+    // A read that starts in the header: header bytes, then body bytes.
+    let head = slice_vec(header, offset, size);
+    let rest = size - head.len() as u32;
+    if rest == 0 {
+        return Ok(head);
+    }
+    let tail = body(0, rest)?;
+    if tail.is_empty() {
+        return Ok(head);
+    }
+    let mut joined = Vec::with_capacity(head.len() + tail.len());
+    joined.extend_from_slice(&head);
+    joined.extend_from_slice(&tail);
+    Ok(Bytes::from(joined))
 }
 
 fn slice(bytes: &Bytes, offset: u64, size: u32) -> Bytes {

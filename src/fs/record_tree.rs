@@ -49,9 +49,10 @@ impl FieldEntry {
     }
 }
 
-/// A node of the field tree.
+/// A node of a field tree: a record's (whose files are [`View`]s of its fields) or the one of
+/// `columns/` (whose files are views of whole columns).
 #[derive(Debug)]
-pub enum Node {
+pub enum Node<V = View> {
     Dir {
         name: String,
         parent: u32,
@@ -62,11 +63,34 @@ pub enum Node {
         name: String,
         parent: u32,
         field: u32,
-        view: View,
+        view: V,
     },
 }
 
-impl Node {
+/// A kind of file a field shows, named by its suffix.
+pub trait FileView: Copy {
+    fn suffix(self) -> &'static str;
+}
+
+impl FileView for View {
+    fn suffix(self) -> &'static str {
+        View::suffix(self)
+    }
+}
+
+/// The child of directory node `dir` called `name` (children are sorted by name).
+pub fn child_named<V>(nodes: &[Node<V>], dir: u32, name: &str) -> Option<u32> {
+    let Some(Node::Dir { children, .. }) = nodes.get(dir as usize) else {
+        return None;
+    };
+    let name_of = |c: u32| nodes.get(c as usize).map_or("", Node::name);
+    children
+        .binary_search_by(|&c| name_of(c).cmp(name))
+        .ok()
+        .and_then(|i| children.get(i).copied())
+}
+
+impl<V> Node<V> {
     pub fn name(&self) -> &str {
         match self {
             Node::Dir { name, .. } | Node::File { name, .. } => name,
@@ -137,14 +161,14 @@ impl RecordTree {
         let mut fields = Vec::with_capacity(meta.fields.len());
         for (name, field) in &meta.fields {
             let entry = field_entry(name, field, &meta, &at)?;
-            builder.add_field(fields.len() as u32, &entry)?;
+            builder.add_files(fields.len() as u32, name, entry.views())?;
             fields.push(entry);
         }
         for entry in source
             .map(|s| labelled_source_fields(s, &meta, &at))
             .unwrap_or_default()
         {
-            builder.add_field(fields.len() as u32, &entry)?;
+            builder.add_files(fields.len() as u32, &entry.name, entry.views())?;
             fields.push(entry);
         }
         let (nodes, clashes) = builder.finish();
@@ -203,21 +227,11 @@ impl RecordTree {
 
     /// The child of directory node `dir` called `name`.
     pub fn child(&self, dir: u32, name: &str) -> Option<u32> {
-        let Some(Node::Dir { children, .. }) = self.nodes.get(dir as usize) else {
-            return None;
-        };
-        children
-            .binary_search_by(|&c| self.node_name(c).cmp(name))
-            .ok()
-            .and_then(|i| children.get(i).copied())
+        child_named(&self.nodes, dir, name)
     }
 
     pub fn node(&self, index: u32) -> Option<&Node> {
         self.nodes.get(index as usize)
-    }
-
-    fn node_name(&self, index: u32) -> &str {
-        self.nodes.get(index as usize).map_or("", Node::name)
     }
 
     /// Size of a file node (0 for directories).
@@ -279,16 +293,33 @@ fn field_entry(
     })
 }
 
-#[derive(Default)]
-struct Builder {
-    nodes: Vec<Node>,
+/// Builds a field tree: each field's path (see [`super::names`]) with one file per view.
+pub(super) struct Builder<V> {
+    nodes: Vec<Node<V>>,
     /// (parent, name) → node, to find existing directories and detect clashes.
     by_name: HashMap<(u32, String), u32>,
     clashes: Vec<String>,
 }
 
-impl Builder {
-    fn add_field(&mut self, field: u32, entry: &FieldEntry) -> Result<(), TreeError> {
+impl<V> Default for Builder<V> {
+    fn default() -> Self {
+        Builder {
+            nodes: Vec::new(),
+            by_name: HashMap::new(),
+            clashes: Vec::new(),
+        }
+    }
+}
+
+impl<V: FileView> Builder<V> {
+    /// Adds field number `field`, called `name`, with one file per view; a path that clashes
+    /// with an earlier one is left out and remembered.
+    pub(super) fn add_files(
+        &mut self,
+        field: u32,
+        name: &str,
+        views: impl IntoIterator<Item = V>,
+    ) -> Result<(), TreeError> {
         if self.nodes.is_empty() {
             self.push(Node::Dir {
                 name: String::new(),
@@ -296,7 +327,7 @@ impl Builder {
                 children: Vec::new(),
             })?;
         }
-        let segments = encode_field_path(&entry.name);
+        let segments = encode_field_path(name);
         let Some((leaf, dirs)) = segments.split_last() else {
             return Ok(());
         };
@@ -305,25 +336,24 @@ impl Builder {
             match self.directory(parent, dir)? {
                 Some(node) => parent = node,
                 None => {
-                    self.clashes.push(entry.name.clone());
+                    self.clashes.push(name.to_string());
                     return Ok(());
                 }
             }
         }
-        for view in entry.views() {
-            let name = format!("{leaf}{}", view.suffix());
-            if self.by_name.contains_key(&(parent, name.clone())) {
-                self.clashes
-                    .push(format!("{}{}", entry.name, view.suffix()));
+        for view in views {
+            let file = format!("{leaf}{}", view.suffix());
+            if self.by_name.contains_key(&(parent, file.clone())) {
+                self.clashes.push(format!("{name}{}", view.suffix()));
                 continue;
             }
             let node = self.push(Node::File {
-                name: name.clone(),
+                name: file.clone(),
                 parent,
                 field,
                 view,
             })?;
-            self.link(parent, name, node);
+            self.link(parent, file, node);
         }
         Ok(())
     }
@@ -343,7 +373,7 @@ impl Builder {
         Ok(Some(node))
     }
 
-    fn push(&mut self, node: Node) -> Result<u32, TreeError> {
+    fn push(&mut self, node: Node<V>) -> Result<u32, TreeError> {
         let limit = super::inode::MAX_LOCAL - super::inode::FIELD_NODE_BASE;
         if self.nodes.len() as u64 >= limit {
             return Err(TreeError::TooManyNodes(limit));
@@ -359,8 +389,8 @@ impl Builder {
         }
     }
 
-    /// Sorts every directory's children by name.
-    fn finish(mut self) -> (Vec<Node>, Vec<String>) {
+    /// Sorts every directory's children by name; the nodes and the clashing paths.
+    pub(super) fn finish(mut self) -> (Vec<Node<V>>, Vec<String>) {
         if self.nodes.is_empty() {
             self.nodes.push(Node::Dir {
                 name: String::new(),

@@ -1,18 +1,10 @@
 //! `by-id/` and `by-scene/`: indexes that need every metadata row, built once, in the
-//! background, within a memory limit.
+//! background ([`super::background`]), within a memory limit.
 //!
-//! Why in the background: building reads one row per record, which takes minutes for millions
-//! of records and forever for a snapshot that claims ten billion. A request that did it would
-//! hold its requester in D state the whole time (see [`crate::interrupt`]). So the first
-//! request that needs the indexes starts one builder thread and waits for it, looking at its
-//! requester every [`interrupt::POLL`]: Ctrl-C ends the `ls` at once, and the build goes on,
-//! so the next `ls` finds it further along or done.
-//!
-//! Why a limit: the indexes hold an entry per record. Before reading anything, the record
+//! The limit: the indexes hold an entry per record. Before reading anything, the record
 //! count the snapshot claims is priced at the least an entry can take ([`MIN_ENTRY_BYTES`]);
 //! a claim the limit cannot hold is refused at once, and a build whose entries outgrow the
-//! limit stops. Either way the failure is kept and reported (EIO, one log line naming the count
-//! and the limit) on every later use, and the rest of the tree is unaffected.
+//! limit stops.
 //!
 //! Memory: ids as one sorted `Vec<(name, ordinal)>` and scenes as a sorted `Vec<(name,
 //! ordinals)>`, searched by bisection; a scene link's parent scene comes from its record's row,
@@ -20,13 +12,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
+use super::background::Background;
+pub use super::background::IndexError;
 use super::log_limit::{self, thousands};
 use super::names::encode_entry;
 use crate::budget::Charge;
 use crate::dataset::Dataset;
-use crate::interrupt::{self, Interrupted};
 
 /// The least memory one record's entries can take: an id entry (a `String` and an ordinal,
 /// 32 bytes, plus at least 8 bytes of name) and a scene ordinal (8 bytes).
@@ -64,43 +57,9 @@ impl Indexes {
     }
 }
 
-/// Why the indexes cannot be had.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum IndexError {
-    #[error(transparent)]
-    Interrupted(#[from] Interrupted),
-    /// Refused or failed for good (the message says why, naming the count and the limit).
-    #[error("{0}")]
-    Unavailable(String),
-}
-
-#[derive(Debug)]
-enum State {
-    NotStarted,
-    Building,
-    Ready(Arc<Indexes>),
-    Failed(String),
-}
-
-#[derive(Debug)]
-struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
-    /// Set when the mount's core goes away: the builder stops.
-    stop: AtomicBool,
-}
-
 /// The indexes of one mount.
 #[derive(Debug)]
-pub struct RowIndexes {
-    shared: Arc<Shared>,
-}
-
-impl Drop for RowIndexes {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-    }
-}
+pub struct RowIndexes(Background<Indexes>);
 
 impl Default for RowIndexes {
     fn default() -> Self {
@@ -109,88 +68,33 @@ impl Default for RowIndexes {
 }
 
 impl RowIndexes {
-    /// Indexes charged to their dataset's memory budget.
     pub fn new() -> RowIndexes {
-        RowIndexes {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State::NotStarted),
-                changed: Condvar::new(),
-                stop: AtomicBool::new(false),
-            }),
-        }
+        RowIndexes(Background::new("by-id/ and by-scene/"))
     }
 
     /// The indexes, building them first (in the background) if needed; waits for the build,
     /// ending early when the requester is interrupted.
     pub fn get(&self, dataset: &Arc<Dataset>) -> Result<Arc<Indexes>, IndexError> {
-        let mut state = self.lock();
-        loop {
-            match &*state {
-                State::Ready(indexes) => return Ok(indexes.clone()),
-                State::Failed(why) => return Err(IndexError::Unavailable(why.clone())),
-                State::NotStarted => {
-                    *state = match self.start(dataset) {
-                        Ok(()) => State::Building,
-                        Err(why) => {
-                            tracing::error!(error = %why, "by-id/ and by-scene/ unavailable");
-                            State::Failed(why)
-                        }
-                    };
-                }
-                State::Building => {
-                    interrupt::check()?;
-                    state = self
-                        .shared
-                        .changed
-                        .wait_timeout(state, interrupt::POLL)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                }
-            }
-        }
+        self.0.get(dataset, price, build)
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+/// Refuses a record count whose least index the memory budget cannot hold.
+fn price(dataset: &Dataset) -> Result<(), String> {
+    let records = dataset.len();
+    let least = records.saturating_mul(MIN_ENTRY_BYTES);
+    let limit = dataset.memory().capacity();
+    if least > limit {
+        return Err(format!(
+            "{}: record_count {} needs at least {} bytes of index for by-id/ and by-scene/, \
+             more than the memory budget of {} bytes (--cache-size)",
+            snapshot_name(dataset),
+            thousands(records),
+            thousands(least),
+            thousands(limit)
+        ));
     }
-
-    /// Prices the claim, then starts the builder thread.
-    fn start(&self, dataset: &Arc<Dataset>) -> Result<(), String> {
-        let records = dataset.len();
-        let least = records.saturating_mul(MIN_ENTRY_BYTES);
-        let limit = dataset.memory().capacity();
-        if least > limit {
-            return Err(format!(
-                "{}: record_count {} needs at least {} bytes of index for by-id/ and by-scene/, \
-                 more than the memory budget of {} bytes (--cache-size)",
-                snapshot_name(dataset),
-                thousands(records),
-                thousands(least),
-                thousands(limit)
-            ));
-        }
-        tracing::info!(
-            records,
-            "building by-id/ and by-scene/ from every metadata row"
-        );
-        let (shared, dataset) = (self.shared.clone(), dataset.clone());
-        std::thread::Builder::new()
-            .name("sdsfs-index".into())
-            .spawn(move || {
-                let outcome = build(&dataset, &shared.stop);
-                let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-                *state = match outcome {
-                    Ok(indexes) => State::Ready(Arc::new(indexes)),
-                    Err(why) => {
-                        tracing::error!(error = %why, "by-id/ and by-scene/ unavailable");
-                        State::Failed(why)
-                    }
-                };
-                shared.changed.notify_all();
-            })
-            .map(|_| ())
-            .map_err(|e| format!("cannot start the index builder: {e}"))
-    }
+    Ok(())
 }
 
 fn snapshot_name(dataset: &Dataset) -> String {

@@ -10,8 +10,12 @@
 //! The payload streams through [`SpillSink`] once, as it is decompressed: the SafeTensors
 //! header at its start says where every tensor is, so each byte can go straight to its file.
 //! The payload file keeps every byte at its payload offset, except the ranges of split-off
-//! tensors, which stay holes (no disk space). A header that does not parse leaves everything in
-//! the payload file; the caller's validation of that file then reports the defect, as before.
+//! tensors, which stay holes (no disk space). A header that does not parse, or is larger than
+//! [`HEADER_KEEP_MAX`], leaves everything in the payload file; the caller's validation of that
+//! file then reports any defect, as before.
+//!
+//! Memory: the sink holds at most [`SINK_MEMORY`] bytes, which the caller charges to the memory
+//! budget with the decoder's working set before decoding.
 //!
 //! Write-behind: the bytes are collected into 1 MiB buffers that one helper thread writes
 //! while decompression goes on (at most [`BUFFERS`] in flight, so memory stays bounded).
@@ -39,6 +43,15 @@ const MAX_OWN_FILES: usize = 8;
 /// Size of one write-behind buffer, and how many may be in flight.
 const BUFFER_BYTES: usize = 1 << 20;
 const BUFFERS: usize = 4;
+/// Headers (length prefix included) up to this size are kept and parsed to split tensors off;
+/// a larger one (the format allows 16 MiB) leaves every byte in the payload file, so the
+/// sink's memory stays fixed ([`SINK_MEMORY`]).
+const HEADER_KEEP_MAX: u64 = 1 << 20;
+
+/// The most memory a [`SpillSink`] holds: its write-behind buffers, the staging buffer it
+/// lends the decoder before the header is parsed (at most one buffer's size), and the header
+/// bytes it keeps until the header parses (at most [`HEADER_KEEP_MAX`]).
+pub const SINK_MEMORY: u64 = (BUFFERS as u64 + 1) * BUFFER_BYTES as u64 + HEADER_KEEP_MAX;
 
 /// A tensor written to a file of its own.
 #[derive(Debug)]
@@ -201,9 +214,13 @@ impl<'a> SpillSink<'a> {
         if self.prefix.len() < 8 {
             return Ok(());
         }
-        let Ok(len) = header_len(&self.prefix, self.limits) else {
-            self.targets = Some(Vec::new());
-            return Ok(());
+        let len = match header_len(&self.prefix, self.limits) {
+            Ok(len) if len.saturating_add(8) <= HEADER_KEEP_MAX => len,
+            _ => {
+                self.targets = Some(Vec::new());
+                self.prefix = Vec::new();
+                return Ok(());
+            }
         };
         if (self.prefix.len() as u64) < 8 + len {
             return Ok(());

@@ -802,6 +802,73 @@ def check_mount(root: str, mount: Path, limit: int | None) -> dict[str, Any]:
     return {"records": len(ordinals), "fields": fields, "annotation_rows": rows, "compared": check.compared}
 
 
+def column_kinds(rows: list[Any]) -> tuple[dict[str, Any], list[str]]:
+    """The fields every row has with one dtype and rank (name -> (dtype, rank)), and the
+    others, as the mount's "Columns" section defines them."""
+    fields = [dict(row.items()) for row in rows]
+    names = set().union(*fields) if fields else set()
+    columns = {}
+    for name in names:
+        kinds = {None if name not in items else (np.dtype(items[name].dtype).str, len(items[name].shape))
+                 for items in fields}
+        if len(kinds) == 1 and None not in kinds:
+            columns[name] = next(iter(kinds))
+    return columns, sorted(names - set(columns))
+
+
+def check_columns(root: str, mount: Path) -> dict[str, Any]:
+    """`columns/` against the library's reading: every column's files are the records' values
+    stacked, `records.jsonl` the rows, and nothing else is there but `README.txt`."""
+    dataset = sds.open(Documents(root).root)
+    count = len(dataset)
+    check = Mismatch()
+    base = mount / "columns"
+    rows = [dataset.record_metadata[i] for i in range(count)]
+    records = [dataset[i] for i in range(count)]
+    columns, left_out = column_kinds(rows)
+    expected = {"README.txt", "records.jsonl"}
+    for name in sorted(columns):
+        values = [np.ascontiguousarray(record.fields[name].data) for record in records]
+        stem = field_path(name)
+        joined = b"".join(value.tobytes() for value in values)
+        check.equal(f"columns/{stem}.raw", hashlib.sha256((base / f"{stem}.raw").read_bytes()).hexdigest(),
+                    hashlib.sha256(joined).hexdigest())
+        shapes = {value.shape for value in values}
+        if len(shapes) == 1:
+            expected |= {f"{stem}.raw", f"{stem}.npy"}
+            array = np.load(base / f"{stem}.npy", mmap_mode="r")
+            stacked = np.stack(values)
+            check.equal(f"columns/{stem}.npy", [array.dtype.str, list(array.shape), hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()],
+                        [stacked.dtype.str, list(stacked.shape), hashlib.sha256(stacked.tobytes()).hexdigest()])
+            rng = random.Random(count)
+            for _ in range(4):
+                i = rng.randrange(count)
+                j = rng.randrange(i, count) + 1
+                check.equal(f"columns/{stem}.npy[{i}:{j}]", np.ascontiguousarray(array[i:j]).tobytes().hex(),
+                            stacked[i:j].tobytes().hex())
+        else:
+            expected |= {f"{stem}.raw", f"{stem}.offsets.npy", f"{stem}.shapes.npy"}
+            offsets = np.load(base / f"{stem}.offsets.npy")
+            ends = np.cumsum([0] + [value.nbytes for value in values])
+            check.equal(f"columns/{stem}.offsets.npy", [offsets.dtype.str, offsets.tolist()], ["<i8", ends.tolist()])
+            shaped = np.load(base / f"{stem}.shapes.npy")
+            check.equal(f"columns/{stem}.shapes.npy", [shaped.dtype.str, shaped.tolist()],
+                        ["<i8", [list(value.shape) for value in values]])
+    lines = (base / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    check.equal("columns/records.jsonl", [json.loads(line) for line in lines], [
+        {"id": row.id, "metadata": thaw(row.metadata), "ordinal": ordinal, "scene_id": row.scene_id}
+        for ordinal, row in enumerate(rows)
+    ])
+    readme = (base / "README.txt").read_text(encoding="utf-8")
+    for name in left_out:
+        check.equal(f"README.txt names {name!r} as left out", f"- {name}: " in readme.split("Left out:")[-1], True)
+    shown = {str(path.relative_to(base)) for path in base.rglob("*") if path.is_file()}
+    check.equal("columns/ files", sorted(shown), sorted(expected))
+    if check.problems:
+        raise SystemExit(f"columns/ differs from the library ({len(check.problems)} problems):\n" + "\n".join(check.problems[:40]))
+    return {"records": count, "columns": len(columns), "left_out": len(left_out), "compared": check.compared}
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -827,6 +894,7 @@ def main() -> None:
     p = sub.add_parser("dump"); p.add_argument("root"); p.add_argument("--part", default="all")
     p = sub.add_parser("check-mount"); p.add_argument("root"); p.add_argument("mount")
     p.add_argument("--limit", type=int)
+    p = sub.add_parser("check-columns"); p.add_argument("root"); p.add_argument("mount")
     args = parser.parse_args()
     if args.release is not None and release() != args.release:
         raise SystemExit(f"expected signal-dataset {args.release}, imported {release()} from {sds.__file__}")
@@ -868,6 +936,8 @@ def main() -> None:
         print(canonical(value if args.part == "all" else value[args.part]))
     elif args.command == "check-mount":
         print(canonical(check_mount(args.root, Path(args.mount), args.limit)))
+    elif args.command == "check-columns":
+        print(canonical(check_columns(args.root, Path(args.mount))))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 //! SafeTensors framing: encoding a record, and reading a payload's layout without its tensors.
 //!
-//! Writing goes through the `safetensors` crate's own `serialize`, so the bytes are the
-//! library's by construction (the crate sorts tensors by descending dtype alignment, then name,
-//! writes `dtype`, `shape`, `data_offsets` in that order, and pads the header with spaces to a
-//! multiple of 8). The header length is also computed here, beforehand, so the encoded-record
-//! limit is checked before the output buffer is allocated.
+//! Writing produces the payload as pieces ([`EncodedPayload`]): the length prefix and header,
+//! made here, then every tensor's bytes borrowed from the record, so a writer can stream a
+//! record of gigabytes without copying it. The header is what the `safetensors` crate's
+//! `serialize` (which the Python library calls) writes: tensors sorted by the crate's `Dtype`
+//! order, descending, then by key; compact JSON with `dtype`, `shape`, `data_offsets` in that
+//! order; spaces padding it to a multiple of 8. A unit test holds the two byte for byte. Every
+//! limit is checked before anything is allocated from the record's sizes.
 //!
 //! Reading is our own, because a mount must learn where every field's bytes are from the first
 //! few kilobytes of a payload that may be gigabytes long, and because the profile's rules are
@@ -22,12 +24,11 @@
 //! descriptor. The header holds one short entry per tensor, so it is far smaller than that bound
 //! for any record within the field-count limit, and no separate knob is needed.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use bytes::Bytes;
-use safetensors::tensor::{Dtype as StDtype, View};
+use safetensors::tensor::Dtype as StDtype;
 
 use super::error::{limit, rule, RecordError};
 use super::json_form::{
@@ -61,28 +62,23 @@ fn to_usize(n: u64) -> Result<usize, RecordError> {
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-/// One tensor handed to `safetensors::serialize`, borrowing the record's bytes.
+/// One tensor of a payload being written: where its bytes come from, and its header entry.
 struct TensorRef<'a> {
-    dtype: StDtype,
-    shape: Vec<usize>,
-    data: &'a [u8],
+    key: String,
+    dtype: DType,
+    shape: Vec<u64>,
+    bytes: Piece<'a>,
 }
 
-impl View for TensorRef<'_> {
-    fn dtype(&self) -> StDtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(self.data)
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
-    }
+/// Where a tensor's bytes are: the record's field, or the descriptor the encoder made.
+#[derive(Debug, Clone, Copy)]
+enum Piece<'a> {
+    Field(&'a [u8]),
+    Descriptor,
 }
 
+/// The crate's `Dtype`, whose declaration order is the layout order every SafeTensors writer
+/// (the Python library's included) uses: tensors sort by that order, descending, then by key.
 fn safetensors_dtype(dtype: DType) -> StDtype {
     match dtype {
         DType::Bool => StDtype::BOOL,
@@ -101,36 +97,103 @@ fn safetensors_dtype(dtype: DType) -> StDtype {
     }
 }
 
-/// Encodes `record` as one SafeTensors payload after checking every rule and limit.
-pub fn encode(record: &Record, limits: &RecordLimits) -> Result<Vec<u8>, RecordError> {
-    encode_with_meta(record, limits).map(|(payload, _)| payload)
+/// A record's payload as the pieces it is made of, in payload order: the length prefix with
+/// the header, then every tensor's bytes, borrowed from the record. A writer streams the
+/// pieces, so encoding a record of gigabytes copies none of its tensor bytes.
+#[derive(Debug)]
+pub struct EncodedPayload<'a> {
+    /// The length prefix and the header, padded.
+    head: Vec<u8>,
+    descriptor: Vec<u8>,
+    tensors: Vec<Piece<'a>>,
+    len: u64,
 }
 
-/// [`encode`], also returning the record's metadata (`record.meta()`, which encoding builds
-/// anyway), for a writer that needs it next, e.g. for the metadata row.
-pub fn encode_with_meta(
-    record: &Record,
+impl EncodedPayload<'_> {
+    /// The payload's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the payload is empty (never: the header is always there).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The pieces, in order; their concatenation is the payload.
+    pub fn pieces(&self) -> Vec<&[u8]> {
+        let tensors = self.tensors.iter().map(|piece| match piece {
+            Piece::Field(bytes) => *bytes,
+            Piece::Descriptor => self.descriptor.as_slice(),
+        });
+        std::iter::once(self.head.as_slice())
+            .chain(tensors)
+            .collect()
+    }
+
+    /// The payload in one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.pieces().concat()
+    }
+}
+
+/// Encodes `record` as one SafeTensors payload after checking every rule and limit.
+pub fn encode(record: &Record, limits: &RecordLimits) -> Result<Vec<u8>, RecordError> {
+    encode_pieces(record, limits).map(|(payload, _)| payload.to_vec())
+}
+
+/// [`encode`] as pieces that borrow the record's tensor bytes, also returning the record's
+/// metadata (`record.meta()`, which encoding builds anyway) for a writer that needs it next,
+/// e.g. for the metadata row.
+pub fn encode_pieces<'a>(
+    record: &'a Record,
     limits: &RecordLimits,
-) -> Result<(Vec<u8>, RecordMeta), RecordError> {
+) -> Result<(EncodedPayload<'a>, RecordMeta), RecordError> {
     let meta = record.meta();
     validate_for_write(&meta, limits)?;
     for (name, field) in &record.fields {
         field.check_data_length(name)?;
     }
-    let descriptor = descriptor_json(&meta, limits)?;
-    let tensors = tensor_refs(record, descriptor.as_bytes())?;
-    let expected_len = encoded_len(&tensors)?;
+    let descriptor = descriptor_json(&meta, limits)?.into_bytes();
+    let mut tensors = tensor_refs(record, to_u64(descriptor.len()));
+    tensors.sort_by(|left, right| {
+        let order = safetensors_dtype(right.dtype).cmp(&safetensors_dtype(left.dtype));
+        order.then_with(|| left.key.cmp(&right.key))
+    });
+    let piece_len = |piece: &Piece<'_>| match piece {
+        Piece::Field(bytes) => to_u64(bytes.len()),
+        Piece::Descriptor => to_u64(descriptor.len()),
+    };
+    let header = header_json(&tensors, piece_len);
+    let header_len = to_u64(header.len()).next_multiple_of(LENGTH_PREFIX_BYTES);
+    RecordError::check_limit(
+        limit::DESCRIPTOR_BYTES,
+        header_len,
+        limits.max_descriptor_bytes,
+    )?;
+    let data_len = tensors
+        .iter()
+        .fold(0u64, |sum, t| sum.saturating_add(piece_len(&t.bytes)));
+    let len = LENGTH_PREFIX_BYTES
+        .saturating_add(header_len)
+        .saturating_add(data_len);
     RecordError::check_limit(
         limit::ENCODED_RECORD_BYTES,
-        expected_len,
+        len,
         limits.max_encoded_record_bytes,
     )?;
-    let payload = safetensors::serialize(tensors, None)
-        .map_err(|e| RecordError::corrupt(rule::HEADER_LENGTH, format!("serializing: {e}")))?;
-    if to_u64(payload.len()) != expected_len {
-        let detail = format!("wrote {} bytes, expected {expected_len}", payload.len());
-        return Err(RecordError::corrupt(rule::PAYLOAD_LENGTH, detail));
-    }
+    let mut head = Vec::with_capacity(to_usize(LENGTH_PREFIX_BYTES + header_len)?);
+    head.extend_from_slice(&header_len.to_le_bytes());
+    head.extend_from_slice(header.as_bytes());
+    // Spaces pad the header to a multiple of 8, as every SafeTensors writer does.
+    head.resize(head.capacity(), b' ');
+    let tensors = tensors.into_iter().map(|t| t.bytes).collect();
+    let payload = EncodedPayload {
+        head,
+        descriptor,
+        tensors,
+        len,
+    };
     Ok((payload, meta))
 }
 
@@ -144,60 +207,47 @@ fn descriptor_json(meta: &RecordMeta, limits: &RecordLimits) -> Result<String, R
     Ok(text)
 }
 
-/// The descriptor and one tensor per field, keyed as section 2 assigns.
-fn tensor_refs<'a>(
-    record: &'a Record,
-    descriptor: &'a [u8],
-) -> Result<Vec<(String, TensorRef<'a>)>, RecordError> {
-    let descriptor_ref = TensorRef {
-        dtype: StDtype::U8,
-        shape: vec![descriptor.len()],
-        data: descriptor,
+/// The descriptor (`descriptor_len` bytes) and one tensor per field, keyed as section 2
+/// assigns.
+fn tensor_refs(record: &Record, descriptor_len: u64) -> Vec<TensorRef<'_>> {
+    let descriptor = TensorRef {
+        key: DESCRIPTOR_TENSOR.to_string(),
+        dtype: DType::U8,
+        shape: vec![descriptor_len],
+        bytes: Piece::Descriptor,
     };
-    let mut tensors = vec![(DESCRIPTOR_TENSOR.to_string(), descriptor_ref)];
-    for (index, field) in record.fields.values().enumerate() {
-        let shape = field
-            .meta
-            .shape
-            .iter()
-            .map(|&dim| to_usize(dim))
-            .collect::<Result<_, _>>()?;
-        let tensor = TensorRef {
-            dtype: safetensors_dtype(field.meta.dtype),
-            shape,
-            data: &field.data,
-        };
-        tensors.push((tensor_key(index), tensor));
-    }
-    Ok(tensors)
+    let fields = record
+        .fields
+        .values()
+        .enumerate()
+        .map(|(index, field)| TensorRef {
+            key: tensor_key(index),
+            dtype: field.meta.dtype,
+            shape: field.meta.shape.clone(),
+            bytes: Piece::Field(&field.data),
+        });
+    std::iter::once(descriptor).chain(fields).collect()
 }
 
-/// The exact payload length `safetensors::serialize` will produce: its header is computed here
-/// the way the crate writes it (entries after the alignment sort, padded with spaces to 8).
-fn encoded_len(tensors: &[(String, TensorRef<'_>)]) -> Result<u64, RecordError> {
-    let mut order: Vec<&(String, TensorRef<'_>)> = tensors.iter().collect();
-    order.sort_by(|(lname, left), (rname, right)| {
-        right.dtype.cmp(&left.dtype).then(lname.cmp(rname))
-    });
+/// The header JSON of `tensors` (already in layout order) as SafeTensors writers write it:
+/// compact, entries in layout order, keys `dtype`, `shape`, `data_offsets` in that order.
+fn header_json(tensors: &[TensorRef<'_>], len: impl Fn(&Piece<'_>) -> u64) -> String {
     let mut header = String::from("{");
     let mut offset = 0u64;
-    for (i, (name, tensor)) in order.iter().enumerate() {
-        let end = offset.saturating_add(to_u64(tensor.data.len()));
+    for (i, tensor) in tensors.iter().enumerate() {
+        let end = offset.saturating_add(len(&tensor.bytes));
         let separator = if i == 0 { "" } else { "," };
-        let shape: Vec<String> = tensor.shape.iter().map(usize::to_string).collect();
+        let shape: Vec<String> = tensor.shape.iter().map(u64::to_string).collect();
         header.push_str(&format!(
-            "{separator}{}:{{\"dtype\":\"{:?}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}",
-            to_compact(&Value::from(name.as_str())),
-            tensor.dtype,
+            "{separator}{}:{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}",
+            to_compact(&Value::from(tensor.key.as_str())),
+            tensor.dtype.safetensors_name(),
             shape.join(","),
         ));
         offset = end;
     }
     header.push('}');
-    let header_len = to_u64(header.len()).next_multiple_of(LENGTH_PREFIX_BYTES);
-    Ok(LENGTH_PREFIX_BYTES
-        .saturating_add(header_len)
-        .saturating_add(offset))
+    header
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -661,20 +711,61 @@ mod tests {
     use crate::format::dtype::ALL_DTYPES;
     use crate::format::record::model::Field;
 
-    #[test]
-    fn predicted_length_matches_the_crate() {
-        let mut record = Record::new("r");
-        for (i, dtype) in ALL_DTYPES.into_iter().enumerate() {
-            let shape = vec![i as u64 % 3, 2];
-            let len = (shape[0] * 2 * dtype.itemsize()) as usize;
-            let field = Field::new(dtype, shape, vec![0u8; len]).unwrap();
-            record.fields.insert(format!("f{i}"), field);
+    /// A tensor as the `safetensors` crate takes it.
+    struct CrateTensor<'a>(StDtype, Vec<usize>, &'a [u8]);
+
+    impl safetensors::tensor::View for CrateTensor<'_> {
+        fn dtype(&self) -> StDtype {
+            self.0
         }
-        let descriptor = b"{}";
-        let tensors = tensor_refs(&record, descriptor).unwrap();
-        let predicted = encoded_len(&tensors).unwrap();
-        let actual = safetensors::serialize(tensors, None).unwrap().len() as u64;
-        assert_eq!(predicted, actual);
+        fn shape(&self) -> &[usize] {
+            &self.1
+        }
+        fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+            std::borrow::Cow::Borrowed(self.2)
+        }
+        fn data_len(&self) -> usize {
+            self.2.len()
+        }
+    }
+
+    /// What the crate's `serialize` (the Python library's writer) makes of `record`.
+    fn crate_payload(record: &Record) -> Vec<u8> {
+        let descriptor = descriptor_json(&record.meta(), &RecordLimits::default()).unwrap();
+        let mut tensors = vec![(
+            DESCRIPTOR_TENSOR.to_string(),
+            CrateTensor(StDtype::U8, vec![descriptor.len()], descriptor.as_bytes()),
+        )];
+        for (index, field) in record.fields.values().enumerate() {
+            let shape = field.meta.shape.iter().map(|&d| d as usize).collect();
+            let tensor = CrateTensor(safetensors_dtype(field.meta.dtype), shape, &field.data);
+            tensors.push((tensor_key(index), tensor));
+        }
+        safetensors::serialize(tensors, None).unwrap()
+    }
+
+    #[test]
+    fn pieces_are_the_crates_bytes() {
+        // Every dtype, twice (ties broken by key), with 1-d, empty and 2-d shapes, and enough
+        // fields for keys of two digits (`t10` sorts before `t2`).
+        let mut record = Record::new("r");
+        for (i, dtype) in ALL_DTYPES.into_iter().chain(ALL_DTYPES).enumerate() {
+            let shape = match i % 3 {
+                0 => vec![1],
+                1 => vec![0, 2],
+                _ => vec![3, 2],
+            };
+            let count = shape.iter().product::<u64>() as usize;
+            let len = count * dtype.itemsize() as usize;
+            let bytes = (0..len).map(|b| (b * 7 + i) as u8).collect::<Vec<u8>>();
+            let field = Field::new(dtype, shape, bytes).unwrap();
+            record.fields.insert(format!("field {i:02}"), field);
+        }
+        let (payload, _) = encode_pieces(&record, &RecordLimits::default()).unwrap();
+        let expected = crate_payload(&record);
+        assert_eq!(payload.len(), expected.len() as u64);
+        assert_eq!(payload.to_vec(), expected);
+        assert!(payload.pieces().len() > ALL_DTYPES.len() * 2);
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! Structures that need every metadata row (`by-id/`, `by-scene/`, `columns/`): built once per
+//! mount, in a thread of their own, and waited for interruptibly.
+//!
+//! Why in the background: building reads one row per record, which takes minutes for millions
+//! of records and forever for a snapshot that claims ten billion. A request that did it would
+//! hold its requester in D state the whole time (see [`crate::interrupt`]). So the first
+//! request that needs the structure starts one builder thread and waits for it, looking at its
+//! requester every [`interrupt::POLL`]: Ctrl-C ends the `ls` at once, and the build goes on,
+//! so the next `ls` finds it further along or done.
+//!
+//! Before the thread starts, the caller's `price` check refuses a claim the memory budget
+//! cannot hold. A refusal or a failed build is kept and reported (EIO, one log line) on every
+//! later use; the rest of the tree is unaffected.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::dataset::Dataset;
+use crate::interrupt::{self, Interrupted};
+
+/// Why a background structure cannot be had.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+    /// Refused or failed for good (the message says why, naming the count and the limit).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+#[derive(Debug)]
+enum State<T> {
+    NotStarted,
+    Building,
+    Ready(Arc<T>),
+    Failed(String),
+}
+
+#[derive(Debug)]
+struct Shared<T> {
+    state: Mutex<State<T>>,
+    changed: Condvar,
+    /// Set when the mount's core goes away: the builder stops.
+    stop: AtomicBool,
+}
+
+/// Checks, before anything is read, that the dataset's claims fit the budget.
+pub type Price = fn(&Dataset) -> Result<(), String>;
+/// Builds the structure; returns early with an error once the flag is set.
+pub type Build<T> = fn(&Dataset, &AtomicBool) -> Result<T, String>;
+
+/// One structure of one mount, built at most once.
+#[derive(Debug)]
+pub struct Background<T> {
+    shared: Arc<Shared<T>>,
+    /// What it is, for log lines ("by-id/ and by-scene/").
+    what: &'static str,
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl<T: Send + Sync + 'static> Background<T> {
+    pub fn new(what: &'static str) -> Self {
+        Background {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::NotStarted),
+                changed: Condvar::new(),
+                stop: AtomicBool::new(false),
+            }),
+            what,
+        }
+    }
+
+    /// The structure, building it first (in the background) if needed; waits for the build,
+    /// ending early when the requester is interrupted.
+    pub fn get(
+        &self,
+        dataset: &Arc<Dataset>,
+        price: Price,
+        build: Build<T>,
+    ) -> Result<Arc<T>, IndexError> {
+        let mut state = self.lock();
+        loop {
+            match &*state {
+                State::Ready(built) => return Ok(built.clone()),
+                State::Failed(why) => return Err(IndexError::Unavailable(why.clone())),
+                State::NotStarted => {
+                    *state = match price(dataset).and_then(|()| self.start(dataset, build)) {
+                        Ok(()) => State::Building,
+                        Err(why) => {
+                            tracing::error!(error = %why, "{} unavailable", self.what);
+                            State::Failed(why)
+                        }
+                    };
+                }
+                State::Building => {
+                    interrupt::check()?;
+                    state = self
+                        .shared
+                        .changed
+                        .wait_timeout(state, interrupt::POLL)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+
+    /// The structure if it is built already; never starts or waits for a build.
+    pub fn ready(&self) -> Option<Arc<T>> {
+        match &*self.lock() {
+            State::Ready(built) => Some(built.clone()),
+            _ => None,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn start(&self, dataset: &Arc<Dataset>, build: Build<T>) -> Result<(), String> {
+        tracing::info!(
+            records = dataset.len(),
+            "building {} from every metadata row",
+            self.what
+        );
+        let (shared, dataset, what) = (self.shared.clone(), dataset.clone(), self.what);
+        std::thread::Builder::new()
+            .name("sdsfs-index".into())
+            .spawn(move || {
+                let outcome = build(&dataset, &shared.stop);
+                let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                *state = match outcome {
+                    Ok(built) => State::Ready(Arc::new(built)),
+                    Err(why) => {
+                        tracing::error!(error = %why, "{what} unavailable");
+                        State::Failed(why)
+                    }
+                };
+                shared.changed.notify_all();
+            })
+            .map(|_| ())
+            .map_err(|e| format!("cannot start the builder of {}: {e}", self.what))
+    }
+}

@@ -1,0 +1,619 @@
+//! `columns/`: every record's value of a field as one file, and every record's row as one
+//! JSON line (`docs/MOUNT.md`, "Columns").
+//!
+//! Why: each file of `records/` costs a reader several FUSE round trips (a lookup per path
+//! component, an open, reads, the ioctl Python's `open` sends), tens of microseconds each on a
+//! virtual machine, whatever the daemon does. A bulk reader who opens one column file instead
+//! pays them once: `np.load("columns/iq.npy", mmap_mode="r")[i:j]` reads records `i..j`.
+//!
+//! What a column is: a field that every record has, with one dtype and one rank. When every
+//! record's shape is the same it is uniform (`.raw`, and `.npy` of shape `(records, *shape)`);
+//! otherwise ragged (`.raw`, plus `.offsets.npy`, `records + 1` int64 byte offsets into the
+//! `.raw`, and `.shapes.npy`, int64 of shape `(records, rank)`). Fields that are missing from
+//! some record, or change dtype or rank, are left out; `README.txt` lists them with the
+//! reason, and states the layout.
+//!
+//! The index ([`ColumnIndex`]) needs every metadata row, so it is built once, in the
+//! background ([`super::background`]), on first use of `columns/`; it keeps only what sizes
+//! and offsets need: a dtype and shape per uniform column, per record an end offset and a
+//! shape for a ragged one, and the end of every record's JSON line. Those grow with the
+//! record count, so they are charged to the memory budget as they grow, after a price check
+//! of the claimed count. Every size under `columns/` comes from the index: `stat` reads no
+//! data shard. Reads go to the records' own bytes through the decoded-record cache, so a
+//! column's bytes are the records' files' bytes by construction; [`ColumnIndex::pieces`]
+//! says which records a byte range of a column covers.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::log_limit::thousands;
+use super::record_tree::{Builder, FileView, Node, TreeError};
+use super::views::npy::npy_header;
+use crate::budget::Charge;
+use crate::dataset::Dataset;
+use crate::format::dtype::DType;
+use crate::format::json::{to_compact, Object, Value};
+use crate::format::record::{FieldMeta, RecordMeta};
+
+/// A file of `columns/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnView {
+    /// Every record's bytes of the column, concatenated in ordinal order.
+    Raw,
+    /// A NumPy header of shape `(records, *shape)`, then the `.raw` bytes (uniform columns).
+    Npy,
+    /// `records + 1` int64 byte offsets into the `.raw` (ragged columns).
+    Offsets,
+    /// Every record's shape, int64 `(records, rank)` (ragged columns).
+    Shapes,
+    /// `columns/records.jsonl`.
+    Lines,
+    /// `columns/README.txt`.
+    Readme,
+}
+
+impl FileView for ColumnView {
+    fn suffix(self) -> &'static str {
+        match self {
+            ColumnView::Raw => ".raw",
+            ColumnView::Npy => ".npy",
+            ColumnView::Offsets => ".offsets.npy",
+            ColumnView::Shapes => ".shapes.npy",
+            ColumnView::Lines | ColumnView::Readme => "",
+        }
+    }
+}
+
+/// The name of the JSON-lines file.
+pub const LINES_FILE: &str = "records.jsonl";
+/// The name of the file saying what the columns are and which fields are left out.
+pub const README_FILE: &str = "README.txt";
+
+/// How a column's records lie in its `.raw`.
+#[derive(Debug)]
+enum Layout {
+    /// Every record has this shape, `record_bytes` each.
+    Uniform { shape: Vec<u64>, record_bytes: u64 },
+    /// Records of one rank: where each record's bytes end, and every shape, flat.
+    Ragged {
+        rank: usize,
+        ends: Vec<u64>,
+        shapes: Vec<u64>,
+    },
+}
+
+/// One column: a field every record has with one dtype and rank.
+#[derive(Debug)]
+pub struct Column {
+    /// The field's name in the records.
+    pub name: String,
+    pub dtype: DType,
+    layout: Layout,
+    /// The `.npy` header (uniform) or the `.offsets.npy` and `.shapes.npy` headers (ragged).
+    headers: Vec<Vec<u8>>,
+}
+
+/// A stretch of one record's field inside a read of a column's `.raw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub ordinal: u64,
+    /// Where the stretch starts within the record's field bytes.
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// What `columns/` shows, from every metadata row.
+#[derive(Debug)]
+pub struct ColumnIndex {
+    records: u64,
+    pub columns: Vec<Column>,
+    /// Where each record's line of `records.jsonl` ends (empty when a row was unreadable).
+    line_ends: Vec<u64>,
+    pub readme: Vec<u8>,
+    /// The tree of `columns/`: node 0 is `columns/` itself.
+    pub nodes: Vec<Node<ColumnView>>,
+    _charges: Vec<Charge>,
+}
+
+/// The least memory the index takes per record: the end of its JSON line.
+pub const MIN_RECORD_BYTES: u64 = 8;
+/// The index is charged to the memory budget in steps of this many bytes as it grows.
+const CHARGE_STEP: u64 = 1 << 20;
+
+impl Column {
+    /// The size of one of the column's files.
+    pub fn len(&self, view: ColumnView, records: u64) -> u64 {
+        let header = |i: usize| self.headers.get(i).map_or(0, |h| h.len() as u64);
+        match view {
+            ColumnView::Raw => self.raw_len(records),
+            ColumnView::Npy => header(0) + self.raw_len(records),
+            ColumnView::Offsets => header(0) + (records + 1) * 8,
+            ColumnView::Shapes => match &self.layout {
+                Layout::Ragged { shapes, .. } => header(1) + shapes.len() as u64 * 8,
+                Layout::Uniform { .. } => 0,
+            },
+            ColumnView::Lines | ColumnView::Readme => 0,
+        }
+    }
+
+    /// The header of a `.npy`, `.offsets.npy` or `.shapes.npy` file.
+    pub fn header(&self, view: ColumnView) -> &[u8] {
+        let index = usize::from(view == ColumnView::Shapes);
+        self.headers.get(index).map_or(&[], Vec::as_slice)
+    }
+
+    fn raw_len(&self, records: u64) -> u64 {
+        match &self.layout {
+            Layout::Uniform { record_bytes, .. } => record_bytes.saturating_mul(records),
+            Layout::Ragged { ends, .. } => ends.last().copied().unwrap_or(0),
+        }
+    }
+
+    /// Where record `ordinal`'s bytes start in the `.raw`.
+    fn start_of(&self, ordinal: u64) -> u64 {
+        match &self.layout {
+            Layout::Uniform { record_bytes, .. } => record_bytes.saturating_mul(ordinal),
+            Layout::Ragged { ends, .. } => match ordinal.checked_sub(1) {
+                Some(previous) => ends.get(previous as usize).copied().unwrap_or(0),
+                None => 0,
+            },
+        }
+    }
+
+    /// The record whose bytes hold `.raw` offset `at` (at < the `.raw`'s length).
+    fn record_at(&self, at: u64) -> u64 {
+        match &self.layout {
+            Layout::Uniform { record_bytes, .. } => at / (*record_bytes).max(1),
+            // The first record ending after `at` (records of zero bytes end where they start).
+            Layout::Ragged { ends, .. } => ends.partition_point(|&end| end <= at) as u64,
+        }
+    }
+
+    /// The `.offsets.npy` values (after its header) from byte `offset`, up to `size` bytes.
+    pub fn offsets_bytes(&self, records: u64, offset: u64, size: u64) -> Vec<u8> {
+        let first = offset / 8;
+        let last = (offset.saturating_add(size)).div_ceil(8).min(records + 1);
+        let values: Vec<u8> = (first..last)
+            .flat_map(|i| self.start_of(i).to_le_bytes())
+            .collect();
+        trim(values, offset - first * 8, size)
+    }
+
+    /// The `.shapes.npy` values (after its header) from byte `offset`, up to `size` bytes.
+    pub fn shapes_bytes(&self, offset: u64, size: u64) -> Vec<u8> {
+        let Layout::Ragged { shapes, .. } = &self.layout else {
+            return Vec::new();
+        };
+        let first = offset / 8;
+        let last = (offset.saturating_add(size))
+            .div_ceil(8)
+            .min(shapes.len() as u64);
+        let values: Vec<u8> = (first..last)
+            .flat_map(|i| shapes.get(i as usize).copied().unwrap_or(0).to_le_bytes())
+            .collect();
+        trim(values, offset - first * 8, size)
+    }
+}
+
+/// `values` without its first `skip` bytes, at most `size` long.
+fn trim(mut values: Vec<u8>, skip: u64, size: u64) -> Vec<u8> {
+    values.drain(..(skip as usize).min(values.len()));
+    values.truncate(size as usize);
+    values
+}
+
+impl ColumnIndex {
+    /// The record count the index was built for.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// The length of `records.jsonl`.
+    pub fn lines_len(&self) -> u64 {
+        self.line_ends.last().copied().unwrap_or(0)
+    }
+
+    /// The records whose lines of `records.jsonl` a read of `size` bytes at `offset` covers,
+    /// and where the read starts in the first one's line.
+    pub fn lines_at(&self, offset: u64, size: u64) -> (std::ops::Range<u64>, u64) {
+        let end = offset.saturating_add(size).min(self.lines_len());
+        if offset >= end {
+            return (0..0, 0);
+        }
+        let first = self.line_ends.partition_point(|&e| e <= offset) as u64;
+        let last = self.line_ends.partition_point(|&e| e < end) as u64;
+        let start = match first.checked_sub(1) {
+            Some(previous) => self.line_ends[previous as usize],
+            None => 0,
+        };
+        (first..last + 1, offset - start)
+    }
+
+    /// The pieces of records a read of `size` bytes at `offset` of column `column`'s `.raw`
+    /// covers, in order; records with no bytes are left out.
+    pub fn pieces(&self, column: &Column, offset: u64, size: u64) -> Vec<Piece> {
+        let end = offset
+            .saturating_add(size)
+            .min(column.raw_len(self.records));
+        let mut pieces = Vec::new();
+        let mut at = offset;
+        while at < end {
+            let ordinal = column.record_at(at);
+            let start = column.start_of(ordinal);
+            let record_end = column.start_of(ordinal + 1).min(end);
+            if ordinal >= self.records || record_end <= at {
+                break;
+            }
+            pieces.push(Piece {
+                ordinal,
+                offset: at - start,
+                len: record_end - at,
+            });
+            at = record_end;
+        }
+        pieces
+    }
+
+    /// The size of node `node`'s file (0 for directories and unknown nodes).
+    pub fn node_len(&self, node: u32) -> u64 {
+        match self.nodes.get(node as usize) {
+            Some(Node::File { field, view, .. }) => match view {
+                ColumnView::Lines => self.lines_len(),
+                ColumnView::Readme => self.readme.len() as u64,
+                _ => self
+                    .columns
+                    .get(*field as usize)
+                    .map_or(0, |c| c.len(*view, self.records)),
+            },
+            _ => 0,
+        }
+    }
+}
+
+/// A record's line of `records.jsonl`: the keys of `record.json` but `fields`, compact.
+pub fn record_line(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
+    let mut doc = Object::new();
+    doc.insert("id".into(), Value::from(meta.id.as_str()));
+    doc.insert("metadata".into(), Value::Object(meta.metadata.clone()));
+    doc.insert("ordinal".into(), Value::from(ordinal));
+    doc.insert("scene_id".into(), Value::from(meta.scene_id.clone()));
+    let mut line = to_compact(&Value::Object(doc)).into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Refuses a record count whose least index the memory budget cannot hold.
+pub fn price(dataset: &Dataset) -> Result<(), String> {
+    let records = dataset.len();
+    let least = records.saturating_mul(MIN_RECORD_BYTES);
+    let limit = dataset.memory().capacity();
+    if least > limit {
+        return Err(format!(
+            "{}: record_count {} needs at least {} bytes of index for columns/, more than the \
+             memory budget of {} bytes (--cache-size)",
+            dataset.root().snapshot.path,
+            thousands(records),
+            thousands(least),
+            thousands(limit)
+        ));
+    }
+    Ok(())
+}
+
+/// A field while the rows are read: still a column candidate.
+struct Candidate {
+    dtype: DType,
+    first_shape: Vec<u64>,
+    record_bytes: u64,
+    /// Set once a record's shape differs from the first: every record's end and shape.
+    ragged: Option<(Vec<u64>, Vec<u64>)>,
+}
+
+/// The memory the index holds, charged to the budget a step at a time.
+struct Meter {
+    bytes: u64,
+    charges: Vec<Charge>,
+}
+
+/// The columns being found, row by row.
+struct Scan {
+    candidates: Vec<(String, Candidate)>,
+    left_out: Vec<(String, String)>,
+    line_ends: Vec<u64>,
+    meter: Meter,
+}
+
+/// Reads every row and builds the index (see the module docs).
+pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String> {
+    let records = dataset.len();
+    let mut scan = Scan {
+        candidates: Vec::new(),
+        left_out: Vec::new(),
+        line_ends: Vec::new(),
+        meter: Meter {
+            bytes: 0,
+            charges: Vec::new(),
+        },
+    };
+    for ordinal in 0..records {
+        if stop.load(Ordering::Relaxed) {
+            return Err("the mount is ending".into());
+        }
+        let meta = match dataset.record_meta(ordinal) {
+            Ok(meta) => meta,
+            Err(e) => {
+                let charges = scan.meter.charges;
+                return Ok(unreadable(records, ordinal, &e.to_string(), charges));
+            }
+        };
+        scan.meter.grow(dataset, ordinal, MIN_RECORD_BYTES)?;
+        if ordinal == 0 {
+            scan.start(&meta);
+        } else {
+            scan.step(dataset, ordinal, &meta)?;
+        }
+        let end = scan.line_ends.last().copied().unwrap_or(0);
+        scan.line_ends
+            .push(end + record_line(&meta, ordinal).len() as u64);
+    }
+    finish(records, scan).map_err(|e| format!("columns/: {e}"))
+}
+
+impl Meter {
+    /// Accounts for `bytes` more, charging the budget before they are allocated.
+    fn grow(&mut self, dataset: &Dataset, ordinal: u64, bytes: u64) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        while self.bytes > self.charges.len() as u64 * CHARGE_STEP {
+            let charge = dataset.memory().charge(CHARGE_STEP).map_err(|e| {
+                format!(
+                    "columns/: the index outgrew the memory budget at record {ordinal} of {}: \
+                     {e} (--cache-size)",
+                    thousands(dataset.len())
+                )
+            })?;
+            self.charges.push(charge);
+        }
+        Ok(())
+    }
+}
+
+impl Scan {
+    /// The first row's fields are the candidates.
+    fn start(&mut self, meta: &RecordMeta) {
+        for (name, field) in &meta.fields {
+            match field.byte_len() {
+                Ok(record_bytes) => self.candidates.push((
+                    name.clone(),
+                    Candidate {
+                        dtype: field.dtype,
+                        first_shape: field.shape.clone(),
+                        record_bytes,
+                        ragged: None,
+                    },
+                )),
+                Err(e) => self.left_out.push((name.clone(), format!("record 0: {e}"))),
+            }
+        }
+    }
+
+    /// Checks every candidate against record `ordinal`'s row.
+    fn step(&mut self, dataset: &Dataset, ordinal: u64, meta: &RecordMeta) -> Result<(), String> {
+        let mut dropped = Vec::new();
+        for (name, candidate) in &mut self.candidates {
+            let kept = match meta.fields.get(name) {
+                None => Err(format!("missing from record {ordinal}")),
+                Some(field) => candidate.check(ordinal, field),
+            };
+            match kept {
+                Ok(()) => {
+                    let growth = candidate.growth(ordinal, &meta.fields[name]);
+                    self.meter.grow(dataset, ordinal, growth)?;
+                    candidate.add(ordinal, &meta.fields[name]);
+                }
+                Err(why) => dropped.push((name.clone(), why)),
+            }
+        }
+        self.candidates
+            .retain(|(name, _)| !dropped.iter().any(|(gone, _)| gone == name));
+        self.left_out.extend(dropped);
+        let known = |name: &String| {
+            self.candidates.iter().any(|(n, _)| n == name)
+                || self.left_out.iter().any(|(n, _)| n == name)
+        };
+        let extra: Vec<String> = meta.fields.keys().filter(|n| !known(n)).cloned().collect();
+        for name in extra {
+            let why = match ordinal {
+                1 => "missing from record 0".to_string(),
+                _ => format!("missing from records 0 to {}", ordinal - 1),
+            };
+            self.left_out.push((name, why));
+        }
+        Ok(())
+    }
+}
+
+/// Bytes a ragged column holds per record of rank `rank`, priced at twice their size (a
+/// growing vector may hold twice what it uses).
+fn ragged_bytes(rank: usize) -> u64 {
+    2 * 8 * (1 + rank as u64)
+}
+
+impl Candidate {
+    /// Why record `ordinal`'s field makes this no column, if it does.
+    fn check(&self, ordinal: u64, field: &FieldMeta) -> Result<(), String> {
+        if field.dtype != self.dtype {
+            return Err(format!(
+                "dtype changes at record {ordinal}: {} before, {} there",
+                self.dtype.numpy_name(),
+                field.dtype.numpy_name()
+            ));
+        }
+        if field.shape.len() != self.first_shape.len() {
+            return Err(format!(
+                "rank changes at record {ordinal}: {} before, {} there",
+                self.first_shape.len(),
+                field.shape.len()
+            ));
+        }
+        field
+            .byte_len()
+            .map(|_| ())
+            .map_err(|e| format!("record {ordinal}: {e}"))
+    }
+
+    /// The memory taking record `ordinal`'s field in will add.
+    fn growth(&self, ordinal: u64, field: &FieldMeta) -> u64 {
+        let per_record = ragged_bytes(self.first_shape.len());
+        match self.ragged {
+            Some(_) => per_record,
+            None if field.shape != self.first_shape => per_record.saturating_mul(ordinal + 1),
+            None => 0,
+        }
+    }
+
+    /// Takes in record `ordinal`'s field (already checked, its memory charged).
+    fn add(&mut self, ordinal: u64, field: &FieldMeta) {
+        if self.ragged.is_none() && field.shape != self.first_shape {
+            // Until now every record had the first shape: their ends and shapes follow.
+            let ends = (1..=ordinal).map(|i| i * self.record_bytes).collect();
+            let shapes = self.first_shape.repeat(ordinal as usize);
+            self.ragged = Some((ends, shapes));
+        }
+        if let Some((ends, shapes)) = &mut self.ragged {
+            let end = ends.last().copied().unwrap_or(0);
+            ends.push(end.saturating_add(field.byte_len().unwrap_or(0)));
+            shapes.extend_from_slice(&field.shape);
+        }
+    }
+}
+
+/// An index with no columns and no lines: a row could not be read.
+fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> ColumnIndex {
+    tracing::warn!(
+        ordinal,
+        error,
+        "columns/ shows no column: a metadata row is unreadable"
+    );
+    let readme = format!(
+        "{}\n\nNo column is shown: record {ordinal}'s metadata row cannot be read ({error}), and \
+         columns need every row.\n",
+        README_HEAD.trim_end()
+    );
+    let mut builder = Builder::default();
+    let _ = builder.add_files(u32::MAX, README_FILE, [ColumnView::Readme]);
+    let (nodes, _) = builder.finish();
+    ColumnIndex {
+        records,
+        columns: Vec::new(),
+        line_ends: Vec::new(),
+        readme: readme.into_bytes(),
+        nodes,
+        _charges: charges,
+    }
+}
+
+fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
+    let mut builder = Builder::default();
+    builder.add_files(u32::MAX, README_FILE, [ColumnView::Readme])?;
+    builder.add_files(u32::MAX - 1, LINES_FILE, [ColumnView::Lines])?;
+    let mut columns = Vec::with_capacity(scan.candidates.len());
+    for (name, candidate) in scan.candidates {
+        let column = column(name, candidate, records);
+        let views = match column.layout {
+            Layout::Uniform { .. } => vec![ColumnView::Npy, ColumnView::Raw],
+            Layout::Ragged { .. } => {
+                vec![ColumnView::Offsets, ColumnView::Raw, ColumnView::Shapes]
+            }
+        };
+        builder.add_files(columns.len() as u32, &column.name, views)?;
+        columns.push(column);
+    }
+    let (nodes, clashes) = builder.finish();
+    let mut left_out = scan.left_out;
+    left_out.extend(clashes.into_iter().map(|path| {
+        (
+            path,
+            "its path clashes with another file of columns/".to_string(),
+        )
+    }));
+    Ok(ColumnIndex {
+        records,
+        readme: readme(&columns, &left_out).into_bytes(),
+        columns,
+        line_ends: scan.line_ends,
+        nodes,
+        _charges: scan.meter.charges,
+    })
+}
+
+fn column(name: String, candidate: Candidate, records: u64) -> Column {
+    let dtype = candidate.dtype;
+    match candidate.ragged {
+        None => {
+            let mut shape = vec![records];
+            shape.extend_from_slice(&candidate.first_shape);
+            Column {
+                name,
+                dtype,
+                headers: vec![npy_header(dtype, &shape)],
+                layout: Layout::Uniform {
+                    shape: candidate.first_shape,
+                    record_bytes: candidate.record_bytes,
+                },
+            }
+        }
+        Some((ends, shapes)) => {
+            let rank = candidate.first_shape.len();
+            Column {
+                name,
+                dtype,
+                headers: vec![
+                    npy_header(DType::I64, &[records + 1]),
+                    npy_header(DType::I64, &[records, rank as u64]),
+                ],
+                layout: Layout::Ragged { rank, ends, shapes },
+            }
+        }
+    }
+}
+
+const README_HEAD: &str = "\
+columns/: every record's value of a field as one file, in ordinal order.
+
+A field that every record has, with one dtype and one rank, is a column:
+- <field>.raw: every record's bytes of the field, concatenated in ordinal order
+  (the bytes of records/<n>/fields/<field>.raw, one after the other);
+- uniform columns (every record has the same shape): <field>.npy, one array of
+  shape (records, *shape), e.g. numpy.load(path, mmap_mode=\"r\")[i:j];
+- ragged columns: <field>.offsets.npy, int64, records + 1 byte offsets into the
+  .raw (record n is raw[offsets[n]:offsets[n+1]]), and <field>.shapes.npy, int64
+  of shape (records, rank).
+records.jsonl: one JSON line per record with the keys of record.json but
+\"fields\" (id, metadata, ordinal, scene_id).
+";
+
+fn readme(columns: &[Column], left_out: &[(String, String)]) -> String {
+    let mut text = README_HEAD.to_string();
+    text.push_str("\nColumns:\n");
+    if columns.is_empty() {
+        text.push_str("- none\n");
+    }
+    for column in columns {
+        let shape = match &column.layout {
+            Layout::Uniform { shape, .. } => format!("{shape:?}"),
+            Layout::Ragged { rank, .. } => format!("ragged, rank {rank}"),
+        };
+        text.push_str(&format!(
+            "- {}: {} {shape}\n",
+            column.name,
+            column.dtype.numpy_name()
+        ));
+    }
+    text.push_str("\nLeft out:\n");
+    if left_out.is_empty() {
+        text.push_str("- none\n");
+    }
+    for (name, why) in left_out {
+        text.push_str(&format!("- {name}: {why}\n"));
+    }
+    text
+}
