@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cli::run;
 use common::mount::{force_unmount, is_mounted};
 use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
@@ -51,17 +52,6 @@ impl Drop for Installed {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-fn run(command: &mut Command) -> String {
-    let output = command.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "{command:?} failed: {text}");
-    text
 }
 
 fn assert_demo_mount(mnt: &Path) {

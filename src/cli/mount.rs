@@ -44,7 +44,7 @@ const READY_FD_ENV: &str = "SDSFS_READY_FD";
 
 /// sdsfs: mount a Signal Dataset (SDS) as a read-only tree of files.
 #[derive(Debug, Parser)]
-#[command(name = "sdsfs", version, about, long_about = None)]
+#[command(name = "sdsfs", version = crate::cli::VERSION, about, long_about = None)]
 pub struct SdsfsCli {
     #[command(subcommand)]
     pub command: SdsfsCommand,

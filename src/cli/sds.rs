@@ -42,7 +42,7 @@ use crate::dataset::{Dataset, PublishOptions};
 
 /// Explore and publish Signal Dataset (SDS) layout 0.1 datasets.
 #[derive(Debug, Parser)]
-#[command(name = "sds", version, about, long_about = None)]
+#[command(name = "sds", version = crate::cli::VERSION, about, long_about = None)]
 #[command(
     after_help = "DATASET is a local directory holding root.json, or a file:// URL \
 (file:///data/ds), or an object-store location s3://bucket/prefix or gs://bucket/prefix \

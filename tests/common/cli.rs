@@ -39,3 +39,16 @@ pub fn ok(args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Runs `command` to completion and returns its stdout and stderr; panics with both when it
+/// fails.
+pub fn run(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{command:?} failed: {text}");
+    text
+}
