@@ -8,6 +8,7 @@
 pub mod documents;
 pub mod dtype;
 pub mod json;
+pub mod labels;
 pub mod limits;
 pub mod path;
 pub mod record;

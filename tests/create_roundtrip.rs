@@ -60,7 +60,7 @@ fn assert_same_records(a: &Dataset, b: &Dataset) {
 }
 
 fn demo_publication_args(out: &str, from: &str) -> Vec<String> {
-    let description = "description=Demo RF dataset: 4 scenes x 2 observations; 1 MHz receiver IQ with QPSK/2-FSK bursts, box and segmentation labels, pulsed radar";
+    let description = "description=Demo RF dataset: 4 scenes x 2 observations; 1 MHz receiver IQ with QPSK/2-FSK bursts (scene-0002 also at 2 MHz on a second receiver), box labels (scene-0003's in absolute Hz) and segmentation labels, pulsed radar";
     [
         "create",
         out,

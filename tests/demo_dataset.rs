@@ -87,7 +87,26 @@ fn every_record_reads_and_has_the_rfgen_shape() {
         assert_eq!(block["sample_rate_hz"].as_f64(), Some(1e6));
         let boxes = &record.fields[fields::BOX_EXTENT].meta.shape;
         assert_eq!(record.fields[fields::BOX_IDENTITY].meta.shape[0], boxes[0]);
-        assert_eq!(record.fields[fields::SEGMENTATION].meta.shape, [64, 79]);
+        // scene-0002 (ordinals 4, 5) has a second receiver at 2 MHz over the same 20 ms, and
+        // its raster a leading receiver axis; scene-0003's boxes are in absolute Hz.
+        let two_receivers = matches!(ordinal, 4 | 5);
+        assert_eq!(record.fields.contains_key(fields::IQ_RX1), two_receivers);
+        if two_receivers {
+            let rx1 = &record.fields[fields::IQ_RX1].meta;
+            assert_eq!(rx1.shape, [40_000]);
+            let block = rx1.metadata["time_coordinates"].as_object().unwrap();
+            assert_eq!(block["sample_rate_hz"].as_f64(), Some(2e6));
+            assert_eq!(record.fields[fields::SEGMENTATION].meta.shape, [2, 64, 79]);
+        } else {
+            assert_eq!(record.fields[fields::SEGMENTATION].meta.shape, [64, 79]);
+        }
+        let extent = &record.fields[fields::BOX_EXTENT].meta.metadata;
+        let frame = match ordinal {
+            6 | 7 => extent["metadata"].as_object().unwrap(),
+            _ => extent,
+        };
+        let absolute = frame["frequency_frame"].as_str() == Some("absolute");
+        assert_eq!(absolute, matches!(ordinal, 6 | 7));
         assert_eq!(record.fields[fields::BASEBAND].meta.shape, [1, 4, 400]);
         assert_eq!(record.fields[fields::NOISE_PULSES].meta.shape, [4]);
         assert!(record.fields.contains_key(fields::OCCUPANCY));

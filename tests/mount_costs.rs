@@ -101,7 +101,7 @@ fn costs_do_not_grow_with_the_dataset() {
     assert_eq!(records[41].name, "39");
     let record_dir = ns.lookup(Ino::Records.encode(), "17").unwrap();
     assert_eq!(record_dir.kind, Kind::Dir);
-    assert_eq!(list(&ns, record_dir.ino).len(), 5);
+    assert_eq!(list(&ns, record_dir.ino).len(), 6);
     assert!(ns.lookup(Ino::Records.encode(), "40").is_err());
     assert!(
         ns.lookup(Ino::Records.encode(), "7").is_err(),

@@ -179,8 +179,10 @@ fn whole_tree_matches_the_library() {
     for ordinal in 0..7u64 {
         let record_dir = mount.path(&format!("records/{ordinal}"));
         assert_eq!(std::fs::metadata(&record_dir).unwrap().mtime(), root_mtime);
-        let actual = walk_files(&record_dir);
+        let mut actual = walk_files(&record_dir);
         let expected = expected_record_files(&dataset, ordinal);
+        let collection = actual.remove("record.sigmf-collection").unwrap();
+        assert_record_collection(&collection, &expected);
         assert_eq!(
             actual.keys().collect::<Vec<_>>(),
             expected.keys().collect::<Vec<_>>(),
@@ -204,6 +206,33 @@ fn whole_tree_matches_the_library() {
     for dir in ["", "records", "records/0", "records/0/fields"] {
         assert!(blksize(dir) <= 128 << 10, "{dir}: {}", blksize(dir));
     }
+}
+
+/// A record's collection lists each expected `.sigmf-meta` (one per IQ field, by its path
+/// below the record without the suffix) with the SHA-512 of its bytes.
+fn assert_record_collection(collection: &[u8], expected: &BTreeMap<String, Vec<u8>>) {
+    use sha2::{Digest, Sha512};
+    let doc = json::parse_value(collection, &Default::default()).unwrap();
+    let body = doc.as_object().unwrap()["collection"].as_object().unwrap();
+    assert_eq!(body["core:version"].as_str(), Some("1.2.0"));
+    let streams: Vec<(String, String)> = body["core:streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let s = s.as_object().unwrap();
+            let name = s["name"].as_str().unwrap().to_string();
+            (name, s["hash"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = expected
+        .iter()
+        .filter_map(|(path, bytes)| {
+            let base = path.strip_suffix(".sigmf-meta")?;
+            Some((base.to_string(), hex::encode(Sha512::digest(bytes))))
+        })
+        .collect();
+    assert_eq!(streams, want);
 }
 
 #[test]
@@ -233,7 +262,7 @@ fn links_numpy_sigmf_and_read_only() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     scene.sort();
-    assert_eq!(scene, ["2", "3"]);
+    assert_eq!(scene, ["2", "3", "scene.sigmf-collection"]);
     assert_eq!(
         std::fs::read_link(mount.path("by-scene/scene%2F1/3")).unwrap(),
         Path::new("../../records/3")

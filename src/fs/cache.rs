@@ -45,7 +45,7 @@ use crate::budget::{Budget, BudgetError, Charge, Gates, Reclaim};
 use crate::dataset::{Dataset, DatasetError, Held};
 use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
 use crate::fs::log_limit;
-use crate::fs::record_tree::{RecordTree, TreeError};
+use crate::fs::record_tree::{DatasetIds, RecordTree, TreeError};
 use crate::fs::spill::{self, SpillSink, Spilled};
 
 /// A decoded record's tensor bytes, wherever they are held.
@@ -586,7 +586,7 @@ pub fn tree_bytes(tree: &RecordTree) -> u64 {
             f.name.len()
                 + f.json.len()
                 + f.npy_header.len()
-                + f.sigmf_meta.as_ref().map_or(0, Vec::len)
+                + f.sigmf_meta.as_ref().map_or(0, |m| m.held_bytes() as usize)
         })
         .sum();
     let texts = (tree.record_json.len() + field_texts) as u64;
@@ -642,7 +642,11 @@ impl TreeCache {
 
     fn build(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, TreeLoadError> {
         let meta = dataset.record_meta(ordinal)?;
-        let tree = RecordTree::build(ordinal, meta)
+        let ids = DatasetIds {
+            dataset_id: &dataset.root().dataset_id,
+            snapshot_id: &dataset.snapshot().snapshot_id,
+        };
+        let tree = RecordTree::build(ordinal, meta, ids)
             .map_err(|source| TreeLoadError::Tree { ordinal, source })?;
         let charge = self
             .memory

@@ -20,6 +20,8 @@
 //!
 //! `columns/` is one tree for the whole mount, built once: kind 7, its node index (node 0 is
 //! `columns/` itself).
+//! The SigMF collections are kind 8, `index << 1 | scene`: `records/<n>/record.sigmf-collection`
+//! by ordinal, `by-scene/<scene>/scene.sigmf-collection` by scene index.
 
 /// Kind 15 is the adapter's own (the status reports of [`super::status_file`]): the tree never
 /// hands it out, and [`Ino::decode`] refuses it.
@@ -43,6 +45,7 @@ const KIND_SCENE_LINK: u64 = 4;
 const KIND_SET: u64 = 5;
 const KIND_RECORD_SET: u64 = 6;
 const KIND_COLUMN: u64 = 7;
+const KIND_COLLECTION: u64 = 8;
 
 /// Largest node index of a carrier's field tree.
 pub const MAX_CARRIER_NODE: u32 = (1 << 16) - 3;
@@ -83,6 +86,10 @@ pub enum Ino {
     RecordSetField(u64, u8, u32),
     /// A node of `columns/`; node 0 is `columns/` itself.
     Column(u32),
+    /// `records/<ordinal>/record.sigmf-collection`.
+    RecordCollection(u64),
+    /// `by-scene/<scene>/scene.sigmf-collection`, by index in the scene index.
+    SceneCollection(u64),
 }
 
 impl Ino {
@@ -111,6 +118,10 @@ impl Ino {
                 record_set(o, i, 2 + u64::from(n.min(MAX_CARRIER_NODE)))
             }
             Ino::Column(n) => (KIND_COLUMN << KIND_SHIFT) | u64::from(n),
+            Ino::RecordCollection(o) => (KIND_COLLECTION << KIND_SHIFT) | ((o & MAX_ORDINAL) << 1),
+            Ino::SceneCollection(i) => {
+                (KIND_COLLECTION << KIND_SHIFT) | ((i & (PAYLOAD_MASK >> 1)) << 1) | 1
+            }
         }
     }
 
@@ -158,6 +169,8 @@ impl Ino {
                 }
             }
             KIND_COLUMN => u32::try_from(payload).ok().map(Ino::Column),
+            KIND_COLLECTION if payload & 1 == 0 => Some(Ino::RecordCollection(payload >> 1)),
+            KIND_COLLECTION => Some(Ino::SceneCollection(payload >> 1)),
             _ => None,
         }
     }
@@ -209,6 +222,10 @@ mod tests {
             Ino::RecordSetField(MAX_ORDINAL, 255, MAX_CARRIER_NODE),
             Ino::Column(0),
             Ino::Column(u32::MAX),
+            Ino::RecordCollection(0),
+            Ino::RecordCollection(MAX_ORDINAL),
+            Ino::SceneCollection(0),
+            Ino::SceneCollection(3),
         ];
         let mut seen = std::collections::HashSet::new();
         for ino in samples {

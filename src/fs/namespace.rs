@@ -6,8 +6,9 @@
 //!   nothing, and `records/<n>/` exists for every ordinal without a read;
 //! - anything inside a record needs its metadata row (one small chunk read, then cached in an
 //!   LRU of record trees, [`TreeCache`], which the decode-ahead worker fills too);
-//! - only reading `.raw`, `.npy` or `.sigmf-data` touches the data shard, once per record while
-//!   it stays in the decoded-record cache;
+//! - only reading `.raw`, `.npy` or `.sigmf-data`, a `.sigmf-meta` whose record has label
+//!   boxes for it, or a `.sigmf-collection` (which hashes the `.sigmf-meta`s) touches the data
+//!   shard, once per record while it stays in the decoded-record cache;
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, in the
 //!   background and within the memory budget, and kept ([`super::row_index`]).
 //!
@@ -31,9 +32,10 @@ use super::cache::{
 use super::columns::{self, ColumnIndex, ColumnView};
 use super::inode::{Ino, MAX_ORDINAL};
 use super::overlay::{Carrier, Overlay, VisibleSet};
-use super::record_tree::{child_named, Node};
+use super::record_tree::{child_named, Node, RecordTree};
 use super::row_index::{IndexError, Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
+use super::views::sigmf::{self, BoxPlan, BoxTensors, Provenance, Stream};
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
 use crate::interrupt::{self, Interrupted};
@@ -141,6 +143,21 @@ pub struct Namespace {
     /// continues a scan, and only a scan decodes ahead.
     column_scan: std::sync::Mutex<(u32, u64)>,
     overlay: Overlay,
+}
+
+/// A record's SigMF collection, in its directory.
+pub const RECORD_COLLECTION: &str = "record.sigmf-collection";
+/// A scene's SigMF collection, in its `by-scene/` directory.
+pub const SCENE_COLLECTION: &str = "scene.sigmf-collection";
+/// A scene of more records has no collection: sizing one needs every record's row, and a
+/// scene id shared by a whole dataset would make that every row (and a document as large).
+pub const MAX_SCENE_COLLECTION_RECORDS: usize = 1024;
+/// A collection listing more recordings is refused (EIO) rather than built.
+pub const MAX_COLLECTION_STREAMS: usize = 65_536;
+
+/// Whether a scene of `ordinals` shows `scene.sigmf-collection`.
+fn has_scene_collection(ordinals: &[u64]) -> bool {
+    ordinals.len() <= MAX_SCENE_COLLECTION_RECORDS
 }
 
 const TOP_LEVEL: [(&str, Ino, Kind); 7] = [
@@ -261,7 +278,8 @@ impl Namespace {
                 | Ino::SceneLink(o)
                 | Ino::RecordSetDir(o, _)
                 | Ino::RecordSetJson(o, _)
-                | Ino::RecordSetField(o, _, _),
+                | Ino::RecordSetField(o, _, _)
+                | Ino::RecordCollection(o),
             ) => o,
             _ => return "(dataset)".to_string(),
         };
@@ -350,6 +368,11 @@ impl Namespace {
                 let target = self.link_target(node, o)?;
                 (Kind::Symlink, target.len() as u64)
             }
+            Ino::RecordCollection(o) => {
+                self.check_ordinal(o)?;
+                (Kind::File, self.record_collection(o, false)?.len() as u64)
+            }
+            Ino::SceneCollection(i) => (Kind::File, self.scene_collection(i, false)?.len() as u64),
             Ino::SceneDir(i) => {
                 self.indexes()?
                     .scenes
@@ -409,6 +432,7 @@ impl Namespace {
                 self.check_ordinal(o)?;
                 match name {
                     "record.json" => Ino::RecordJson(o),
+                    RECORD_COLLECTION => Ino::RecordCollection(o),
                     "fields" => Ino::FieldNode(o, 0),
                     "annotations" => Ino::RecordAnnotations(o),
                     _ => return Err(FsError::NotFound),
@@ -431,6 +455,9 @@ impl Namespace {
             Ino::SceneDir(i) => {
                 let indexes = self.indexes()?;
                 let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                if name == SCENE_COLLECTION && has_scene_collection(ordinals) {
+                    return self.getattr(Ino::SceneCollection(i).encode());
+                }
                 let ordinal = self.parse_ordinal(name).ok_or(FsError::NotFound)?;
                 ordinals
                     .binary_search(&ordinal)
@@ -495,9 +522,11 @@ impl Namespace {
             Ino::Root | Ino::Records | Ino::Annotations | Ino::ById | Ino::ByScene => Ino::Root,
             Ino::DatasetJson | Ino::SnapshotJson => Ino::Root,
             Ino::RecordDir(_) => Ino::Records,
-            Ino::RecordJson(o) | Ino::RecordAnnotations(o) | Ino::FieldNode(o, 0) => {
-                Ino::RecordDir(o)
-            }
+            Ino::RecordJson(o)
+            | Ino::RecordAnnotations(o)
+            | Ino::FieldNode(o, 0)
+            | Ino::RecordCollection(o) => Ino::RecordDir(o),
+            Ino::SceneCollection(i) => Ino::SceneDir(i),
             Ino::FieldNode(o, n) => {
                 let tree = self.record_tree(o)?;
                 Ino::FieldNode(o, tree.node(n).ok_or(FsError::NotFound)?.parent())
@@ -571,7 +600,7 @@ impl Namespace {
             Ino::Records => self.dataset.len(),
             Ino::RecordDir(o) => {
                 self.check_ordinal(o)?;
-                3
+                4
             }
             Ino::FieldNode(o, n) => match self.record_tree(o)?.node(n) {
                 Some(Node::Dir { children, .. }) => children.len() as u64,
@@ -580,13 +609,11 @@ impl Namespace {
             },
             Ino::ById => self.indexes()?.ids.len() as u64,
             Ino::ByScene => self.indexes()?.scenes.len() as u64,
-            Ino::SceneDir(i) => self
-                .indexes()?
-                .scenes
-                .get(i as usize)
-                .ok_or(FsError::NotFound)?
-                .1
-                .len() as u64,
+            Ino::SceneDir(i) => {
+                let indexes = self.indexes()?;
+                let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                ordinals.len() as u64 + u64::from(has_scene_collection(ordinals))
+            }
             Ino::Annotations => self.overlay.visible(&self.dataset).sets.len() as u64,
             Ino::RecordAnnotations(o) => {
                 self.check_ordinal(o)?;
@@ -630,7 +657,12 @@ impl Namespace {
             Ino::RecordDir(o) => match index {
                 0 => entry(Ino::RecordAnnotations(o), Kind::Dir, "annotations".into()),
                 1 => entry(Ino::FieldNode(o, 0), Kind::Dir, "fields".into()),
-                _ => entry(Ino::RecordJson(o), Kind::File, "record.json".into()),
+                2 => entry(Ino::RecordJson(o), Kind::File, "record.json".into()),
+                _ => entry(
+                    Ino::RecordCollection(o),
+                    Kind::File,
+                    RECORD_COLLECTION.into(),
+                ),
             },
             Ino::FieldNode(o, n) => {
                 let tree = self.record_tree(o)?;
@@ -653,6 +685,13 @@ impl Namespace {
             Ino::SceneDir(i) => {
                 let indexes = self.indexes()?;
                 let (_, ordinals) = indexes.scenes.get(i as usize).ok_or(FsError::NotFound)?;
+                if index == ordinals.len() as u64 && has_scene_collection(ordinals) {
+                    return Ok(entry(
+                        Ino::SceneCollection(i),
+                        Kind::File,
+                        SCENE_COLLECTION.into(),
+                    ));
+                }
                 let ordinal = *ordinals.get(index as usize).ok_or(FsError::NotFound)?;
                 entry(
                     Ino::SceneLink(ordinal),
@@ -730,6 +769,13 @@ impl Namespace {
                 self.read_field_node(o, n, offset, size)
             }
             Ino::SetJson(i) => Ok(slice(self.set_at(i)?.set.root_bytes(), offset, size)),
+            Ino::RecordCollection(o) => {
+                self.check_ordinal(o)?;
+                Ok(slice_vec(&self.record_collection(o, true)?, offset, size))
+            }
+            Ino::SceneCollection(i) => {
+                Ok(slice_vec(&self.scene_collection(i, true)?, offset, size))
+            }
             Ino::RecordSetJson(o, i) => Ok(slice_vec(
                 &self.carrier(o, i)?.annotation_json,
                 offset,
@@ -777,7 +823,7 @@ impl Namespace {
         match view {
             View::Json => Ok(slice_vec(&entry.json, offset, size)),
             View::SigmfMeta => Ok(slice_vec(
-                entry.sigmf_meta.as_deref().unwrap_or_default(),
+                &self.sigmf_meta(&tree, field as usize)?,
                 offset,
                 size,
             )),
@@ -860,7 +906,7 @@ impl Namespace {
 
     fn read_tensor(
         &self,
-        tree: &super::record_tree::RecordTree,
+        tree: &RecordTree,
         field: &str,
         offset: u64,
         size: u32,
@@ -878,6 +924,119 @@ impl Namespace {
         bytes
             .read_field(field, offset, size as usize)
             .map_err(|e| FsError::Io(format!("record {}: field {field:?}: {e}", tree.ordinal)))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // SigMF documents
+    // -----------------------------------------------------------------------------------------
+
+    /// Field `index`'s `.sigmf-meta`, its boxes read from the decoded record when it has any.
+    fn sigmf_meta(&self, tree: &RecordTree, index: usize) -> Result<Vec<u8>, FsError> {
+        let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
+        let layout = entry.sigmf_meta.as_ref().ok_or(FsError::NotFound)?;
+        let tensors = match layout.needs_tensors() {
+            Some(plan) => Some(self.box_tensors(tree, plan)?),
+            None => None,
+        };
+        Ok(layout.render(tensors.as_ref(), tree.ordinal, &entry.name))
+    }
+
+    /// The box fields' tensors, from the decoded record (decoded once, through the cache).
+    fn box_tensors(&self, tree: &RecordTree, plan: &BoxPlan) -> Result<BoxTensors, FsError> {
+        let bytes = self
+            .records
+            .get(&self.dataset, tree.ordinal, &tree.meta)
+            .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
+        let read = |name: &str| -> Result<Bytes, FsError> {
+            let len = tree
+                .meta
+                .fields
+                .get(name)
+                .and_then(|f| f.byte_len().ok())
+                .and_then(|len| usize::try_from(len).ok())
+                .ok_or(FsError::NotFound)?;
+            bytes
+                .read_field(name, 0, len)
+                .map_err(|e| FsError::Io(format!("record {}: field {name:?}: {e}", tree.ordinal)))
+        };
+        Ok(BoxTensors {
+            extent: read(&plan.extent_field)?,
+            identity: match &plan.identity {
+                Some((name, _)) => Some(read(name)?),
+                None => None,
+            },
+        })
+    }
+
+    fn provenance<'a>(&'a self, tree: &'a RecordTree) -> Provenance<'a> {
+        Provenance {
+            dataset_id: &self.dataset.root().dataset_id,
+            snapshot_id: &self.dataset.snapshot().snapshot_id,
+            record_id: &tree.meta.id,
+            ordinal: tree.ordinal,
+        }
+    }
+
+    /// The streams of a record, named below `prefix`, hashed when `hashed` (which reads the
+    /// record's boxes), else with placeholder hashes of the same size.
+    fn streams_of(
+        &self,
+        tree: &RecordTree,
+        prefix: &str,
+        hashed: bool,
+    ) -> Result<Vec<Stream>, FsError> {
+        tree.sigmf_streams
+            .iter()
+            .map(|(path, field)| {
+                let name = format!("{prefix}{path}");
+                Ok(if hashed {
+                    Stream::hashed(name, &self.sigmf_meta(tree, *field as usize)?)
+                } else {
+                    Stream {
+                        name,
+                        meta_sha512: None,
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// `records/<n>/record.sigmf-collection` (see [`sigmf::collection`] for `hashed`).
+    fn record_collection(&self, ordinal: u64, hashed: bool) -> Result<Vec<u8>, FsError> {
+        let tree = self.record_tree(ordinal)?;
+        let streams = self.streams_of(&tree, "fields/", hashed)?;
+        let description = sigmf::record_collection_description(&self.provenance(&tree));
+        Ok(sigmf::collection(&description, &streams))
+    }
+
+    /// `by-scene/<scene>/scene.sigmf-collection`: every recording of the scene's records, through
+    /// the directory's links.
+    fn scene_collection(&self, index: u64, hashed: bool) -> Result<Vec<u8>, FsError> {
+        let indexes = self.indexes()?;
+        let (scene, ordinals) = indexes
+            .scenes
+            .get(index as usize)
+            .filter(|(_, ordinals)| has_scene_collection(ordinals))
+            .ok_or(FsError::NotFound)?;
+        let mut streams = Vec::new();
+        for &ordinal in ordinals {
+            let tree = self.record_tree(ordinal)?;
+            if streams.len() + tree.sigmf_streams.len() > MAX_COLLECTION_STREAMS {
+                return Err(FsError::Io(format!(
+                    "by-scene/{scene}/{SCENE_COLLECTION}: more than {MAX_COLLECTION_STREAMS} \
+                     recordings"
+                )));
+            }
+            let prefix = format!("{}/fields/", self.ordinal_name(ordinal));
+            streams.extend(self.streams_of(&tree, &prefix, hashed)?);
+        }
+        let root = self.dataset.root();
+        let description = sigmf::scene_collection_description(
+            scene,
+            &root.dataset_id,
+            &self.dataset.snapshot().snapshot_id,
+        );
+        Ok(sigmf::collection(&description, &streams))
     }
 
     // -----------------------------------------------------------------------------------------

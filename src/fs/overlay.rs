@@ -36,7 +36,8 @@ use lru::LruCache;
 use crate::budget::{Budget, Charge, Reclaim};
 
 use super::inode::MAX_CARRIER_NODE;
-use super::record_tree::{Node, RecordTree};
+use super::record_tree::{DatasetIds, Node, RecordTree};
+use super::views::sigmf::BoxTensors;
 use super::views::View;
 use crate::annotations::read::read_pointer;
 use crate::annotations::{read_catalog, AnnotationRecord, AnnotationSet};
@@ -120,7 +121,17 @@ impl Carrier {
         Some(match view {
             View::Raw | View::SigmfData => data()?,
             View::Json => Bytes::from(entry.json.clone()),
-            View::SigmfMeta => Bytes::from(entry.sigmf_meta.clone().unwrap_or_default()),
+            View::SigmfMeta => {
+                let layout = entry.sigmf_meta.as_ref()?;
+                let tensors = layout.needs_tensors().and_then(|plan| {
+                    let tensor = |name: &str| self.row.fields.get(name).map(|f| f.data.clone());
+                    Some(BoxTensors {
+                        extent: tensor(&plan.extent_field)?,
+                        identity: plan.identity.as_ref().and_then(|(name, _)| tensor(name)),
+                    })
+                });
+                Bytes::from(layout.render(tensors.as_ref(), self.tree.ordinal, &entry.name))
+            }
             View::Npy => {
                 let mut out = entry.npy_header.clone();
                 out.extend_from_slice(&data()?);
@@ -293,7 +304,11 @@ impl Overlay {
                 .map(|(name, field)| (name.clone(), field.meta.clone()))
                 .collect(),
         };
-        let tree = RecordTree::build(ordinal, meta)
+        let ids = DatasetIds {
+            dataset_id: &dataset.root().dataset_id,
+            snapshot_id: &dataset.snapshot().snapshot_id,
+        };
+        let tree = RecordTree::build_carrier(ordinal, meta, Some(source), ids)
             .map_err(|e| format!("set {:?}, record {ordinal}: {e}", set.name))?;
         if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
             return Err(format!(

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use super::names::encode_field_path;
+use super::views::sigmf::{MetaLayout, Provenance};
 use super::views::{self, npy, View};
 use crate::format::record::{FieldMeta, RecordMeta};
 
@@ -21,17 +22,29 @@ pub struct FieldEntry {
     pub raw_len: u64,
     pub npy_header: Vec<u8>,
     pub json: Vec<u8>,
-    pub sigmf_meta: Option<Vec<u8>>,
+    pub sigmf_meta: Option<MetaLayout>,
+    /// Shown only as a metadata-only `.sigmf-meta`: a source record's field seen through an
+    /// annotation set's labels (its bytes are not the carrier's).
+    pub meta_only: bool,
 }
 
 impl FieldEntry {
+    /// The views this entry shows, in listing order.
+    pub fn views(&self) -> Vec<View> {
+        if self.meta_only {
+            vec![View::SigmfMeta]
+        } else {
+            views::views_of(&self.meta)
+        }
+    }
+
     /// Size of one view's file.
     pub fn view_len(&self, view: View) -> u64 {
         match view {
             View::Raw | View::SigmfData => self.raw_len,
             View::Npy => self.npy_header.len() as u64 + self.raw_len,
             View::Json => self.json.len() as u64,
-            View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, |m| m.len() as u64),
+            View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, MetaLayout::len),
         }
     }
 }
@@ -101,6 +114,16 @@ pub struct RecordTree {
     pub nodes: Vec<Node>,
     /// Paths dropped because they clashed with an earlier one (logged by the caller).
     pub clashes: Vec<String>,
+    /// The SigMF recordings shown: each `.sigmf-meta`'s path below `fields/` without its
+    /// suffix, and its field, in path order.
+    pub sigmf_streams: Vec<(String, u32)>,
+}
+
+/// The dataset a tree's record belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct DatasetIds<'a> {
+    pub dataset_id: &'a str,
+    pub snapshot_id: &'a str,
 }
 
 /// Why a tree could not be built.
@@ -113,24 +136,93 @@ pub enum TreeError {
 }
 
 impl RecordTree {
-    pub fn build(ordinal: u64, meta: RecordMeta) -> Result<RecordTree, TreeError> {
+    pub fn build(ordinal: u64, meta: RecordMeta, ids: DatasetIds) -> Result<RecordTree, TreeError> {
+        RecordTree::build_carrier(ordinal, meta, None, ids)
+    }
+
+    /// The tree of an annotation set's carrier `meta` for a record whose row is `source`:
+    /// the carrier's fields, plus a metadata-only `.sigmf-meta` for each of the source's SigMF
+    /// fields that the carrier's box labels annotate (`docs/MOUNT.md`, "Labels as SigMF
+    /// annotations"), so a set's detections read like the record's own labels.
+    pub fn build_carrier(
+        ordinal: u64,
+        meta: RecordMeta,
+        source: Option<&RecordMeta>,
+        ids: DatasetIds,
+    ) -> Result<RecordTree, TreeError> {
         let record_json = views::record_json(&meta, ordinal);
+        let at = Provenance {
+            dataset_id: ids.dataset_id,
+            snapshot_id: ids.snapshot_id,
+            record_id: &meta.id,
+            ordinal,
+        };
         let mut builder = Builder::default();
         let mut fields = Vec::with_capacity(meta.fields.len());
         for (name, field) in &meta.fields {
-            let entry = field_entry(name, field)?;
-            builder.add_files(fields.len() as u32, name, views::views_of(field))?;
+            let entry = field_entry(name, field, &meta, &at)?;
+            builder.add_files(fields.len() as u32, name, entry.views())?;
+            fields.push(entry);
+        }
+        for entry in source
+            .map(|s| labelled_source_fields(s, &meta, &at))
+            .unwrap_or_default()
+        {
+            builder.add_files(fields.len() as u32, &entry.name, entry.views())?;
             fields.push(entry);
         }
         let (nodes, clashes) = builder.finish();
-        Ok(RecordTree {
+        let mut tree = RecordTree {
             ordinal,
             meta,
             record_json,
             fields,
             nodes,
             clashes,
-        })
+            sigmf_streams: Vec::new(),
+        };
+        tree.sigmf_streams = tree.find_sigmf_streams();
+        Ok(tree)
+    }
+
+    /// Every `.sigmf-meta` file node's path (below `fields/`, suffix removed) and field.
+    fn find_sigmf_streams(&self) -> Vec<(String, u32)> {
+        let mut streams: Vec<(String, u32)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(index, node)| match node {
+                Node::File {
+                    field,
+                    view: View::SigmfMeta,
+                    ..
+                } => Some((self.path_of(index as u32), *field)),
+                _ => None,
+            })
+            .filter_map(|(path, field)| {
+                let base = path.strip_suffix(View::SigmfMeta.suffix())?;
+                Some((base.to_string(), field))
+            })
+            .collect();
+        streams.sort();
+        streams
+    }
+
+    /// The path of node `index` below `fields/`.
+    pub fn path_of(&self, index: u32) -> String {
+        let mut segments = Vec::new();
+        let mut at = index;
+        // A tree is at most 2^24 nodes deep; the bound only guards a malformed parent chain.
+        for _ in 0..self.nodes.len() {
+            if at == 0 {
+                break;
+            }
+            let Some(node) = self.node(at) else { break };
+            segments.push(node.name());
+            at = node.parent();
+        }
+        segments.reverse();
+        segments.join("/")
     }
 
     /// The child of directory node `dir` called `name`.
@@ -154,7 +246,37 @@ impl RecordTree {
     }
 }
 
-fn field_entry(name: &str, field: &FieldMeta) -> Result<FieldEntry, TreeError> {
+/// The source's SigMF fields that `labels` (a carrier) has boxes for, as metadata-only entries.
+fn labelled_source_fields(
+    source: &RecordMeta,
+    labels: &RecordMeta,
+    at: &Provenance,
+) -> Vec<FieldEntry> {
+    source
+        .fields
+        .iter()
+        .filter(|(name, field)| views::has_sigmf_pair(field) && !labels.fields.contains_key(*name))
+        .filter_map(|(name, field)| {
+            let layout = MetaLayout::build_from_labels(name, field, labels, at)?;
+            Some(FieldEntry {
+                name: name.clone(),
+                meta: field.clone(),
+                raw_len: 0,
+                npy_header: Vec::new(),
+                json: Vec::new(),
+                sigmf_meta: Some(layout),
+                meta_only: true,
+            })
+        })
+        .collect()
+}
+
+fn field_entry(
+    name: &str,
+    field: &FieldMeta,
+    record: &RecordMeta,
+    at: &Provenance,
+) -> Result<FieldEntry, TreeError> {
     let raw_len = field.byte_len().map_err(|e| TreeError::Field {
         name: name.to_string(),
         detail: e.to_string(),
@@ -164,7 +286,9 @@ fn field_entry(name: &str, field: &FieldMeta) -> Result<FieldEntry, TreeError> {
         raw_len,
         npy_header: npy::npy_header(field.dtype, &field.shape),
         json: views::field_json(name, field),
-        sigmf_meta: views::has_sigmf_pair(field).then(|| views::sigmf_meta(field)),
+        sigmf_meta: views::has_sigmf_pair(field)
+            .then(|| MetaLayout::build(name, field, record, at)),
+        meta_only: false,
         meta: field.clone(),
     })
 }
@@ -323,6 +447,10 @@ mod tests {
 
     #[test]
     fn fields_become_a_sorted_tree_with_views() {
+        let ids = DatasetIds {
+            dataset_id: "d",
+            snapshot_id: "s",
+        };
         let tree = RecordTree::build(
             3,
             meta(&[
@@ -331,9 +459,14 @@ mod tests {
                 ("x.raw/y", DType::U8, vec![2]),
                 ("x", DType::I16, vec![1, 2]),
             ]),
+            ids,
         )
         .unwrap();
         assert!(tree.clashes.is_empty());
+        assert_eq!(
+            tree.sigmf_streams,
+            vec![("projections/rx0/iq".to_string(), 0)]
+        );
         assert_eq!(
             paths(&tree),
             vec![

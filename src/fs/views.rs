@@ -4,9 +4,11 @@
 //! - `.json`: the field descriptor `{"axes","dtype","metadata","name","shape"}`;
 //! - `.npy`: a NumPy header ([`npy`]) followed by the tensor's bytes;
 //! - `.sigmf-data` / `.sigmf-meta`: for complex64 fields of rank 1 and length at least 1, the
-//!   same bytes as `.raw` and a SigMF metadata file describing them.
+//!   same bytes as `.raw` and a SigMF metadata file describing them, with the record's label
+//!   boxes as annotations ([`sigmf`]).
 
 pub mod npy;
+pub mod sigmf;
 
 use crate::format::dtype::DType;
 use crate::format::json::{self, Object, Value};
@@ -73,26 +75,6 @@ pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
     doc.insert("metadata".into(), Value::Object(meta.metadata.clone()));
     doc.insert("ordinal".into(), Value::from(ordinal));
     doc.insert("scene_id".into(), Value::from(meta.scene_id.clone()));
-    json::object_to_pretty(&doc).into_bytes()
-}
-
-/// The `.sigmf-meta` view (`docs/MOUNT.md`, "Views of a field").
-pub fn sigmf_meta(field: &FieldMeta) -> Vec<u8> {
-    let mut global = Object::new();
-    global.insert("core:datatype".into(), Value::from("cf32_le"));
-    if let Some(rate) = sample_rate(field) {
-        global.insert("core:sample_rate".into(), Value::Float(rate));
-    }
-    global.insert("core:version".into(), Value::from("1.2.0"));
-    let mut capture = Object::new();
-    capture.insert("core:sample_start".into(), Value::from(0u64));
-    let mut doc = Object::new();
-    doc.insert("annotations".into(), Value::Array(Vec::new()));
-    doc.insert(
-        "captures".into(),
-        Value::Array(vec![Value::Object(capture)]),
-    );
-    doc.insert("global".into(), Value::Object(global));
     json::object_to_pretty(&doc).into_bytes()
 }
 
@@ -168,16 +150,5 @@ mod tests {
         assert_eq!(sample_rate(&field), Some(1e6));
         field.axes[0].coordinate = Some(Coordinate::regular(0.0, 1e-3).with_unit("ms"));
         assert_eq!(sample_rate(&field), None);
-    }
-
-    #[test]
-    fn sigmf_meta_writes_rate_as_float() {
-        let mut field = iq(10);
-        field.metadata = rate_block("uniform", Value::Int(1_000_000));
-        let text = String::from_utf8(sigmf_meta(&field)).unwrap();
-        assert_eq!(
-            text,
-            "{\n  \"annotations\": [],\n  \"captures\": [\n    {\n      \"core:sample_start\": 0\n    }\n  ],\n  \"global\": {\n    \"core:datatype\": \"cf32_le\",\n    \"core:sample_rate\": 1000000.0,\n    \"core:version\": \"1.2.0\"\n  }\n}\n"
-        );
     }
 }

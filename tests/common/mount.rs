@@ -172,10 +172,36 @@ pub fn expected_record_files(
             files.insert(format!("{base}.sigmf-data"), raw.clone());
             files.insert(
                 format!("{base}.sigmf-meta"),
-                sdsfs::fs::views::sigmf_meta(&field.meta),
+                sigmf_meta(dataset, &record, ordinal, name),
             );
         }
         files.insert(format!("{base}.raw"), raw);
     }
     files
+}
+
+/// Field `name`'s `.sigmf-meta`, its boxes from the record as the library read it.
+fn sigmf_meta(
+    dataset: &sdsfs::dataset::Dataset,
+    record: &sdsfs::format::record::Record,
+    ordinal: u64,
+    name: &str,
+) -> Vec<u8> {
+    use sdsfs::fs::views::sigmf::{BoxTensors, MetaLayout, Provenance};
+    let meta = record.meta();
+    let at = Provenance {
+        dataset_id: &dataset.root().dataset_id,
+        snapshot_id: &dataset.snapshot().snapshot_id,
+        record_id: &meta.id,
+        ordinal,
+    };
+    let layout = MetaLayout::build(name, &meta.fields[name], &meta, &at);
+    let tensors = layout.needs_tensors().map(|plan| BoxTensors {
+        extent: record.fields[&plan.extent_field].data.clone(),
+        identity: plan
+            .identity
+            .as_ref()
+            .map(|(identity, _)| record.fields[identity].data.clone()),
+    });
+    layout.render(tensors.as_ref(), ordinal, name)
 }

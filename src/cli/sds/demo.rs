@@ -8,7 +8,8 @@
 //! Why it lives in the `sds` binary: `scripts/demo` works from a release build alone.
 //!
 //! - [`signal`]: seeded generator, deterministic trigonometry, QPSK and 2-FSK bursts.
-//! - [`scene`]: the four scenes and eight observations.
+//! - [`scene`]: the four scenes and eight observations (scene-0002 seen by two receivers,
+//!   scene-0003 labelled in absolute Hz).
 //! - [`fields`]: the record's fields, axes, coordinates and time-coordinate blocks.
 //! - here: record metadata (an `rfgen`-like envelope), content-derived record ids, shards and
 //!   publication (3 shards, 2 shards per manifest page, so 2 pages).
@@ -208,7 +209,7 @@ fn publication_metadata(work_ids: &[String]) -> Object {
         ("seed", SEED.into()),
         (
             "description",
-            "Demo RF dataset: 4 scenes x 2 observations; 1 MHz receiver IQ with QPSK/2-FSK bursts, box and segmentation labels, pulsed radar".into(),
+            "Demo RF dataset: 4 scenes x 2 observations; 1 MHz receiver IQ with QPSK/2-FSK bursts (scene-0002 also at 2 MHz on a second receiver), box labels (scene-0003's in absolute Hz) and segmentation labels, pulsed radar".into(),
         ),
         ("rfgen_expected_work_ids", ids.into()),
     ])

@@ -14,6 +14,8 @@ use crate::format::json::{Object, Value};
 use crate::format::record::{Axis, Coordinate, Field, RecordError};
 
 pub const IQ: &str = "projections/communications_rx/receivers/rx0/iq";
+/// The second receiver of the scenes that have one.
+pub const IQ_RX1: &str = "projections/communications_rx/receivers/rx1/iq";
 pub const BOX_EXTENT: &str = "projections/communications_rx/labels/boxes/extent";
 pub const BOX_IDENTITY: &str = "projections/communications_rx/labels/boxes/identity";
 pub const SEGMENTATION: &str = "projections/communications_rx/labels/segmentation";
@@ -56,12 +58,18 @@ fn seconds(coordinate: Coordinate) -> Coordinate {
     coordinate.with_unit("s")
 }
 
-/// The communications capture with its `uniform` time-coordinates block.
-pub fn iq(samples: &[(f64, f64)], time_reference: &str) -> Result<Field, RecordError> {
+/// A communications capture of receiver `receiver` at `rate_hz` with its `uniform`
+/// time-coordinates block.
+pub fn iq(
+    samples: &[(f64, f64)],
+    time_reference: &str,
+    receiver: &str,
+    rate_hz: f64,
+) -> Result<Field, RecordError> {
     let n = samples.len() as u64;
     let time = Axis::new("time", n)
         .with_role("time")
-        .with_coordinate(seconds(Coordinate::regular(0.0, 1.0 / scene::IQ_RATE_HZ)));
+        .with_coordinate(seconds(Coordinate::regular(0.0, 1.0 / rate_hz)));
     let block = obj(vec![
         ("kind", "uniform".into()),
         (
@@ -70,14 +78,14 @@ pub fn iq(samples: &[(f64, f64)], time_reference: &str) -> Result<Field, RecordE
         ),
         ("time_reference", time_reference.into()),
         ("origin_s", scene::EPOCH_S.into()),
-        ("sample_rate_hz", scene::IQ_RATE_HZ.into()),
+        ("sample_rate_hz", rate_hz.into()),
         ("axis", "time".into()),
         ("count", n.into()),
     ]);
     let metadata = obj(vec![
         ("time_coordinates", block.into()),
         ("center_frequency_hz", scene::RECEIVER_CENTER_HZ.into()),
-        ("receiver", "rx0".into()),
+        ("receiver", receiver.into()),
     ]);
     Ok(
         Field::new(DType::C64, vec![n], signal::complex64_bytes(samples))?
@@ -90,15 +98,22 @@ fn box_axis(count: u64) -> Axis {
     Axis::new("box", count).with_role("box").with_id("box")
 }
 
-/// Box edges: `start_sample, duration_samples, low_freq_hz, high_freq_hz`, in the receiver frame.
-pub fn box_extent(emitters: &[Emitter]) -> Result<Field, RecordError> {
+/// Box edges: `start_sample, duration_samples, low_freq_hz, high_freq_hz`, in rx0's sample
+/// frame; the edges are offsets from the receiver centre (frame keys at the metadata's top
+/// level) or, with `absolute`, RF Hz (frame keys under the nested `metadata` key).
+pub fn box_extent(emitters: &[Emitter], absolute: bool) -> Result<Field, RecordError> {
+    let offset_hz = if absolute {
+        scene::RECEIVER_CENTER_HZ
+    } else {
+        0.0
+    };
     let mut values = Vec::new();
     for e in emitters {
         values.extend([
             e.start_sample as f64,
             e.duration_samples as f64,
-            e.low_hz(),
-            e.high_hz(),
+            e.low_hz() + offset_hz,
+            e.high_hz() + offset_hz,
         ]);
     }
     let columns = [
@@ -110,16 +125,27 @@ pub fn box_extent(emitters: &[Emitter]) -> Result<Field, RecordError> {
     let extent = Axis::new("extent", 4)
         .with_role("column")
         .with_coordinate(Coordinate::from_values(strings(&columns)));
-    let metadata = obj(vec![
+    let n = emitters.len() as u64;
+    Ok(Field::new(DType::F64, vec![n, 4], f64_bytes(&values))?
+        .with_axes(vec![box_axis(n), extent])
+        .with_metadata(box_frame(absolute)))
+}
+
+fn box_frame(absolute: bool) -> Object {
+    if absolute {
+        let frame = obj(vec![
+            ("frequency_frame", "absolute".into()),
+            ("time_frame", "receiver_sample_index".into()),
+            ("sample_rate_hz", scene::IQ_RATE_HZ.into()),
+        ]);
+        return obj(vec![("metadata", frame.into())]);
+    }
+    obj(vec![
         ("frequency_frame", "receiver_center_offset".into()),
         ("receiver_center_hz", scene::RECEIVER_CENTER_HZ.into()),
         ("time_frame", "receiver_sample_index".into()),
         ("sample_rate_hz", scene::IQ_RATE_HZ.into()),
-    ]);
-    let n = emitters.len() as u64;
-    Ok(Field::new(DType::F64, vec![n, 4], f64_bytes(&values))?
-        .with_axes(vec![box_axis(n), extent])
-        .with_metadata(metadata))
+    ])
 }
 
 /// Box identities: `class_id, emitter_index`.
@@ -169,12 +195,19 @@ pub fn raster(emitters: &[Emitter]) -> Vec<i16> {
     cells
 }
 
-/// The single-label segmentation raster with its `explicit` time-coordinates block.
-pub fn segmentation(emitters: &[Emitter], time_reference: &str) -> Result<Field, RecordError> {
-    let data: Vec<u8> = raster(emitters)
+/// The single-label segmentation raster with its `explicit` time-coordinates block; with
+/// several receivers, a leading receiver axis (both receivers share centre and time bins, so
+/// their planes are equal).
+pub fn segmentation(
+    emitters: &[Emitter],
+    time_reference: &str,
+    receivers: &[&str],
+) -> Result<Field, RecordError> {
+    let plane: Vec<u8> = raster(emitters)
         .iter()
         .flat_map(|c| c.to_le_bytes())
         .collect();
+    let data = plane.repeat(receivers.len());
     let frequency = Axis::new("frequency", FREQ_BINS as u64)
         .with_role("frequency")
         .with_coordinate(Coordinate::regular(-500_000.0 + BIN_HZ / 2.0, BIN_HZ).with_unit("Hz"));
@@ -196,11 +229,21 @@ pub fn segmentation(emitters: &[Emitter], time_reference: &str) -> Result<Field,
         ("time_coordinates", block.into()),
         ("background_class_id", Value::Int(-1)),
     ]);
-    Ok(
-        Field::new(DType::I16, vec![FREQ_BINS as u64, TIME_BINS as u64], data)?
-            .with_axes(vec![frequency, time])
-            .with_metadata(metadata),
-    )
+    let (mut shape, mut axes) = (
+        vec![FREQ_BINS as u64, TIME_BINS as u64],
+        vec![frequency, time],
+    );
+    if receivers.len() > 1 {
+        let count = receivers.len() as u64;
+        shape.insert(0, count);
+        let receiver = Axis::new("receiver", count)
+            .with_role("receiver")
+            .with_coordinate(Coordinate::from_values(strings(receivers)));
+        axes.insert(0, receiver);
+    }
+    Ok(Field::new(DType::I16, shape, data)?
+        .with_axes(axes)
+        .with_metadata(metadata))
 }
 
 /// The raster's time offsets as their own field (the `explicit` kind's data).
@@ -326,13 +369,36 @@ pub fn all(
     time_reference: &str,
 ) -> Result<Vec<(&'static str, Field)>, RecordError> {
     let scene: &Scene = &observation.scene;
-    let iq_field = iq(&scene::capture(observation), time_reference)?;
-    let digest = iq_digest(&iq_field.data)?;
-    Ok(vec![
-        (IQ, iq_field),
-        (BOX_EXTENT, box_extent(&scene.emitters)?),
+    let rx0 = iq(
+        &scene::capture(observation),
+        time_reference,
+        "rx0",
+        scene::IQ_RATE_HZ,
+    )?;
+    let digest = iq_digest(&rx0.data)?;
+    let receivers: &[&str] = if scene.second_receiver {
+        &["rx0", "rx1"]
+    } else {
+        &["rx0"]
+    };
+    let mut fields = vec![(IQ, rx0)];
+    if scene.second_receiver {
+        let samples = scene::capture_rx1(observation);
+        fields.push((
+            IQ_RX1,
+            iq(&samples, time_reference, "rx1", scene::RX1_RATE_HZ)?,
+        ));
+    }
+    fields.extend([
+        (
+            BOX_EXTENT,
+            box_extent(&scene.emitters, scene.absolute_boxes)?,
+        ),
         (BOX_IDENTITY, box_identity(&scene.emitters)?),
-        (SEGMENTATION, segmentation(&scene.emitters, time_reference)?),
+        (
+            SEGMENTATION,
+            segmentation(&scene.emitters, time_reference, receivers)?,
+        ),
         (SEGMENTATION_TIME, segmentation_time()?),
         (OCCUPANCY, occupancy(&scene.emitters)?),
         (
@@ -354,5 +420,6 @@ pub fn all(
         ),
         (NOISE_PULSES, pulse_starts(NOISE_PULSES)?),
         (IQ_DIGEST, digest),
-    ])
+    ]);
+    Ok(fields)
 }

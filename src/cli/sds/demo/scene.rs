@@ -9,6 +9,9 @@ use super::signal::{self, Rng, Samples};
 
 /// Sample rate of the communications receiver.
 pub const IQ_RATE_HZ: f64 = 1_000_000.0;
+/// Sample rate of the second receiver (`rx1`) of the scenes that have one: the same 20 ms
+/// and the same centre, twice the rate, so its boxes are the first receiver's scaled by two.
+pub const RX1_RATE_HZ: f64 = 2_000_000.0;
 /// Samples in one communications capture (20 ms).
 pub const IQ_SAMPLES: usize = 20_000;
 /// The receiver's tuned centre; box edges are offsets from it.
@@ -87,6 +90,12 @@ pub struct Scene {
     pub radar_beat_hz: f64,
     /// Doppler phase advance per pulse, in cycles.
     pub doppler_cycles_per_pulse: f64,
+    /// Whether a second receiver (`rx1`, at [`RX1_RATE_HZ`]) observes the scene.
+    pub second_receiver: bool,
+    /// Whether the box labels are written in absolute Hz, their frame keys under the extent
+    /// metadata's nested `metadata` key (the consumer layout's placement), rather than as
+    /// offsets from the receiver centre with the keys at the top level.
+    pub absolute_boxes: bool,
 }
 
 /// One observation (one record) of a scene.
@@ -125,12 +134,16 @@ pub fn scenes() -> Vec<Scene> {
             emitters: vec![emitter(Qpsk, 2_000, 9_000, 150_000.0, 11)],
             radar_beat_hz: 1_250_000.0,
             doppler_cycles_per_pulse: 0.05,
+            second_receiver: false,
+            absolute_boxes: false,
         },
         Scene {
             id: "scene-0001",
             emitters: vec![emitter(Fsk2, 5_000, 12_000, -200_000.0, 12)],
             radar_beat_hz: 2_500_000.0,
             doppler_cycles_per_pulse: -0.1,
+            second_receiver: false,
+            absolute_boxes: false,
         },
         Scene {
             id: "scene-0002",
@@ -140,12 +153,16 @@ pub fn scenes() -> Vec<Scene> {
             ],
             radar_beat_hz: 600_000.0,
             doppler_cycles_per_pulse: 0.2,
+            second_receiver: true,
+            absolute_boxes: false,
         },
         Scene {
             id: "scene-0003",
             emitters: vec![emitter(Fsk2, 500, 16_000, 100_000.0, 15)],
             radar_beat_hz: 3_200_000.0,
             doppler_cycles_per_pulse: 0.0,
+            second_receiver: false,
+            absolute_boxes: true,
         },
     ]
 }
@@ -174,12 +191,23 @@ pub fn observations(seed: u64) -> Vec<Observation> {
 
 /// The communications capture of `observation`: its bursts over unit-power noise.
 pub fn capture(observation: &Observation) -> Samples {
-    let mut rng = Rng::new(observation.sample_seed);
-    let mut samples = signal::noise(&mut rng, IQ_SAMPLES);
+    capture_at(observation, 1, observation.sample_seed)
+}
+
+/// The second receiver's capture: the same scene at twice the rate, its own noise.
+pub fn capture_rx1(observation: &Observation) -> Samples {
+    capture_at(observation, 2, observation.sample_seed ^ 0x0000_7a11)
+}
+
+/// A capture at `factor` times [`IQ_RATE_HZ`] (same duration, `factor` times the samples).
+fn capture_at(observation: &Observation, factor: usize, noise_seed: u64) -> Samples {
+    let mut rng = Rng::new(noise_seed);
+    let mut samples = signal::noise(&mut rng, IQ_SAMPLES * factor);
     for emitter in &observation.scene.emitters {
-        let burst = burst(emitter);
+        let start = emitter.start_sample * factor;
+        let burst = burst(emitter, factor);
         for (k, (re, im)) in burst.into_iter().enumerate() {
-            if let Some(slot) = samples.get_mut(emitter.start_sample + k) {
+            if let Some(slot) = samples.get_mut(start + k) {
                 slot.0 += re * observation.amplitude;
                 slot.1 += im * observation.amplitude;
             }
@@ -188,18 +216,19 @@ pub fn capture(observation: &Observation) -> Samples {
     samples
 }
 
-fn burst(emitter: &Emitter) -> Samples {
+fn burst(emitter: &Emitter, factor: usize) -> Samples {
     let mut rng = Rng::new(emitter.seed);
-    let len = emitter.duration_samples;
+    let len = emitter.duration_samples * factor;
+    let rate = IQ_RATE_HZ * factor as f64;
     let mut samples = match emitter.modulation {
-        Modulation::Qpsk => signal::qpsk_burst(&mut rng, len, 10, 0.35),
-        Modulation::Fsk2 => signal::fsk_burst(&mut rng, len, IQ_RATE_HZ, 25_000.0, 25_000.0),
+        Modulation::Qpsk => signal::qpsk_burst(&mut rng, len, 10 * factor, 0.35),
+        Modulation::Fsk2 => signal::fsk_burst(&mut rng, len, rate, 25_000.0, 25_000.0),
     };
     signal::frequency_shift(
         &mut samples,
-        emitter.start_sample,
+        emitter.start_sample * factor,
         emitter.offset_hz,
-        IQ_RATE_HZ,
+        rate,
     );
     samples
 }

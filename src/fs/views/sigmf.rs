@@ -1,0 +1,648 @@
+//! The SigMF documents of a record: each IQ field's `.sigmf-meta` (with its label boxes as
+//! annotations) and the collections tying a record's or a scene's recordings together.
+//!
+//! Why fixed-width slots: `stat` must give a `.sigmf-meta`'s exact size from the metadata row
+//! alone, but the box numbers are in the data shard. The row gives the box count (the extent's
+//! shape) and everything a box's text can hold (the longest number texts, the class names), so
+//! each box gets a slot of the longest text any box could have, filled on read and padded with
+//! JSON whitespace. Present annotations fill the first slots, sorted by `core:sample_start` as
+//! SigMF requires; a box that cannot be converted leaves a slot of spaces (and a log line). A
+//! collection's size is fixed the same way: a SHA-512 is always 128 hex digits.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use sha2::{Digest, Sha512};
+
+use super::sample_rate;
+use crate::format::json::{self, Object, Value};
+use crate::format::labels::{
+    self, Annotation, BoxRow, Conversion, ExtentColumns, IdentityColumns, LabelError, Membership,
+    ReceiverFrame,
+};
+use crate::format::record::{FieldMeta, RecordMeta};
+use crate::fs::log_limit;
+
+/// The extension namespace the documents declare for the record's identity.
+pub const NAMESPACE: &str = "sdsfs";
+const NAMESPACE_VERSION: &str = "1.0.0";
+const SIGMF_VERSION: &str = "1.2.0";
+/// What precedes each annotation in its slot (a comma may follow it).
+const SLOT_LEAD: &str = "\n    ";
+/// A SHA-512 in hex.
+const HASH_HEX: usize = 128;
+
+/// Where a record sits: what a document's `global` (or `collection`) names.
+#[derive(Debug, Clone, Copy)]
+pub struct Provenance<'a> {
+    pub dataset_id: &'a str,
+    pub snapshot_id: &'a str,
+    pub record_id: &'a str,
+    pub ordinal: u64,
+}
+
+/// Where a receiver's boxes are and how they become absolute: all from the row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxPlan {
+    pub extent_field: String,
+    pub columns: ExtentColumns,
+    pub identity: Option<(String, IdentityColumns)>,
+    pub names: BTreeMap<i64, String>,
+    pub conversion: Conversion,
+    pub count: u64,
+    /// Bytes of one slot.
+    pub slot_width: u64,
+}
+
+/// A `.sigmf-meta` whose size is known before its boxes are read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetaLayout {
+    /// The document up to and including `"annotations": [`.
+    prefix: Vec<u8>,
+    /// From the closing `]` of the annotations on.
+    suffix: Vec<u8>,
+    pub boxes: Option<BoxPlan>,
+}
+
+/// The tensors of a receiver's boxes, as read from the record.
+pub struct BoxTensors {
+    pub extent: Bytes,
+    pub identity: Option<Bytes>,
+}
+
+impl MetaLayout {
+    /// The layout of field `name`'s `.sigmf-meta` in record `record` (the caller checked that
+    /// the field has a SigMF pair). Boxes that cannot be placed are logged and left out.
+    pub fn build(
+        name: &str,
+        field: &FieldMeta,
+        record: &RecordMeta,
+        at: &Provenance,
+    ) -> MetaLayout {
+        MetaLayout::build_with(name, field, record, at, false)
+    }
+
+    /// A metadata-only document (`core:metadata_only`, no `.sigmf-data` beside it) for field
+    /// `name` of the source record, carrying the boxes of `labels` (an annotation set's
+    /// carrier); `None` when `labels` has no boxes for that field.
+    pub fn build_from_labels(
+        name: &str,
+        field: &FieldMeta,
+        labels: &RecordMeta,
+        at: &Provenance,
+    ) -> Option<MetaLayout> {
+        extent_field_for(name, labels)?;
+        let layout = MetaLayout::build_with(name, field, labels, at, true);
+        layout.boxes.is_some().then_some(layout)
+    }
+
+    fn build_with(
+        name: &str,
+        field: &FieldMeta,
+        record: &RecordMeta,
+        at: &Provenance,
+        metadata_only: bool,
+    ) -> MetaLayout {
+        let boxes = match box_plan(name, field, record) {
+            Ok(plan) => plan,
+            Err(why) => {
+                log_left_out(at.ordinal, name, &why);
+                None
+            }
+        };
+        let text = json::object_to_pretty(&meta_document(name, field, at, metadata_only));
+        let marker = "\"annotations\": [";
+        let split = text.find(marker).map_or(0, |i| i + marker.len());
+        let (prefix, suffix) = text.split_at(split);
+        MetaLayout {
+            prefix: prefix.as_bytes().to_vec(),
+            suffix: format!("\n  {}", suffix.trim_start()).into_bytes(),
+            boxes,
+        }
+    }
+
+    /// The document's exact size (never 0).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> u64 {
+        let slots = self.boxes.as_ref().map_or(0, |b| b.count * b.slot_width);
+        self.prefix.len() as u64 + slots + self.suffix.len() as u64
+    }
+
+    /// Bytes the layout holds (the slots are written on read).
+    pub fn held_bytes(&self) -> u64 {
+        (self.prefix.len() + self.suffix.len()) as u64
+    }
+
+    /// The box tensors the document needs, if it has boxes.
+    pub fn needs_tensors(&self) -> Option<&BoxPlan> {
+        self.boxes.as_ref().filter(|b| b.count > 0)
+    }
+
+    /// The document, with the boxes read from `tensors` (`None` when it has none).
+    pub fn render(&self, tensors: Option<&BoxTensors>, ordinal: u64, name: &str) -> Vec<u8> {
+        let mut out = self.prefix.clone();
+        if let Some(plan) = self.needs_tensors() {
+            let annotations = match tensors {
+                Some(tensors) => annotations(plan, tensors, ordinal, name),
+                None => Vec::new(),
+            };
+            write_slots(&mut out, plan, &annotations);
+        }
+        out.extend_from_slice(&self.suffix);
+        out
+    }
+}
+
+fn log_left_out(ordinal: u64, field: &str, why: &str) {
+    if log_limit::admit("sigmf-labels") {
+        tracing::warn!(ordinal, field, "labels left out of the .sigmf-meta: {why}");
+    }
+}
+
+/// `annotations` in slots: the first ones filled (each followed by a comma but the last), the
+/// rest spaces.
+fn write_slots(out: &mut Vec<u8>, plan: &BoxPlan, annotations: &[String]) {
+    let width = usize::try_from(plan.slot_width).unwrap_or(usize::MAX);
+    for slot in 0..plan.count {
+        let start = out.len();
+        let index = usize::try_from(slot).unwrap_or(usize::MAX);
+        if let Some(text) = annotations.get(index) {
+            out.extend_from_slice(SLOT_LEAD.as_bytes());
+            out.extend_from_slice(text.as_bytes());
+            if index + 1 < annotations.len() {
+                out.push(b',');
+            }
+        }
+        out.resize(start + width, b' ');
+    }
+}
+
+/// The rendered annotations of every convertible box, sorted by sample start.
+fn annotations(plan: &BoxPlan, tensors: &BoxTensors, ordinal: u64, name: &str) -> Vec<String> {
+    let rows = match box_rows(plan, tensors) {
+        Ok(rows) => rows,
+        Err(why) => {
+            log_left_out(ordinal, name, &format!("{}: {why}", plan.extent_field));
+            return Vec::new();
+        }
+    };
+    let mut converted: Vec<Annotation> = Vec::with_capacity(rows.len());
+    let mut refused: Vec<LabelError> = Vec::new();
+    for (index, row) in rows.iter().enumerate() {
+        match labels::convert_box(index as u64, row, &plan.conversion, &plan.names) {
+            Ok(annotation) => converted.push(annotation),
+            Err(e) => refused.push(e),
+        }
+    }
+    // One line per document, not per box: a table of a million NaNs is one problem.
+    if let Some(first) = refused.first() {
+        let why = format!(
+            "{}: {} of {} boxes left out, the first: {first}",
+            plan.extent_field,
+            refused.len(),
+            rows.len()
+        );
+        log_left_out(ordinal, name, &why);
+    }
+    converted.sort_by(|a, b| {
+        (a.sample_start, a.sample_count)
+            .cmp(&(b.sample_start, b.sample_count))
+            .then(a.freq_lower_edge.total_cmp(&b.freq_lower_edge))
+            .then(a.freq_upper_edge.total_cmp(&b.freq_upper_edge))
+    });
+    let fits = plan.slot_width.saturating_sub(SLOT_LEAD.len() as u64 + 1);
+    converted
+        .iter()
+        .map(labels::render_annotation)
+        .filter(|text| text.len() as u64 <= fits)
+        .collect()
+}
+
+/// The boxes' numbers from their tensors' little-endian bytes.
+fn box_rows(plan: &BoxPlan, tensors: &BoxTensors) -> Result<Vec<BoxRow>, String> {
+    let columns = plan.columns;
+    let count = usize::try_from(plan.count).map_err(|_| "too many boxes".to_string())?;
+    let extent = numbers(&tensors.extent, count, columns.width, f64::from_le_bytes)?;
+    let identity = match (&plan.identity, &tensors.identity) {
+        (Some((_, cols)), Some(bytes)) => Some((
+            numbers(bytes, count, cols.width, i32::from_le_bytes)?,
+            *cols,
+        )),
+        _ => None,
+    };
+    Ok((0..count)
+        .map(|i| {
+            let row = &extent[i * columns.width..(i + 1) * columns.width];
+            BoxRow {
+                start: row[columns.start],
+                duration: row[columns.duration],
+                low_hz: row[columns.low],
+                high_hz: row[columns.high],
+                identity: identity.as_ref().map(|(values, cols)| {
+                    let ids = &values[i * cols.width..(i + 1) * cols.width];
+                    (ids[cols.class_id], ids[cols.emitter_index])
+                }),
+            }
+        })
+        .collect())
+}
+
+/// `rows * width` little-endian numbers of `N` bytes each, or why the bytes do not hold them.
+fn numbers<T, const N: usize>(
+    bytes: &[u8],
+    rows: usize,
+    width: usize,
+    from_le: fn([u8; N]) -> T,
+) -> Result<Vec<T>, String> {
+    let want = rows
+        .checked_mul(width)
+        .and_then(|n| n.checked_mul(N))
+        .ok_or("the box table's size overflows")?;
+    if bytes.len() != want {
+        return Err(format!(
+            "{} bytes where the shape needs {want}",
+            bytes.len()
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(N)
+        .map(|chunk| from_le(chunk.try_into().unwrap_or([0; N])))
+        .collect())
+}
+
+/// The extent field whose boxes a field named `name` gets: `<prefix>/labels/boxes/extent` for
+/// the longest proper prefix of `name` (in whole segments) that has one.
+fn extent_field_for<'a>(
+    name: &str,
+    record: &'a RecordMeta,
+) -> Option<(&'a String, &'a FieldMeta, String)> {
+    let mut prefix = name;
+    while let Some(cut) = prefix.rfind('/') {
+        prefix = &prefix[..cut];
+        let candidate = format!("{prefix}/{}", labels::EXTENT_NAME);
+        if let Some((key, extent)) = record.fields.get_key_value(&candidate) {
+            return Some((key, extent, format!("{prefix}/{}", labels::IDENTITY_NAME)));
+        }
+    }
+    None
+}
+
+/// The boxes field `name` gets, `Ok(None)` when it gets none (no labels, or another
+/// receiver's), or why its labels cannot be converted.
+fn box_plan(name: &str, field: &FieldMeta, record: &RecordMeta) -> Result<Option<BoxPlan>, String> {
+    let Some((extent_name, extent, identity_name)) = extent_field_for(name, record) else {
+        return Ok(None);
+    };
+    let in_field = |e: LabelError, field: &str| format!("{field}: {e}");
+    let frame = labels::box_frame(&extent.metadata).map_err(|e| in_field(e, extent_name))?;
+    let (count, columns) = labels::extent_columns(extent).map_err(|e| in_field(e, extent_name))?;
+    let receiver = ReceiverFrame {
+        center_hz: labels::center_frequency(&field.metadata),
+        sample_rate_hz: sample_rate(field),
+    };
+    let conversion = match labels::membership(&frame, &receiver) {
+        Membership::Member(conversion) => conversion,
+        Membership::OtherReceiver => return Ok(None),
+        Membership::Unconvertible(why) => return Err(format!("{extent_name}: {why}")),
+    };
+    let identity = match record.fields.get(&identity_name) {
+        Some(meta) => Some((
+            labels::identity_columns(meta, count).map_err(|e| in_field(e, &identity_name))?,
+            labels::class_names(&meta.metadata),
+        )),
+        None => None,
+    };
+    let names = identity
+        .as_ref()
+        .map(|(_, n)| n.clone())
+        .unwrap_or_default();
+    let text = labels::max_annotation_len(&names, identity.is_some());
+    Ok(Some(BoxPlan {
+        extent_field: extent_name.clone(),
+        columns,
+        identity: identity.map(|(cols, _)| (identity_name, cols)),
+        names,
+        conversion,
+        count,
+        slot_width: (SLOT_LEAD.len() + text + 1) as u64,
+    }))
+}
+
+fn extensions() -> Value {
+    let mut extension = Object::new();
+    extension.insert("name".into(), Value::from(NAMESPACE));
+    extension.insert("optional".into(), Value::Bool(true));
+    extension.insert("version".into(), Value::from(NAMESPACE_VERSION));
+    Value::Array(vec![Value::Object(extension)])
+}
+
+fn description(name: &str, at: &Provenance) -> String {
+    format!(
+        "{name} of record {} (ordinal {}) of dataset {}, snapshot {}",
+        at.record_id, at.ordinal, at.dataset_id, at.snapshot_id
+    )
+}
+
+/// The document with no annotations (they are spliced in by [`MetaLayout`]).
+fn meta_document(name: &str, field: &FieldMeta, at: &Provenance, metadata_only: bool) -> Object {
+    let mut global = Object::new();
+    if metadata_only {
+        global.insert("core:metadata_only".into(), Value::Bool(true));
+    }
+    global.insert("core:datatype".into(), Value::from("cf32_le"));
+    global.insert(
+        "core:description".into(),
+        Value::from(description(name, at)),
+    );
+    global.insert("core:extensions".into(), extensions());
+    if let Some(rate) = sample_rate(field) {
+        global.insert("core:sample_rate".into(), Value::Float(rate));
+    }
+    global.insert("core:version".into(), Value::from(SIGMF_VERSION));
+    global.insert(format!("{NAMESPACE}:dataset"), Value::from(at.dataset_id));
+    global.insert(format!("{NAMESPACE}:field"), Value::from(name));
+    global.insert(format!("{NAMESPACE}:ordinal"), Value::from(at.ordinal));
+    global.insert(format!("{NAMESPACE}:record_id"), Value::from(at.record_id));
+    global.insert(format!("{NAMESPACE}:snapshot"), Value::from(at.snapshot_id));
+    let mut capture = Object::new();
+    capture.insert("core:sample_start".into(), Value::from(0u64));
+    if let Some(center) = labels::center_frequency(&field.metadata) {
+        capture.insert("core:frequency".into(), Value::Float(center));
+    }
+    if let Some(datetime) = datetime(&field.metadata) {
+        capture.insert("core:datetime".into(), Value::from(datetime));
+    }
+    let mut doc = Object::new();
+    doc.insert("annotations".into(), Value::Array(Vec::new()));
+    doc.insert(
+        "captures".into(),
+        Value::Array(vec![Value::Object(capture)]),
+    );
+    doc.insert("global".into(), Value::Object(global));
+    doc
+}
+
+/// The capture's absolute start time: a `datetime` key of the field metadata (top level or
+/// nested), when it is an RFC 3339 UTC timestamp as SigMF writes them
+/// (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`). Scene times (`origin_s`) are not absolute.
+fn datetime(metadata: &Object) -> Option<&str> {
+    let text = labels::metadata_key(metadata, "datetime")?.as_str()?;
+    is_utc_timestamp(text).then_some(text)
+}
+
+fn is_utc_timestamp(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let pattern = b"dddd-dd-ddTdd:dd:dd";
+    if bytes.len() < pattern.len() + 1 || bytes.last() != Some(&b'Z') {
+        return false;
+    }
+    let head_ok = pattern.iter().zip(bytes).all(|(p, b)| match p {
+        b'd' => b.is_ascii_digit(),
+        other => other == b,
+    });
+    let tail = &bytes[pattern.len()..bytes.len() - 1];
+    let fraction_ok = tail.is_empty()
+        || (tail.len() >= 2 && tail[0] == b'.' && tail[1..].iter().all(u8::is_ascii_digit));
+    head_ok && fraction_ok
+}
+
+/// One recording of a collection: its base name relative to the collection file, and the
+/// SHA-512 of its `.sigmf-meta` once known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stream {
+    pub name: String,
+    pub meta_sha512: Option<String>,
+}
+
+impl Stream {
+    pub fn hashed(name: String, meta: &[u8]) -> Stream {
+        Stream {
+            name,
+            meta_sha512: Some(hex::encode(Sha512::digest(meta))),
+        }
+    }
+}
+
+/// A `.sigmf-collection`; with unhashed streams, a document of the same size (the hash of a
+/// stream is always 128 hex digits).
+pub fn collection(description: &str, streams: &[Stream]) -> Vec<u8> {
+    let streams: Vec<Value> = streams
+        .iter()
+        .map(|stream| {
+            let mut entry = Object::new();
+            let hash = stream
+                .meta_sha512
+                .clone()
+                .unwrap_or_else(|| "0".repeat(HASH_HEX));
+            entry.insert("hash".into(), Value::from(hash));
+            entry.insert("name".into(), Value::from(stream.name.as_str()));
+            Value::Object(entry)
+        })
+        .collect();
+    let mut body = Object::new();
+    body.insert("core:description".into(), Value::from(description));
+    body.insert("core:streams".into(), Value::Array(streams));
+    body.insert("core:version".into(), Value::from(SIGMF_VERSION));
+    let mut doc = Object::new();
+    doc.insert("collection".into(), Value::Object(body));
+    json::object_to_pretty(&doc).into_bytes()
+}
+
+/// The description of a record's collection.
+pub fn record_collection_description(at: &Provenance) -> String {
+    format!(
+        "Recordings of record {} (ordinal {}) of dataset {}, snapshot {}",
+        at.record_id, at.ordinal, at.dataset_id, at.snapshot_id
+    )
+}
+
+/// The description of a scene's collection.
+pub fn scene_collection_description(scene: &str, dataset_id: &str, snapshot_id: &str) -> String {
+    format!("Recordings of scene {scene} in dataset {dataset_id}, snapshot {snapshot_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::dtype::DType;
+    use crate::format::record::Axis;
+
+    const AT: Provenance = Provenance {
+        dataset_id: "ds",
+        snapshot_id: "snap",
+        record_id: "r1",
+        ordinal: 4,
+    };
+
+    fn obj(pairs: &[(&str, Value)]) -> Object {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
+    fn iq(center: f64, rate: f64) -> FieldMeta {
+        let mut field = FieldMeta::new(DType::C64, vec![100]);
+        field.axes = vec![Axis::new("time", 100)];
+        let block = obj(&[
+            ("kind", "uniform".into()),
+            ("sample_rate_hz", Value::Float(rate)),
+        ]);
+        field.metadata = obj(&[
+            ("time_coordinates", Value::Object(block)),
+            ("center_frequency_hz", Value::Float(center)),
+        ]);
+        field
+    }
+
+    fn record(boxes: u64) -> RecordMeta {
+        let mut extent = FieldMeta::new(DType::F64, vec![boxes, 4]);
+        extent.metadata = obj(&[
+            ("frequency_frame", "receiver_center_offset".into()),
+            ("receiver_center_hz", Value::Float(1e9)),
+            ("time_frame", "receiver_sample_index".into()),
+            ("sample_rate_hz", Value::Float(1e6)),
+        ]);
+        let mut identity = FieldMeta::new(DType::I32, vec![boxes, 2]);
+        let names = obj(&[("1", "burst".into())]);
+        identity.metadata = obj(&[("class_names", Value::Object(names))]);
+        let mut fields = BTreeMap::new();
+        fields.insert("p/rx/rx0/iq".to_string(), iq(1e9, 2e6));
+        fields.insert("p/labels/boxes/extent".to_string(), extent);
+        fields.insert("p/labels/boxes/identity".to_string(), identity);
+        RecordMeta {
+            id: "r1".into(),
+            scene_id: None,
+            metadata: Object::new(),
+            fields,
+        }
+    }
+
+    fn tensors(extent: &[f64], identity: &[i32]) -> BoxTensors {
+        BoxTensors {
+            extent: extent.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            identity: Some(identity.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        }
+    }
+
+    #[test]
+    fn slots_keep_the_size_and_sort_by_start() {
+        let meta = record(3);
+        let layout = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
+        let plan = layout.needs_tensors().unwrap();
+        assert_eq!(plan.conversion.rate_ratio, 2.0);
+        let boxes = tensors(
+            &[
+                50.0,
+                10.0,
+                -5.0,
+                5.0, // box 0, starts later
+                10.0,
+                5.0,
+                0.0,
+                1.0, // box 1
+                f64::NAN,
+                1.0,
+                0.0,
+                1.0, // box 2, left out
+            ],
+            &[1, 0, 9, 1, 1, 2],
+        );
+        let text = layout.render(Some(&boxes), 4, "p/rx/rx0/iq");
+        assert_eq!(text.len() as u64, layout.len());
+        let doc = json::parse_object(&text, &Default::default()).unwrap();
+        let list = doc["annotations"].as_array().unwrap();
+        assert_eq!(list.len(), 2);
+        let first = list[0].as_object().unwrap();
+        assert_eq!(first["core:sample_start"].as_u64(), Some(20));
+        assert_eq!(first["core:sample_count"].as_u64(), Some(10));
+        assert_eq!(first["core:label"].as_str(), Some("9"));
+        assert_eq!(first["core:comment"].as_str(), Some("emitter 1"));
+        let second = list[1].as_object().unwrap();
+        assert_eq!(second["core:freq_lower_edge"].as_f64(), Some(1e9 - 5.0));
+        assert_eq!(second["core:label"].as_str(), Some("burst"));
+        let capture = doc["captures"].as_array().unwrap()[0].as_object().unwrap();
+        assert_eq!(capture["core:frequency"].as_f64(), Some(1e9));
+        // Unreadable tensors leave every slot blank, at the same size.
+        let blank = layout.render(None, 4, "p/rx/rx0/iq");
+        assert_eq!(blank.len() as u64, layout.len());
+        let doc = json::parse_object(&blank, &Default::default()).unwrap();
+        assert_eq!(doc["annotations"].as_array().map(<[Value]>::len), Some(0));
+    }
+
+    #[test]
+    fn other_receivers_and_bad_frames_get_no_boxes() {
+        let mut meta = record(1);
+        meta.fields.insert("p/rx/rx1/iq".into(), iq(2e9, 1e6));
+        let other = MetaLayout::build("p/rx/rx1/iq", &meta.fields["p/rx/rx1/iq"], &meta, &AT);
+        assert!(other.boxes.is_none());
+        let extent = meta.fields.get_mut("p/labels/boxes/extent").unwrap();
+        extent
+            .metadata
+            .insert("time_frame".into(), "wall_clock".into());
+        let bad = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
+        assert!(bad.boxes.is_none());
+        let text = bad.render(None, 4, "p/rx/rx0/iq");
+        assert_eq!(text.len() as u64, bad.len());
+        assert!(json::parse_object(&text, &Default::default()).is_ok());
+    }
+
+    #[test]
+    fn global_and_capture_state_what_the_field_states() {
+        let meta = record(0);
+        let mut field = meta.fields["p/rx/rx0/iq"].clone();
+        field
+            .metadata
+            .insert("datetime".into(), "2026-01-02T03:04:05.5Z".into());
+        let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
+        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq")).unwrap();
+        // Rates and frequencies are JSON floats, whatever the metadata wrote.
+        assert!(text.contains("\"core:sample_rate\": 2000000.0,"), "{text}");
+        assert!(text.contains("\"core:frequency\": 1000000000.0,"), "{text}");
+        assert!(
+            text.contains("\"core:datetime\": \"2026-01-02T03:04:05.5Z\","),
+            "{text}"
+        );
+        assert!(text.contains("\"sdsfs:record_id\": \"r1\","), "{text}");
+        field.metadata.insert("datetime".into(), "today".into());
+        let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
+        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq")).unwrap();
+        assert!(!text.contains("core:datetime"), "{text}");
+    }
+
+    #[test]
+    fn timestamps_must_be_utc_rfc3339() {
+        assert!(is_utc_timestamp("2026-01-02T03:04:05Z"));
+        assert!(is_utc_timestamp("2026-01-02T03:04:05.123456Z"));
+        assert!(!is_utc_timestamp("2026-01-02T03:04:05+01:00"));
+        assert!(!is_utc_timestamp("2026-01-02T03:04:05.Z"));
+        assert!(!is_utc_timestamp("yesterday"));
+    }
+
+    #[test]
+    fn collections_have_the_same_size_before_and_after_hashing() {
+        let names = ["fields/a/iq".to_string(), "fields/b/iq".to_string()];
+        let unhashed: Vec<Stream> = names
+            .iter()
+            .map(|n| Stream {
+                name: n.clone(),
+                meta_sha512: None,
+            })
+            .collect();
+        let hashed: Vec<Stream> = names
+            .iter()
+            .map(|n| Stream::hashed(n.clone(), b"{}"))
+            .collect();
+        let text = collection("d", &hashed);
+        assert_eq!(text.len(), collection("d", &unhashed).len());
+        let doc = json::parse_object(&text, &Default::default()).unwrap();
+        let body = doc["collection"].as_object().unwrap();
+        let streams = body["core:streams"].as_array().unwrap();
+        let first = streams[0].as_object().unwrap();
+        // SHA-512 of "{}", computed independently (sha512sum).
+        assert!(first["hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("27c74670adb75075fad058d5ceaf7b20c4e7786c83bae8a32f626f9782af34c9"));
+    }
+}
