@@ -86,10 +86,15 @@ fn the_package_installs_mounts_through_fstab_documents_itself_and_removes_cleanl
         0,
         "installing a package needs root (CI runs the suite as root)"
     );
-    let installed_before = Command::new("dpkg").args(["-s", "sdsfs"]).output().unwrap();
+    // Installed, or removed with its configuration kept: either would be changed by the test.
+    let status = Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", "sdsfs"])
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        !installed_before.status.success(),
-        "an sdsfs package is installed already: remove it first (dpkg -r sdsfs)"
+        status.is_empty() || status.ends_with("not-installed"),
+        "an sdsfs package is on this machine ({status}): purge it first (dpkg --purge sdsfs)"
     );
     let work = tempfile::tempdir().unwrap();
     let (deb, dbgsym) = build_packages(work.path());
