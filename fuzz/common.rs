@@ -11,10 +11,10 @@ use sdsfs::format::documents::{
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{parse_value, to_compact, Value};
 use sdsfs::format::limits::{JsonLimits, RecordLimits};
+use sdsfs::format::names::{decode_segment, encode_field_path, encode_segment, SegmentRole};
 use sdsfs::format::record::{
     decode, encode, validate, Axis, Coordinate, Field, Record, RecordMeta,
 };
-use sdsfs::fs::names::{decode_segment, encode_field_path, encode_segment, SegmentRole};
 
 #[allow(dead_code)]
 #[path = "claims.rs"]

@@ -4,11 +4,15 @@
 //! - [`path`]: validated dataset-relative paths (section 4, "References").
 //! - [`limits`]: the configurable limits of section 9.
 //! - [`dtype`]: the dtype table of section 2.
+//! - [`npy`]: NumPy's `.npy` header, read and written (imports, annotation rows, the mount).
+//! - [`names`]: field names and ids as path names (the mount's encoding, reversed by imports).
 
 pub mod documents;
 pub mod dtype;
 pub mod json;
 pub mod labels;
 pub mod limits;
+pub mod names;
+pub mod npy;
 pub mod path;
 pub mod record;

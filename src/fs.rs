@@ -1,6 +1,5 @@
 //! The mounted tree (`docs/MOUNT.md`).
 //!
-//! - [`names`]: field names and ids as path names (the encoding rule).
 //! - [`views`]: the files a field shows (`.raw`, `.json`, `.npy`, SigMF pair).
 //! - [`inode`]: inode numbers computed from positions, stable at zero memory cost.
 //! - [`record_tree`]: one record's file tree, from its metadata row.
@@ -22,7 +21,6 @@ pub mod columns;
 pub mod fuse;
 pub mod inode;
 pub mod log_limit;
-pub mod names;
 pub mod namespace;
 pub mod overlay;
 pub mod record_tree;

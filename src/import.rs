@@ -20,9 +20,9 @@
 //!   tree, symbolic links only to files inside it).
 //! - [`build`]: shard planning, parallel shard writing, content-derived ids and publication.
 //!
-//! Layering: `import` sits beside `fs` above `dataset`. It uses `crate::fs::names` (pure
-//! functions, no FUSE) for the mount's field-name encoding, because `--from-dir` must reverse
-//! exactly what the mount writes; duplicating the rule would let the two drift apart.
+//! Layering: `import` sits beside `fs` above `dataset` and imports nothing from `fs`: the
+//! mount's field-name encoding, which `--from-dir` must reverse exactly, and the NPY codec are
+//! pure encodings in [`crate::format`] that both use.
 
 pub mod arrays;
 pub mod build;

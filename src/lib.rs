@@ -5,13 +5,13 @@
 //!
 //! | layer | job |
 //! |---|---|
-//! | [`format`](mod@format) | strict JSON, the record codec (SafeTensors payloads), metadata rows, control documents, limits |
+//! | [`format`](mod@format) | strict JSON, the record codec (SafeTensors payloads), metadata rows, control documents, limits, label conventions, the NPY codec and the mount's name encoding |
 //! | [`arrayrecord`] | a native ArrayRecord/Riegeli reader and writer, byte-compatible with the reference |
 //! | [`storage`] | objects behind a trait: local directories, S3 and GCS |
 //! | [`dataset`] | opening a published dataset, mapping ordinals to shards, reading records and rows, publication |
 //! | [`fs`] | the mounted tree (FUSE-free core) and the thin FUSE adapter |
 //! | [`daemon`] | the mount daemon's lifecycle: mount-point checks, daemonizing, serving until a signal or an unmount, systemd notification, unmounting |
-//! | [`import`] | importers (mounted-tree copies, SigMF, NPY, raw captures) and `sds create`'s parallel, deterministic publication; uses `fs::names` for the mount's name rule |
+//! | [`import`] | importers (mounted-tree copies, SigMF, NPY, raw captures) and `sds create`'s parallel, deterministic publication |
 //! | [`cli`] | the `sdsfs` and `sds` command lines |
 //!
 //! Below every layer, `memory` holds one helper for large fresh buffers (huge pages).
@@ -31,6 +31,7 @@ pub mod import;
 pub mod interrupt;
 mod memory;
 pub mod storage;
+mod sync;
 
 /// The `signal-dataset` release whose reading rules this crate implements: a dataset whose
 /// `min_reader_version` is newer is refused (docs/FORMAT.md, versions).

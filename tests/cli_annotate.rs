@@ -22,9 +22,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fn write_npy(path: &Path, dtype: DType, shape: &[u64], data: &[u8]) {
-    let mut bytes = sdsfs::fs::views::npy::npy_header(dtype, shape);
-    bytes.extend_from_slice(data);
-    std::fs::write(path, bytes).unwrap();
+    std::fs::write(path, common::npy::npy_bytes(dtype, shape, data)).unwrap();
 }
 
 #[test]

@@ -418,8 +418,7 @@ fn bad_inputs_give_one_line_naming_the_file() {
     );
     // A .npy of another dtype.
     let npy = dir.join("fields/a/x.npy");
-    let mut bytes = views::npy::npy_header(DType::F32, &[3]);
-    bytes.extend([0u8; 12]);
+    let bytes = common::npy::npy_bytes(DType::F32, &[3], &[0u8; 12]);
     std::fs::write(&npy, &bytes).unwrap();
     let dtype = fails(&["create", o, "--from-dir", from]);
     assert!(

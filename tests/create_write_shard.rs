@@ -16,7 +16,6 @@ use common::mount::MountGuard;
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::record::Record;
-use sdsfs::fs::views;
 use sdsfs::storage::{LocalStore, ObjectStore};
 
 /// The one stderr line of a run that failed with `code`.
@@ -81,9 +80,9 @@ fn write_inputs(dir: &Path) -> Inputs {
         ("grid", DType::F32, vec![2, 3]),
     ] {
         let count: u64 = shape.iter().product();
-        let mut bytes = views::npy::npy_header(dtype, &shape);
         let width = if dtype == DType::C64 { 8 } else { 4 };
-        bytes.extend((0..count * width).map(|k| (k % 7) as u8 * 16));
+        let data: Vec<u8> = (0..count * width).map(|k| (k % 7) as u8 * 16).collect();
+        let bytes = common::npy::npy_bytes(dtype, &shape, &data);
         let path = dir.join(format!("{name}.npy"));
         std::fs::write(&path, bytes).unwrap();
         npy.push(s(&path));

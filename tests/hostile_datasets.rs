@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -18,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::datasets::*;
 use common::hostile::*;
-use common::mount::{expected_record_files, force_unmount, is_mounted, peak_rss, MountGuard};
+use common::library::assert_records_read_as_library;
+use common::mount::{force_unmount, is_mounted, peak_rss, MountGuard};
 use sdsfs::arrayrecord::{riegeli_hash, write_records, ArrayRecordReader, WriterOptions};
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::limits::RecordLimits;
@@ -134,19 +134,6 @@ fn assert_verify_names(dir: &Path, needles: &[&str]) {
     }
 }
 
-/// record.json and every file below `fields/` of a mounted record.
-fn mounted_record_files(record_dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out: BTreeMap<String, Vec<u8>> = snapshot_tree(&record_dir.join("fields"))
-        .into_iter()
-        .map(|(relative, bytes)| (format!("fields/{relative}"), bytes))
-        .collect();
-    out.insert(
-        "record.json".to_string(),
-        std::fs::read(record_dir.join("record.json")).unwrap(),
-    );
-    out
-}
-
 fn assert_eio(path: &Path) {
     match std::fs::read(path) {
         Ok(bytes) => panic!(
@@ -168,20 +155,14 @@ fn assert_mount_eio(dir: &Path, pristine: &Published, affected: &[u64]) -> Mount
 
 /// [`assert_mount_eio`] on a mount already made (with other options).
 fn assert_records_eio(mount: &MountGuard, pristine: &Published, affected: &[u64]) {
-    let good = pristine.open();
-    for ordinal in 0..good.len() {
+    let count = pristine.open().len();
+    for &ordinal in affected {
         let record_dir = mount.path(&format!("records/{ordinal}"));
-        if affected.contains(&ordinal) {
-            assert_eio(&record_dir.join("fields/iq.raw"));
-            assert_eio(&record_dir.join("fields/label.npy"));
-        } else {
-            assert_eq!(
-                mounted_record_files(&record_dir),
-                expected_record_files(&good, ordinal),
-                "record {ordinal}"
-            );
-        }
+        assert_eio(&record_dir.join("fields/iq.raw"));
+        assert_eio(&record_dir.join("fields/label.npy"));
     }
+    let unaffected: Vec<u64> = (0..count).filter(|o| !affected.contains(o)).collect();
+    assert_records_read_as_library(pristine.root(), &mount.mountpoint, &unaffected);
     assert_mount_up(mount);
 }
 
@@ -396,7 +377,6 @@ fn min_reader_version_too_new_or_unparseable_is_refused() {
     }
     // Not newer than 0.4.0 as the library reads it ("0.3" is "0.3.0", pre-release and local
     // segments are ignored), or absent (releases before 0.3.0), or null: mounts and reads.
-    let good = published.open();
     for version in [
         Some(serde_json::json!("0.3")),
         Some(serde_json::json!("0.2.0")),
@@ -410,11 +390,7 @@ fn min_reader_version_too_new_or_unparseable_is_refused() {
         let dir = set_version(version.clone());
         let mount = MountGuard::mount(dir.path(), &[]);
         assert_mount_up(&mount);
-        assert_eq!(
-            mounted_record_files(&mount.path("records/8")),
-            expected_record_files(&good, 8),
-            "{version:?}"
-        );
+        assert_records_read_as_library(published.root(), &mount.mountpoint, &[8]);
     }
 }
 
@@ -871,13 +847,7 @@ fn out_of_range_record_indices_give_eio() {
     // The entry is invalid as a whole or only its last record: either way ordinal 8 fails
     // and records of the first page are untouched.
     assert_eio(&mount.path("records/8/fields/iq.raw"));
-    let good = published.open();
-    for ordinal in 0..5 {
-        assert_eq!(
-            mounted_record_files(&mount.path(&format!("records/{ordinal}"))),
-            expected_record_files(&good, ordinal)
-        );
-    }
+    assert_records_read_as_library(published.root(), &mount.mountpoint, &[0, 1, 2, 3, 4]);
     assert_mount_up(&mount);
     drop(mount);
     let (code, _) = sds_verify(dir.path());
@@ -938,13 +908,7 @@ fn assert_no_sets(dir: &Path, published: &Published) {
             .count(),
         0
     );
-    let good = published.open();
-    for ordinal in [0, 8] {
-        assert_eq!(
-            mounted_record_files(&mount.path(&format!("records/{ordinal}"))),
-            expected_record_files(&good, ordinal)
-        );
-    }
+    assert_records_read_as_library(published.root(), &mount.mountpoint, &[0, 8]);
     assert_mount_up(&mount);
 }
 

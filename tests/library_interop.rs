@@ -25,6 +25,8 @@ mod cli;
 mod library;
 #[path = "common/mount.rs"]
 mod mount;
+#[path = "common/npy.rs"]
+mod npy;
 
 use std::path::Path;
 
@@ -608,31 +610,6 @@ fn mixed_distributed_publications_match_the_library_s_own() {
     println!("{case}: sds write-shard workers + library publish: byte-identical to the library's publication");
 }
 
-/// An NPY 1.0 file of `shape` and `descr` holding `data` (written here, read by NumPy).
-fn npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) {
-    let dims = match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend_from_slice(data);
-    std::fs::write(path, bytes).expect("write npy");
-}
-
 #[test]
 fn datasets_sds_create_makes_from_npy_read_back_in_the_library() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -658,12 +635,9 @@ fn datasets_sds_create_makes_from_npy_read_back_in_the_library() {
     let mut files = Vec::new();
     for (k, (descr, shape, size)) in arrays.iter().enumerate() {
         let path = dir.path().join(format!("capture-{k}.npy"));
-        npy(
-            &path,
-            descr,
-            shape,
-            &bytes(shape.iter().product::<usize>() * size),
-        );
+        let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        let data = bytes(shape.iter().product::<usize>() * size);
+        std::fs::write(&path, npy::npy_bytes_of_descr(descr, &dims, &data)).expect("write npy");
         files.push(text(&path));
     }
     let root = dir.path().join("created");

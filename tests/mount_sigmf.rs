@@ -404,9 +404,7 @@ fn inspectrum_opens_a_pair_under_xvfb() {
 
 /// A `.npy` file of `dtype` and `shape` holding `bytes`.
 fn npy(path: &Path, dtype: DType, shape: &[u64], bytes: &[u8]) {
-    let mut file = sdsfs::fs::views::npy::npy_header(dtype, shape);
-    file.extend_from_slice(bytes);
-    std::fs::write(path, file).unwrap();
+    std::fs::write(path, common::npy::npy_bytes(dtype, shape, bytes)).unwrap();
 }
 
 #[test]

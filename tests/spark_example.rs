@@ -14,8 +14,7 @@
 //! speculative copy.
 
 mod common;
-#[path = "common/library.rs"]
-mod library;
+use common::library;
 
 use std::collections::BTreeSet;
 use std::io::Write;

@@ -25,8 +25,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::dataset::Dataset;
-use crate::format::dtype::{DType, ALL_DTYPES};
 use crate::format::json::{parse_object, JsonLimits, Object, Value};
+use crate::format::npy;
 use crate::format::record::{Axis, Field, FieldMeta};
 
 use super::{AnnotationRecord, AnnotationStatus};
@@ -163,7 +163,8 @@ fn field_from_spec(spec: &Value, base: &Path) -> Result<Field, String> {
         .ok_or("\"npy\" must be the path of a .npy file")?;
     let path = base.join(path);
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (dtype, shape, data) = parse_npy(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (header, data) = npy::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (dtype, shape, data) = (header.dtype, header.shape, data.to_vec());
     let axes = match spec.get("axes") {
         None | Some(Value::Null) => FieldMeta::new(dtype, shape.clone()).axes,
         Some(Value::Array(names)) => {
@@ -197,91 +198,6 @@ fn field_from_spec(spec: &Value, base: &Path) -> Result<Field, String> {
         metadata,
     };
     Field::from_meta(meta, data).map_err(|e| e.to_string())
-}
-
-/// Reads a `.npy` file (format 1.0, 2.0 or 3.0): dtype, shape and the C-order data bytes.
-pub fn parse_npy(bytes: &[u8]) -> Result<(DType, Vec<u64>, Vec<u8>), String> {
-    let rest = bytes
-        .strip_prefix(b"\x93NUMPY")
-        .ok_or("not a .npy file (bad magic)")?;
-    let (&major, rest) = rest.split_first().ok_or("truncated .npy header")?;
-    let rest = rest.get(1..).ok_or("truncated .npy header")?;
-    let (header_len, rest) = match major {
-        1 => {
-            let len = rest.get(..2).ok_or("truncated .npy header")?;
-            (u16::from_le_bytes([len[0], len[1]]) as usize, &rest[2..])
-        }
-        2 | 3 => {
-            let len = rest.get(..4).ok_or("truncated .npy header")?;
-            (
-                u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
-                &rest[4..],
-            )
-        }
-        v => return Err(format!(".npy format version {v} is not supported")),
-    };
-    let header = rest.get(..header_len).ok_or("truncated .npy header")?;
-    let data = &rest[header_len..];
-    let header = std::str::from_utf8(header).map_err(|_| ".npy header is not text")?;
-    let descr = dict_value(header, "descr").ok_or(".npy header lacks 'descr'")?;
-    let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"');
-    let dtype = dtype_of_descr(descr)
-        .ok_or_else(|| format!("dtype {descr:?} is not in the profile's dtype table"))?;
-    let fortran = dict_value(header, "fortran_order").ok_or(".npy header lacks 'fortran_order'")?;
-    if fortran.trim() != "False" {
-        return Err("Fortran-order arrays are not accepted; save a C-order array".into());
-    }
-    let shape_text = dict_value(header, "shape").ok_or(".npy header lacks 'shape'")?;
-    let shape: Vec<u64> = shape_text
-        .trim()
-        .trim_start_matches('(')
-        .trim_end_matches(')')
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<u64>()
-                .map_err(|_| format!("bad shape {shape_text:?}"))
-        })
-        .collect::<Result<_, _>>()?;
-    let expected = shape
-        .iter()
-        .try_fold(dtype.itemsize(), |n, &d| n.checked_mul(d))
-        .ok_or("shape overflows")?;
-    if data.len() as u64 != expected {
-        return Err(format!(
-            "{} data bytes, but dtype {} and shape {shape:?} need {expected}",
-            data.len(),
-            dtype.numpy_name()
-        ));
-    }
-    Ok((dtype, shape, data.to_vec()))
-}
-
-/// The text after `'key':` up to the next top-level `,` or `}` (parentheses kept together).
-fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let start = header
-        .find(&format!("'{key}':"))
-        .map(|i| i + key.len() + 3)?;
-    let rest = header.get(start..)?;
-    let mut depth = 0i32;
-    for (i, c) in rest.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' | '}' if depth == 0 => return rest.get(..i),
-            _ => {}
-        }
-    }
-    None
-}
-
-fn dtype_of_descr(descr: &str) -> Option<DType> {
-    ALL_DTYPES.into_iter().find(|d| {
-        let canonical = d.npy_descr();
-        canonical == descr
-            || (d.itemsize() == 1 && canonical.get(1..) == descr.get(1..) && descr.starts_with('<'))
-    })
 }
 
 /// Resolves parsed rows to one row per ordinal of `range`, in order: by index or id (the id
@@ -398,24 +314,4 @@ fn id_index(dataset: &Dataset) -> Result<HashMap<String, Result<u64, Vec<u64>>>,
             .or_insert(Ok(ordinal));
     }
     Ok(ids)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn npy_round_trip_through_the_mount_header() {
-        let header = crate::fs::views::npy::npy_header(DType::F32, &[2, 3]);
-        let mut bytes = header.clone();
-        bytes.extend_from_slice(&[0u8; 24]);
-        let (dtype, shape, data) = parse_npy(&bytes).unwrap();
-        assert_eq!((dtype, shape, data.len()), (DType::F32, vec![2, 3], 24));
-        let header = crate::fs::views::npy::npy_header(DType::U8, &[]);
-        let mut bytes = header.clone();
-        bytes.push(7);
-        assert_eq!(parse_npy(&bytes).unwrap(), (DType::U8, vec![], vec![7]));
-        bytes.push(8);
-        assert!(parse_npy(&bytes).unwrap_err().contains("need 1"));
-    }
 }

@@ -13,7 +13,7 @@
 //! charge, or a share of its chunk's.
 
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -21,6 +21,7 @@ use lru::LruCache;
 use super::error::DatasetError;
 use super::shards::ShardReader;
 use crate::budget::{Budget, Charge, Gates, Reclaim};
+use crate::sync::lock;
 
 /// Chunks of several records kept decoded.
 const KEPT_CHUNKS: usize = 8;
@@ -73,10 +74,6 @@ impl Reclaim for ChunkCache {
         let evicted = lock(&self.kept).pop_lru();
         evicted.is_some()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ChunkCache {

@@ -24,6 +24,7 @@ use super::objects::Objects;
 use crate::budget::{Budget, Charge, Gates, Reclaim};
 use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
 use crate::format::limits::JsonLimits;
+use crate::sync::lock;
 
 /// Where one logical record lives.
 #[derive(Debug, Clone)]
@@ -173,12 +174,6 @@ impl PageCache {
     fn lock(&self) -> MutexGuard<'_, LruCache<usize, Arc<LoadedPage>>> {
         lock(&self.pages)
     }
-}
-
-/// A panic while holding these locks cannot leave the maps inconsistent in a way that matters
-/// (entries are immutable), so a poisoned lock is simply taken over.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Reads, parses and checks page `index` against the snapshot's reference to it.

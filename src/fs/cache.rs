@@ -36,7 +36,7 @@ use std::fs::File;
 use std::num::NonZeroUsize;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -47,6 +47,7 @@ use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
 use crate::fs::log_limit;
 use crate::fs::record_tree::{DatasetIds, RecordTree, TreeError};
 use crate::fs::spill::{self, SpillSink, Spilled};
+use crate::sync::lock;
 
 /// A decoded record's tensor bytes, wherever they are held.
 #[derive(Debug)]
@@ -219,10 +220,6 @@ pub enum LoadError {
     Dataset(#[from] DatasetError),
     #[error("record {ordinal}: {detail}")]
     Other { ordinal: u64, detail: String },
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl RecordCache {

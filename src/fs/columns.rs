@@ -27,11 +27,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::log_limit::thousands;
 use super::record_tree::{Builder, FileView, Node, TreeError};
-use super::views::npy::npy_header;
 use crate::budget::Charge;
 use crate::dataset::Dataset;
 use crate::format::dtype::DType;
 use crate::format::json::{to_compact, Object, Value};
+use crate::format::npy;
 use crate::format::record::{FieldMeta, RecordMeta};
 
 /// A file of `columns/`.
@@ -554,7 +554,7 @@ fn column(name: String, candidate: Candidate, records: u64) -> Column {
             Column {
                 name,
                 dtype,
-                headers: vec![npy_header(dtype, &shape)],
+                headers: vec![npy::encode_header(dtype, &shape)],
                 layout: Layout::Uniform {
                     shape: candidate.first_shape,
                     record_bytes: candidate.record_bytes,
@@ -567,8 +567,8 @@ fn column(name: String, candidate: Candidate, records: u64) -> Column {
                 name,
                 dtype,
                 headers: vec![
-                    npy_header(DType::I64, &[records + 1]),
-                    npy_header(DType::I64, &[records, rank as u64]),
+                    npy::encode_header(DType::I64, &[records + 1]),
+                    npy::encode_header(DType::I64, &[records, rank as u64]),
                 ],
                 layout: Layout::Ragged { rank, ends, shapes },
             }

@@ -61,6 +61,7 @@ use super::namespace::{Attr, FsError, Kind, Namespace};
 use super::stats::{FuseOp, MountStats, STATUS_FILE};
 use super::status_file::{StatusReader, StatusReports};
 use crate::interrupt;
+use crate::sync::lock;
 
 /// The status file's entry is not cached: every lookup takes a new report (see
 /// [`super::status_file`]).
@@ -508,10 +509,6 @@ fn has_sys_admin() -> bool {
         .find_map(|line| line.strip_prefix("CapEff:"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
         .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The record an overlay inode belongs to (`None` for `annotations/` and its sets).

@@ -1168,7 +1168,7 @@ impl Namespace {
         let scene = tree.meta.scene_id.as_deref().ok_or(FsError::NotFound)?;
         let index = self
             .indexes()?
-            .scene(&super::names::encode_entry(scene))
+            .scene(&crate::format::names::encode_entry(scene))
             .ok_or(FsError::NotFound)?;
         Ok(index as u64)
     }

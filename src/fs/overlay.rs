@@ -46,6 +46,7 @@ use crate::format::documents::annotation::layout::catalog_path;
 use crate::format::documents::CatalogPointer;
 use crate::format::json::Object;
 use crate::format::record::RecordMeta;
+use crate::sync::lock;
 
 /// A set the mount shows.
 #[derive(Debug)]
@@ -164,10 +165,6 @@ pub struct Overlay {
     registry: Mutex<Vec<String>>,
     carriers: Arc<CarrierCache>,
     memory: Arc<Budget>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Overlay {

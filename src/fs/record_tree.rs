@@ -1,6 +1,6 @@
 //! The file tree of one record, built from its metadata row alone.
 //!
-//! Field names become paths (see [`super::names`]); each field contributes one file per view.
+//! Field names become paths (see [`crate::format::names`]); each field contributes one file per view.
 //! Nodes are numbered in a fixed order (node 0 is `fields/`), which is what makes inode numbers
 //! computable: `(ordinal, node index)`. Children are sorted by name so listings are stable and
 //! lookups are binary searches. Every size is computed here, so `stat`, `ls -l` and `du` never
@@ -8,9 +8,10 @@
 
 use std::collections::HashMap;
 
-use super::names::encode_field_path;
 use super::views::sigmf::{MetaLayout, Provenance};
-use super::views::{self, npy, View};
+use super::views::{self, View};
+use crate::format::names::encode_field_path;
+use crate::format::npy;
 use crate::format::record::{FieldMeta, RecordMeta};
 
 /// One field of the record, with the texts of its small views precomputed.
@@ -284,7 +285,7 @@ fn field_entry(
     Ok(FieldEntry {
         name: name.to_string(),
         raw_len,
-        npy_header: npy::npy_header(field.dtype, &field.shape),
+        npy_header: npy::encode_header(field.dtype, &field.shape),
         json: views::field_json(name, field),
         sigmf_meta: views::has_sigmf_pair(field)
             .then(|| MetaLayout::build(name, field, record, at)),
@@ -293,7 +294,7 @@ fn field_entry(
     })
 }
 
-/// Builds a field tree: each field's path (see [`super::names`]) with one file per view.
+/// Builds a field tree: each field's path (see [`crate::format::names`]) with one file per view.
 pub(super) struct Builder<V> {
     nodes: Vec<Node<V>>,
     /// (parent, name) → node, to find existing directories and detect clashes.

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use super::background::Background;
 pub use super::background::IndexError;
 use super::log_limit::{self, thousands};
-use super::names::encode_entry;
 use crate::budget::Charge;
 use crate::dataset::Dataset;
+use crate::format::names::encode_entry;
 
 /// The least memory one record's entries can take: an id entry (a `String` and an ordinal,
 /// 32 bytes, plus at least 8 bytes of name) and a scene ordinal (8 bytes).

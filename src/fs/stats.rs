@@ -16,6 +16,7 @@ use bytes::Bytes;
 
 use crate::format::path::RelPath;
 use crate::storage::{CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version};
+use crate::sync::lock;
 
 /// The hidden control file at the mount root (found by lookup, never listed).
 pub const STATUS_FILE: &str = ".sdsfs-status";
@@ -139,10 +140,6 @@ impl Default for MountStats {
             errors: Mutex::new(BTreeMap::new()),
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Most objects remembered with errors; later ones are counted under "(other objects)".

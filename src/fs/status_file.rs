@@ -29,6 +29,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use super::inode::ADAPTER_INODES;
+use crate::sync::lock;
 
 /// The user who may read the status reports: the mounting user (the daemon's real uid and
 /// gid, whatever owner `--uid`/`--gid` show for the tree), and root.
@@ -99,10 +100,6 @@ impl StatusReports {
     pub fn forget(&self, ino: u64) {
         lock(&self.held).remove(&ino);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

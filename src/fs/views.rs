@@ -2,12 +2,11 @@
 //! are known without touching a data shard:
 //! - `.raw`: the tensor's bytes, little-endian, C order;
 //! - `.json`: the field descriptor `{"axes","dtype","metadata","name","shape"}`;
-//! - `.npy`: a NumPy header ([`npy`]) followed by the tensor's bytes;
+//! - `.npy`: a NumPy header ([`crate::format::npy`]) followed by the tensor's bytes;
 //! - `.sigmf-data` / `.sigmf-meta`: for complex64 fields of rank 1 and length at least 1, the
 //!   same bytes as `.raw` and a SigMF metadata file describing them, with the record's label
 //!   boxes as annotations ([`sigmf`]).
 
-pub mod npy;
 pub mod sigmf;
 
 use crate::format::dtype::DType;

@@ -44,9 +44,9 @@ fn is_npz(path: &Path) -> bool {
 }
 
 fn data_len(header: &NpyHeader, place: &str) -> Result<u64, ImportError> {
-    header.data_len().ok_or_else(|| ImportError::Invalid {
+    header.data_len().map_err(|e| ImportError::Invalid {
         path: place.to_string(),
-        problem: format!("shape {:?} overflows 64 bits", header.shape),
+        problem: e.to_string(),
     })
 }
 

@@ -24,8 +24,8 @@ use super::open::{linked_dir_inside, read_exactly};
 use super::{checked_meta, open_input, read_input, ImportError, RecordSource, Sources};
 use crate::format::json::{parse_object, ObjectExt};
 use crate::format::limits::RecordLimits;
+use crate::format::names::{decode_segment, encode_field_path};
 use crate::format::record::{Field, FieldMeta, Record, RecordMeta};
-use crate::fs::names::{decode_segment, encode_field_path};
 
 /// The record directories under `dir` (or `dir/records`), in ordinal order; their
 /// `record.json` files are read and parsed on up to `jobs` threads.

@@ -53,7 +53,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -61,6 +61,7 @@ use lru::LruCache;
 
 use super::{CreateOutcome, ObjectInfo, ObjectStore, StorageError, Version};
 use crate::format::path::RelPath;
+use crate::sync::lock;
 use access::Access;
 pub use access::Identity;
 
@@ -626,10 +627,6 @@ impl ObjectStore for LocalStore {
 }
 
 /// A path segment as a C string. `RelPath` has refused NUL already; this only avoids a panic.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn c_name(segment: &str, object: &str) -> Result<CString, StorageError> {
     CString::new(segment).map_err(|_| StorageError::invalid(object, "path contains NUL"))
 }

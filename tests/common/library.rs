@@ -284,3 +284,27 @@ pub fn run_seed() -> u64 {
         .map(|d| d.as_secs() % 1_000_000)
         .unwrap_or(0)
 }
+
+/// Records `ordinals` under `mount` (a mount of `root`, or of a damaged copy of it whose other
+/// records must still read as `root`'s) against the current library's reading of `root`:
+/// `record.json`, every field's files (the exact listing, `.raw`, `.json`, `.npy`, the SigMF
+/// pair) and `record.sigmf-collection`. Panics with every difference found.
+pub fn assert_records_read_as_library(root: &Path, mount: &Path, ordinals: &[u64]) {
+    let ordinals: Vec<String> = ordinals.iter().map(u64::to_string).collect();
+    let mut args = vec![
+        "check-records".to_string(),
+        root.to_string_lossy().into_owned(),
+        mount.to_string_lossy().into_owned(),
+    ];
+    args.extend(ordinals);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = tool_output(CURRENT, &args);
+    assert!(
+        output.status.success(),
+        "records {:?} of {} differ from the library's reading of {}:\n{}",
+        &args[3..],
+        mount.display(),
+        root.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

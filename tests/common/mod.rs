@@ -58,4 +58,6 @@ pub fn run_python(script: &str, args: &[&str], stdin: &[u8]) -> Vec<u8> {
 pub mod annotate;
 pub mod cli;
 pub mod cloud;
+pub mod library;
 pub mod mount;
+pub mod npy;

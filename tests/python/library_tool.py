@@ -700,7 +700,7 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def check_field_files(check: Mismatch, base: Path, name: str, value: Any) -> None:
+def check_field_files(check: Mismatch, base: Path, name: str, value: Any, sigmf: bool = False) -> None:
     data = np.ascontiguousarray(value.data)
     stem = base / field_path(name)
     raw = stem.parent / (stem.name + ".raw")
@@ -711,9 +711,39 @@ def check_field_files(check: Mismatch, base: Path, name: str, value: Any) -> Non
         "axes": thaw([axis_dict(axis) for axis in value.axes]), "dtype": data.dtype.str,
         "metadata": thaw(value.metadata), "name": name, "shape": list(data.shape),
     })
-    loaded = np.load(stem.parent / (stem.name + ".npy"), allow_pickle=False)
+    npy = stem.parent / (stem.name + ".npy")
+    loaded = np.load(npy, allow_pickle=False)
     check.equal(f"{stem}.npy", [loaded.dtype.str, list(loaded.shape), hashlib.sha256(loaded.tobytes()).hexdigest()],
                 [data.dtype.str, list(data.shape), hashlib.sha256(data.tobytes()).hexdigest()])
+    # The tensor bytes start at a multiple of 64, so a memory map reads them in place.
+    check.equal(f"{stem}.npy data offset % 64", (npy.stat().st_size - data.nbytes) % 64, 0)
+    if sigmf and has_sigmf_pair(data):
+        sigmf_data = stem.parent / (stem.name + ".sigmf-data")
+        check.equal(f"{sigmf_data} sha256", hashlib.sha256(sigmf_data.read_bytes()).hexdigest(),
+                    hashlib.sha256(data.tobytes()).hexdigest())
+        meta = read_json(stem.parent / (stem.name + ".sigmf-meta"))
+        check.equal(f"{stem}.sigmf-meta datatype", meta["global"]["core:datatype"], "cf32_le")
+
+
+def has_sigmf_pair(data: np.ndarray) -> bool:
+    """MOUNT.md: complex64 fields of rank 1 and length at least 1 get a SigMF pair."""
+    return data.dtype == np.complex64 and data.ndim == 1 and data.shape[0] >= 1
+
+
+def expected_field_files(fields: dict[str, Any]) -> list[str]:
+    """The files below a record's `fields/` the mount shows for `fields` (name -> array)."""
+    files = []
+    for name, item in fields.items():
+        stem = field_path(name)
+        suffixes = [".raw", ".json", ".npy"]
+        if has_sigmf_pair(np.asarray(item.data)):
+            suffixes += [".sigmf-data", ".sigmf-meta"]
+        files += [stem + suffix for suffix in suffixes]
+    return sorted(files)
+
+
+def walked_files(directory: Path) -> list[str]:
+    return sorted(str(path.relative_to(directory)) for path in directory.rglob("*") if not path.is_dir())
 
 
 def padded(ordinal: int, count: int) -> str:
@@ -734,8 +764,10 @@ def check_record(check: Mismatch, dataset: Any, mount: Path, ordinal: int) -> tu
         },
         "id": row.id, "metadata": thaw(row.metadata), "ordinal": ordinal, "scene_id": row.scene_id,
     })
+    check.equal(f"{directory}/fields files", walked_files(directory / "fields"), expected_field_files(value.fields))
     for name, item in value.fields.items():
-        check_field_files(check, directory / "fields", name, item)
+        check_field_files(check, directory / "fields", name, item, sigmf=True)
+    check_collection(check, directory, value.fields)
     check.equal(f"{directory}/annotations listing", sorted(os.listdir(directory / "annotations")),
                 sorted(dataset.annotations))
     for set_name, annotation_set in dataset.annotations.items():
@@ -750,6 +782,33 @@ def check_record(check: Mismatch, dataset: Any, mount: Path, ordinal: int) -> tu
         for name, item in annotation.fields.items():
             check_field_files(check, base / "fields", name, item)
     return len(value.fields), len(dataset.annotations)
+
+
+def check_collection(check: Mismatch, directory: Path, fields: dict[str, Any]) -> None:
+    """`record.sigmf-collection` names each SigMF pair of the record with its meta's SHA-512."""
+    collection = read_json(directory / "record.sigmf-collection")["collection"]
+    check.equal(f"{directory}/record.sigmf-collection version", collection["core:version"], "1.2.0")
+    expected = []
+    for name, item in sorted(fields.items(), key=lambda entry: field_path(entry[0])):
+        if has_sigmf_pair(np.asarray(item.data)):
+            stem = "fields/" + field_path(name)
+            meta = (directory / (stem + ".sigmf-meta")).read_bytes()
+            expected.append({"name": stem, "hash": hashlib.sha512(meta).hexdigest()})
+    check.equal(f"{directory}/record.sigmf-collection streams", collection["core:streams"], expected)
+
+
+def check_records(root: str, mount: Path, ordinals: list[int]) -> dict[str, Any]:
+    """Only the given records' directories (of a mount of `root` or of a damaged copy of it)."""
+    dataset = sds.open(Documents(root).root)
+    check = Mismatch()
+    for ordinal in ordinals:
+        try:
+            check_record(check, dataset, mount, ordinal)
+        except OSError as exc:
+            check.problems.append(f"record {ordinal}: {exc}")
+    if check.problems:
+        raise SystemExit(f"records differ from the library ({len(check.problems)} problems):\n" + "\n".join(check.problems[:40]))
+    return {"records": len(ordinals), "compared": check.compared}
 
 
 def check_links(check: Mismatch, dataset: Any, mount: Path, ordinals: range) -> None:
@@ -895,6 +954,8 @@ def main() -> None:
     p = sub.add_parser("dump"); p.add_argument("root"); p.add_argument("--part", default="all")
     p = sub.add_parser("check-mount"); p.add_argument("root"); p.add_argument("mount")
     p.add_argument("--limit", type=int)
+    p = sub.add_parser("check-records"); p.add_argument("root"); p.add_argument("mount")
+    p.add_argument("ordinals", type=int, nargs="+")
     p = sub.add_parser("check-columns"); p.add_argument("root"); p.add_argument("mount")
     args = parser.parse_args()
     if args.release is not None and release() != args.release:
@@ -937,6 +998,8 @@ def main() -> None:
         print(canonical(value if args.part == "all" else value[args.part]))
     elif args.command == "check-mount":
         print(canonical(check_mount(args.root, Path(args.mount), args.limit)))
+    elif args.command == "check-records":
+        print(canonical(check_records(args.root, Path(args.mount), args.ordinals)))
     elif args.command == "check-columns":
         print(canonical(check_columns(args.root, Path(args.mount))))
 

@@ -50,6 +50,7 @@ use object_store::{CopyMode, CopyOptions, ObjectStoreExt, PutPayload};
 use super::{map_error, retry::random_u64, CloudStore};
 use crate::format::path::RelPath;
 use crate::storage::{CreateOutcome, ObjectStore, StorageError};
+use crate::sync::lock;
 
 /// Parts uploaded (and held in memory) at once.
 pub const UPLOADERS: usize = 2;
@@ -238,8 +239,4 @@ fn read_part(file: &File, offset: u64, len: u64) -> std::io::Result<Bytes> {
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, offset)?;
     Ok(Bytes::from(buf))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
