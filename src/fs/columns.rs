@@ -31,7 +31,7 @@ use super::views::npy::npy_header;
 use crate::budget::Charge;
 use crate::dataset::Dataset;
 use crate::format::dtype::DType;
-use crate::format::json::{to_compact, Object, Value};
+use crate::format::json::{object_to_compact, write_string};
 use crate::format::record::{FieldMeta, RecordMeta};
 
 /// A file of `columns/`.
@@ -108,11 +108,25 @@ pub struct ColumnIndex {
     pub columns: Vec<Column>,
     /// Where each record's line of `records.jsonl` ends (empty when a row was unreadable).
     line_ends: Vec<u64>,
+    /// The whole of `records.jsonl`, when it fits in [`LINES_TEXT_SHARE`] of the budget.
+    lines_text: Option<Text>,
     pub readme: Vec<u8>,
     /// The tree of `columns/`: node 0 is `columns/` itself.
     pub nodes: Vec<Node<ColumnView>>,
     _charges: Vec<Charge>,
 }
+
+/// The text of `records.jsonl`, with its charges to the memory budget.
+#[derive(Debug)]
+struct Text {
+    bytes: Vec<u8>,
+    meter: Meter,
+}
+
+/// `records.jsonl` is kept whole when it takes at most this fraction of the memory budget
+/// (1/16); a larger one is rebuilt from the rows a read covers. Kept, reading it whole costs
+/// one copy per read instead of a row parsed per line.
+const LINES_TEXT_SHARE: u64 = 16;
 
 /// The least memory the index takes per record: the end of its JSON line.
 pub const MIN_RECORD_BYTES: u64 = 8;
@@ -207,6 +221,11 @@ impl ColumnIndex {
         self.records
     }
 
+    /// The whole of `records.jsonl`, if the index keeps it.
+    pub fn lines_text(&self) -> Option<&[u8]> {
+        self.lines_text.as_ref().map(|t| t.bytes.as_slice())
+    }
+
     /// The length of `records.jsonl`.
     pub fn lines_len(&self) -> u64 {
         self.line_ends.last().copied().unwrap_or(0)
@@ -269,16 +288,20 @@ impl ColumnIndex {
     }
 }
 
-/// A record's line of `records.jsonl`: the keys of `record.json` but `fields`, compact.
+/// A record's line of `records.jsonl`: the keys of `record.json` but `fields`, compact, in
+/// sorted order (the compact form of that object, written without copying the metadata).
 pub fn record_line(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
-    let mut doc = Object::new();
-    doc.insert("id".into(), Value::from(meta.id.as_str()));
-    doc.insert("metadata".into(), Value::Object(meta.metadata.clone()));
-    doc.insert("ordinal".into(), Value::from(ordinal));
-    doc.insert("scene_id".into(), Value::from(meta.scene_id.clone()));
-    let mut line = to_compact(&Value::Object(doc)).into_bytes();
-    line.push(b'\n');
-    line
+    let mut line = String::from("{\"id\":");
+    write_string(&meta.id, &mut line);
+    line.push_str(",\"metadata\":");
+    line.push_str(&object_to_compact(&meta.metadata));
+    line.push_str(&format!(",\"ordinal\":{ordinal},\"scene_id\":"));
+    match &meta.scene_id {
+        Some(scene) => write_string(scene, &mut line),
+        None => line.push_str("null"),
+    }
+    line.push_str("}\n");
+    line.into_bytes()
 }
 
 /// Refuses a record count whose least index the memory budget cannot hold.
@@ -309,6 +332,7 @@ struct Candidate {
 }
 
 /// The memory the index holds, charged to the budget a step at a time.
+#[derive(Debug, Default)]
 struct Meter {
     bytes: u64,
     charges: Vec<Charge>,
@@ -319,6 +343,7 @@ struct Scan {
     candidates: Vec<(String, Candidate)>,
     left_out: Vec<(String, String)>,
     line_ends: Vec<u64>,
+    lines_text: Option<Text>,
     meter: Meter,
 }
 
@@ -329,10 +354,11 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
         candidates: Vec::new(),
         left_out: Vec::new(),
         line_ends: Vec::new(),
-        meter: Meter {
-            bytes: 0,
-            charges: Vec::new(),
-        },
+        lines_text: Some(Text {
+            bytes: Vec::new(),
+            meter: Meter::default(),
+        }),
+        meter: Meter::default(),
     };
     for ordinal in 0..records {
         if stop.load(Ordering::Relaxed) {
@@ -351,9 +377,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
         } else {
             scan.step(dataset, ordinal, &meta)?;
         }
-        let end = scan.line_ends.last().copied().unwrap_or(0);
-        scan.line_ends
-            .push(end + record_line(&meta, ordinal).len() as u64);
+        scan.add_line(dataset, &record_line(&meta, ordinal));
     }
     finish(records, scan).map_err(|e| format!("columns/: {e}"))
 }
@@ -377,6 +401,23 @@ impl Meter {
 }
 
 impl Scan {
+    /// Takes in a record's line of `records.jsonl`: its end, and its text while the whole
+    /// text fits its share of the budget (it is dropped, charges and all, once it does not).
+    fn add_line(&mut self, dataset: &Dataset, line: &[u8]) {
+        let end = self.line_ends.last().copied().unwrap_or(0) + line.len() as u64;
+        self.line_ends.push(end);
+        let share = dataset.memory().capacity() / LINES_TEXT_SHARE;
+        let Some(text) = &mut self.lines_text else {
+            return;
+        };
+        // Priced at twice the line: a growing vector may hold twice what it uses.
+        let fits = end <= share && text.meter.grow(dataset, 0, 2 * line.len() as u64).is_ok();
+        match fits {
+            true => text.bytes.extend_from_slice(line),
+            false => self.lines_text = None,
+        }
+    }
+
     /// The first row's fields are the candidates.
     fn start(&mut self, meta: &RecordMeta) {
         for (name, field) in &meta.fields {
@@ -505,6 +546,7 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         records,
         columns: Vec::new(),
         line_ends: Vec::new(),
+        lines_text: None,
         readme: readme.into_bytes(),
         nodes,
         _charges: charges,
@@ -540,6 +582,7 @@ fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
         readme: readme(&columns, &left_out).into_bytes(),
         columns,
         line_ends: scan.line_ends,
+        lines_text: scan.lines_text,
         nodes,
         _charges: scan.meter.charges,
     })
