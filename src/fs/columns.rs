@@ -347,7 +347,26 @@ struct Scan {
     meter: Meter,
 }
 
-/// Reads every row and builds the index (see the module docs).
+/// Rows one reader parses at a time: the readers hold at most this many rows each, stripped
+/// to what the index needs and charged to the budget.
+const ROWS_PER_BLOCK: u64 = 512;
+
+/// A row as the index needs it: its line of `records.jsonl`, and its fields' dtypes and
+/// shapes (axes and metadata dropped).
+struct Row {
+    meta: RecordMeta,
+    line: Vec<u8>,
+}
+
+/// A block of rows, charged to the budget while it is held.
+struct Block {
+    rows: Vec<(u64, Row)>,
+    _meter: Meter,
+}
+
+/// Reads every row and builds the index (see the module docs). Reading and parsing the rows
+/// is most of the work, so one reader per core parses a block of rows while the index takes
+/// in the blocks in ordinal order.
 pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String> {
     let records = dataset.len();
     let mut scan = Scan {
@@ -360,26 +379,84 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
         }),
         meter: Meter::default(),
     };
-    for ordinal in 0..records {
+    let readers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let stride = ROWS_PER_BLOCK * readers;
+    for first in (0..records).step_by(stride.max(1) as usize) {
         if stop.load(Ordering::Relaxed) {
             return Err("the mount is ending".into());
         }
-        let meta = match dataset.record_meta(ordinal) {
-            Ok(meta) => meta,
-            Err(e) => {
-                let charges = scan.meter.charges;
-                return Ok(unreadable(records, ordinal, &e.to_string(), charges));
+        let blocks = read_blocks(dataset, first..first.saturating_add(stride).min(records));
+        for block in blocks {
+            let block = match block {
+                Ok(block) => block,
+                Err((ordinal, e)) => {
+                    let charges = scan.meter.charges;
+                    return Ok(unreadable(records, ordinal, &e, charges));
+                }
+            };
+            for (ordinal, row) in block.rows {
+                scan.take(dataset, ordinal, row)?;
             }
-        };
-        scan.meter.grow(dataset, ordinal, MIN_RECORD_BYTES)?;
-        if ordinal == 0 {
-            scan.start(&meta);
-        } else {
-            scan.step(dataset, ordinal, &meta)?;
         }
-        scan.add_line(dataset, &record_line(&meta, ordinal));
     }
     finish(records, scan).map_err(|e| format!("columns/: {e}"))
+}
+
+/// The rows of `range`, read in blocks of [`ROWS_PER_BLOCK`] by a thread each, in order; a
+/// block ends at its first unreadable row (its ordinal and the error).
+fn read_blocks(
+    dataset: &Dataset,
+    range: std::ops::Range<u64>,
+) -> Vec<Result<Block, (u64, String)>> {
+    let starts: Vec<u64> = range.clone().step_by(ROWS_PER_BLOCK as usize).collect();
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = starts
+            .iter()
+            .map(|&start| {
+                let end = start.saturating_add(ROWS_PER_BLOCK).min(range.end);
+                scope.spawn(move || read_block(dataset, start..end))
+            })
+            .collect();
+        readers
+            .into_iter()
+            .zip(&starts)
+            .map(|(reader, &start)| {
+                reader
+                    .join()
+                    .unwrap_or_else(|_| Err((start, "a row reader panicked".to_string())))
+            })
+            .collect()
+    })
+}
+
+fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, (u64, String)> {
+    let mut block = Block {
+        rows: Vec::with_capacity((range.end - range.start) as usize),
+        _meter: Meter::default(),
+    };
+    for ordinal in range {
+        let (row, held) = read_row(dataset, ordinal).map_err(|e| (ordinal, e))?;
+        block
+            ._meter
+            .grow(dataset, ordinal, held)
+            .map_err(|e| (ordinal, e))?;
+        block.rows.push((ordinal, row));
+    }
+    Ok(block)
+}
+
+/// Record `ordinal`'s row, stripped (see [`Row`]), and the memory it holds (estimated).
+fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), String> {
+    let mut meta = dataset.record_meta(ordinal).map_err(|e| e.to_string())?;
+    let line = record_line(&meta, ordinal);
+    meta.metadata = Default::default();
+    let mut held = line.len() as u64 + 256;
+    for (name, field) in &mut meta.fields {
+        field.axes = Vec::new();
+        field.metadata = Default::default();
+        held += name.len() as u64 + 8 * field.shape.len() as u64 + 128;
+    }
+    Ok((Row { meta, line }, held))
 }
 
 impl Meter {
@@ -401,6 +478,18 @@ impl Meter {
 }
 
 impl Scan {
+    /// Takes in record `ordinal`'s row.
+    fn take(&mut self, dataset: &Dataset, ordinal: u64, row: Row) -> Result<(), String> {
+        self.meter.grow(dataset, ordinal, MIN_RECORD_BYTES)?;
+        if ordinal == 0 {
+            self.start(&row.meta);
+        } else {
+            self.step(dataset, ordinal, &row.meta)?;
+        }
+        self.add_line(dataset, &row.line);
+        Ok(())
+    }
+
     /// Takes in a record's line of `records.jsonl`: its end, and its text while the whole
     /// text fits its share of the budget (it is dropped, charges and all, once it does not).
     fn add_line(&mut self, dataset: &Dataset, line: &[u8]) {
