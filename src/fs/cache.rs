@@ -21,7 +21,12 @@
 //! idle waiting for each step's request.
 //! Only in-memory records are decoded ahead, and only as many as fit in a quarter of the cache
 //! together, and only within the shard being read: it is a bounded bet on the scan going on,
-//! never a flood, and touches no shard the reader has not. The worker gets each record's row
+//! never a flood, and touches no shard the reader has not.
+//! A scan of a `columns/` file ([`Window::COLUMNS`]) has a window in bytes instead,
+//! [`COLUMN_AHEAD_BYTES`] of payloads (several of the kernel's 1 MiB reads, each covering many
+//! records), still within a quarter of the cache, and it goes on into the next shard: the
+//! column's next bytes are there, so its reader is about to open it. Its workers read rows
+//! straight from the metadata shard, as nothing looks up a column record's tree. The worker gets each record's row
 //! through the shared [`TreeCache`], so the lookups that follow find its tree built instead
 //! of reading and parsing the row again (a third of the worker's time in a scan of 128 KiB
 //! records). It is independent of any byte prefetch a storage backend does: it works on

@@ -131,7 +131,8 @@ const LINES_TEXT_SHARE: u64 = 16;
 /// The least memory the index takes per record: the end of its JSON line.
 pub const MIN_RECORD_BYTES: u64 = 8;
 /// The index is charged to the memory budget in steps of this many bytes as it grows.
-const CHARGE_STEP: u64 = 1 << 20;
+/// (64 KiB: a small fraction of the smallest budget, so a few meters at once fit in it.)
+const CHARGE_STEP: u64 = 64 << 10;
 
 impl Column {
     /// The size of one of the column's files.
