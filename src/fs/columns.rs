@@ -359,6 +359,14 @@ struct Row {
     line: Vec<u8>,
 }
 
+/// Why a block of rows could not be read.
+enum BlockError {
+    /// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
+    Row(u64, String),
+    /// The rows outgrew the memory budget: the index fails, like its own growth.
+    Budget(String),
+}
+
 /// A block of rows, charged to the budget while it is held.
 struct Block {
     rows: Vec<(u64, Row)>,
@@ -390,10 +398,11 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
         for block in blocks {
             let block = match block {
                 Ok(block) => block,
-                Err((ordinal, e)) => {
+                Err(BlockError::Row(ordinal, e)) => {
                     let charges = scan.meter.charges;
                     return Ok(unreadable(records, ordinal, &e, charges));
                 }
+                Err(BlockError::Budget(e)) => return Err(e),
             };
             for (ordinal, row) in block.rows {
                 scan.take(dataset, ordinal, row)?;
@@ -404,11 +413,8 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
 }
 
 /// The rows of `range`, read in blocks of [`ROWS_PER_BLOCK`] by a thread each, in order; a
-/// block ends at its first unreadable row (its ordinal and the error).
-fn read_blocks(
-    dataset: &Dataset,
-    range: std::ops::Range<u64>,
-) -> Vec<Result<Block, (u64, String)>> {
+/// block ends at its first unreadable row.
+fn read_blocks(dataset: &Dataset, range: std::ops::Range<u64>) -> Vec<Result<Block, BlockError>> {
     let starts: Vec<u64> = range.clone().step_by(ROWS_PER_BLOCK as usize).collect();
     std::thread::scope(|scope| {
         let readers: Vec<_> = starts
@@ -424,23 +430,23 @@ fn read_blocks(
             .map(|(reader, &start)| {
                 reader
                     .join()
-                    .unwrap_or_else(|_| Err((start, "a row reader panicked".to_string())))
+                    .unwrap_or_else(|_| Err(BlockError::Row(start, "a row reader panicked".into())))
             })
             .collect()
     })
 }
 
-fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, (u64, String)> {
+fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, BlockError> {
     let mut block = Block {
         rows: Vec::with_capacity((range.end - range.start) as usize),
         _meter: Meter::default(),
     };
     for ordinal in range {
-        let (row, held) = read_row(dataset, ordinal).map_err(|e| (ordinal, e))?;
+        let (row, held) = read_row(dataset, ordinal).map_err(|e| BlockError::Row(ordinal, e))?;
         block
             ._meter
             .grow(dataset, ordinal, held)
-            .map_err(|e| (ordinal, e))?;
+            .map_err(BlockError::Budget)?;
         block.rows.push((ordinal, row));
     }
     Ok(block)
