@@ -3,7 +3,9 @@
 //! nothing; `stat` of a field reads one manifest page and one metadata row; only reading tensor
 //! bytes touches a data shard. Listings resume exactly at any offset. An ordinal scan keeps a
 //! window of records decoded ahead, within the shard being read and a quarter of the cache
-//! only, and reads each metadata row once.
+//! only, and reads each metadata row once. A column scan's window is in bytes and crosses
+//! shards; a random column read decodes only its records; `records.jsonl` is the same kept
+//! whole or built from rows.
 
 mod common;
 
@@ -430,8 +432,60 @@ fn column_sizes_read_no_data_shard_and_a_read_decodes_only_the_records_it_covers
     data.dedup();
     assert_eq!(data.len(), 2, "{data:?}");
 
-    // The next read continues the scan: the records after it are decoded ahead.
+    // The next read continues the scan: the records after it are decoded ahead, by bytes
+    // (COLUMN_AHEAD_BYTES, far more than these 27 small records) and across shards, to the
+    // column's end; records 0 to 9 stay untouched.
     let bytes = ns.read(raw.ino, 13 * 32, 32).unwrap();
     assert_eq!(&bytes[..], &[13u8; 32][..]);
-    wait_for_misses(&ns, decoded + 5, "record 14");
+    wait_for_misses(&ns, decoded + 4 + 26, "record 39");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(misses(&ns), decoded + 30, "decoded outside 10..40");
+}
+
+/// `columns/records.jsonl` of the `dataset` helper's first `records` records, by hand.
+fn expected_lines(records: u64) -> String {
+    (0..records)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"r{i}\",\"metadata\":{{}},\"ordinal\":{i},\"scene_id\":\"s{}\"}}\n",
+                i % 3
+            )
+        })
+        .collect()
+}
+
+/// Reads the whole of `ino` in reads of `chunk` bytes.
+fn read_whole(ns: &Namespace, ino: u64, size: u64, chunk: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    while (out.len() as u64) < size {
+        let bytes = ns.read(ino, out.len() as u64, chunk).unwrap();
+        assert!(!bytes.is_empty(), "short read at {}", out.len());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+#[test]
+fn records_jsonl_is_the_same_kept_whole_or_built_from_rows() {
+    // 3,000 lines of about 60 bytes: about 175 KiB, within a sixteenth of 1 GiB (kept whole
+    // by the index) and more than a sixteenth of 2 MiB (built from the rows each read covers).
+    let records = 3000;
+    let dir = dataset(records, 500);
+    let expected = expected_lines(records);
+    assert!(expected.len() as u64 > (2 << 20) / 16);
+    for cache_bytes in [1u64 << 30, 2 << 20] {
+        let config = NamespaceConfig {
+            cache: sdsfs::fs::cache::CacheConfig::for_cache_size(cache_bytes),
+            ..Default::default()
+        };
+        let (_store, ns) = mount_core_with(dir.path(), config);
+        let lines = column_attr(&ns, "records.jsonl");
+        assert_eq!(lines.size, expected.len() as u64, "cache {cache_bytes}");
+        // Reads of 128 KiB and of an odd size, so they start and end inside lines.
+        for chunk in [128 << 10, 4093] {
+            let text = read_whole(&ns, lines.ino, lines.size, chunk);
+            let what = format!("cache {cache_bytes}, reads of {chunk}");
+            assert_eq!(String::from_utf8(text).unwrap(), expected, "{what}");
+        }
+    }
 }

@@ -21,7 +21,12 @@
 //! idle waiting for each step's request.
 //! Only in-memory records are decoded ahead, and only as many as fit in a quarter of the cache
 //! together, and only within the shard being read: it is a bounded bet on the scan going on,
-//! never a flood, and touches no shard the reader has not. The worker gets each record's row
+//! never a flood, and touches no shard the reader has not.
+//! A scan of a `columns/` file ([`Window::COLUMNS`]) has a window in bytes instead,
+//! [`COLUMN_AHEAD_BYTES`] of payloads (several of the kernel's 1 MiB reads, each covering many
+//! records), still within a quarter of the cache, and it goes on into the next shard: the
+//! column's next bytes are there, so its reader is about to open it. Its workers read rows
+//! straight from the metadata shard, as nothing looks up a column record's tree. The worker gets each record's row
 //! through the shared [`TreeCache`], so the lookups that follow find its tree built instead
 //! of reading and parsing the row again (a third of the worker's time in a scan of 128 KiB
 //! records). It is independent of any byte prefetch a storage backend does: it works on
@@ -302,28 +307,37 @@ impl RecordCache {
     }
 
     /// Decodes the next record of the window ahead of `at` (the record a scan is reading):
-    /// the first of `at + 1 ..= at + AHEAD_RECORDS` that is not cached, provided it lies in
-    /// `at`'s shard and the window's payloads up to it fit in a quarter of the cache. Returns
-    /// whether one was decoded (so there may be more to do); a failure returns false, and is
-    /// left for the read that needs the record to report. Its row comes through `trees`, where
-    /// the lookups that follow find it built.
-    pub fn decode_next_ahead(&self, dataset: &Dataset, trees: &TreeCache, at: u64) -> bool {
+    /// the first record after `at` within `window` that is not cached or being decoded,
+    /// provided the window's payloads up to it fit in `window`'s bytes (at most a quarter of
+    /// the cache). Returns whether one was decoded (so there may be more to do); a failure
+    /// returns false, and is left for the read that needs the record to report. A record
+    /// scan's rows come through `trees`, where the lookups that follow find them built; a
+    /// column scan's straight from the metadata shard (nothing looks its tree up).
+    pub fn decode_next_ahead(
+        &self,
+        dataset: &Dataset,
+        trees: &TreeCache,
+        at: u64,
+        window: Window,
+    ) -> bool {
         let Ok(reading) = dataset.locate(at) else {
             return false;
         };
-        let budget = self.config.memory_bytes / 4;
+        let budget = window.bytes.min(self.config.memory_bytes / 4);
         let mut window_bytes = 0u64;
         let last = at
-            .saturating_add(AHEAD_RECORDS)
+            .saturating_add(window.records)
             .min(dataset.len().saturating_sub(1));
         for ordinal in at.saturating_add(1)..=last {
             let Ok(location) = dataset.locate(ordinal) else {
                 return false;
             };
-            // Only within the shard the reader is in: decode-ahead never opens a shard nobody
-            // has asked for (a scan loses the window's decodes at each shard's start).
-            if (location.page_index, location.shard_index)
-                != (reading.page_index, reading.shard_index)
+            // A record scan stays within the shard the reader is in: it never opens a shard
+            // nobody has asked for (it loses the window's decodes at each shard's start). A
+            // column scan goes on into the next shard, which its reader's next reads cover.
+            if !window.columns
+                && (location.page_index, location.shard_index)
+                    != (reading.page_index, reading.shard_index)
             {
                 return false;
             }
@@ -341,12 +355,30 @@ impl RecordCache {
             }
             // A record that cannot be decoded ends this round: it stays uncached, so trying
             // again at once would read and fail on it in a loop until the scan moved.
-            let Ok(tree) = trees.get(dataset, ordinal) else {
-                return false;
+            return match window.columns {
+                true => self.get_by_row(dataset, ordinal).is_ok(),
+                false => match trees.get(dataset, ordinal) {
+                    Ok(tree) => self.get(dataset, ordinal, &tree.meta).is_ok(),
+                    Err(_) => false,
+                },
             };
-            return self.get(dataset, ordinal, &tree.meta).is_ok();
         }
         false
+    }
+
+    /// The decoded bytes of record `ordinal`; its row, which a decode checks the payload
+    /// against, is read from the metadata shard only on a miss (a column read needs no tree).
+    pub fn get_by_row(
+        &self,
+        dataset: &Dataset,
+        ordinal: u64,
+    ) -> Result<Arc<RecordBytes>, LoadError> {
+        if let Some(hit) = self.lookup(ordinal) {
+            self.counters.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(hit);
+        }
+        let row = dataset.record_meta(ordinal)?;
+        self.get(dataset, ordinal, &row)
     }
 
     fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
@@ -669,6 +701,38 @@ impl TreeCache {
 /// a single record ahead there is nothing for a second worker to do.
 pub const AHEAD_RECORDS: u64 = 4;
 
+/// How far past a column scan's position the workers keep records decoded: a few of the
+/// kernel's largest reads (1 MiB each, see `fuse::MAX_READ`), so while the reader serves one
+/// read the records of the next ones are decoded on the other cores. Bounded, like every
+/// window, by a quarter of the cache.
+pub const COLUMN_AHEAD_BYTES: u64 = 8 << 20;
+
+/// The stretch after a scan's position that the workers keep decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// At most this many records past the position.
+    pub records: u64,
+    /// At most this many payload bytes (and never more than a quarter of the cache).
+    pub bytes: u64,
+    /// A scan of a `columns/` file: it crosses shards, and reads rows without trees.
+    pub columns: bool,
+}
+
+impl Window {
+    /// The window of a scan of records' own files: [`AHEAD_RECORDS`] records.
+    pub const RECORDS: Window = Window {
+        records: AHEAD_RECORDS,
+        bytes: u64::MAX,
+        columns: false,
+    };
+    /// The window of a scan of a column: [`COLUMN_AHEAD_BYTES`] of payloads.
+    pub const COLUMNS: Window = Window {
+        records: u64::MAX,
+        bytes: COLUMN_AHEAD_BYTES,
+        columns: true,
+    };
+}
+
 /// Decode-ahead workers: one per core beyond the first (the reader and the FUSE threads need
 /// one), at least one, at most [`AHEAD_RECORDS`].
 fn ahead_workers() -> usize {
@@ -691,6 +755,8 @@ pub struct DecodeAhead {
 struct AheadShared {
     /// The record a scan (reads stepping from `n - 1` to `n`) is at: the window's start.
     scan_at: AtomicU64,
+    /// Whether that scan reads a column (its window is [`Window::COLUMNS`]).
+    columns: std::sync::atomic::AtomicBool,
     /// Bumped by every step (and by the mount's end); the workers wait for it to change.
     steps: Mutex<AheadSignal>,
     wake: Condvar,
@@ -726,9 +792,9 @@ impl DecodeAhead {
         self.last.store(ordinal, Ordering::Relaxed);
     }
 
-    /// Called after each tensor read of record `ordinal`: on a step from `ordinal - 1`, moves
-    /// the window to `ordinal` and wakes the workers (each reads the window's position again
-    /// after every record it decodes).
+    /// Called after each tensor read of record `ordinal` through its own files: on a step
+    /// from `ordinal - 1`, moves the window ([`Window::RECORDS`]) to `ordinal` and wakes the
+    /// workers (each reads the window's position again after every record it decodes).
     pub fn after_read(
         &self,
         cache: &Arc<RecordCache>,
@@ -736,11 +802,25 @@ impl DecodeAhead {
         dataset: &Arc<Dataset>,
         ordinal: u64,
     ) {
+        self.step(cache, trees, dataset, ordinal, Window::RECORDS);
+    }
+
+    /// [`DecodeAhead::after_read`] with the window `window` ([`Window::COLUMNS`] for a read
+    /// of a column).
+    pub fn step(
+        &self,
+        cache: &Arc<RecordCache>,
+        trees: &Arc<TreeCache>,
+        dataset: &Arc<Dataset>,
+        ordinal: u64,
+        window: Window,
+    ) {
         let previous = self.last.swap(ordinal, Ordering::Relaxed);
         if previous.wrapping_add(1) != ordinal || ordinal.saturating_add(1) >= dataset.len() {
             return;
         }
         self.shared.scan_at.store(ordinal, Ordering::Relaxed);
+        self.shared.columns.store(window.columns, Ordering::Relaxed);
         self.started.get_or_init(|| {
             for _ in 0..ahead_workers() {
                 spawn_worker(cache, trees, dataset, &self.shared);
@@ -779,8 +859,12 @@ fn spawn_worker(
                     }
                     seen = signal.steps;
                 }
+                let window = || match shared.columns.load(Ordering::Relaxed) {
+                    true => Window::COLUMNS,
+                    false => Window::RECORDS,
+                };
                 let at = || shared.scan_at.load(Ordering::Relaxed);
-                while cache.decode_next_ahead(&dataset, &trees, at()) {}
+                while cache.decode_next_ahead(&dataset, &trees, at(), window()) {}
             }
         });
     if let Err(e) = spawned {

@@ -30,7 +30,7 @@ use super::record_tree::{Builder, FileView, Node, TreeError};
 use crate::budget::Charge;
 use crate::dataset::Dataset;
 use crate::format::dtype::DType;
-use crate::format::json::{to_compact, Object, Value};
+use crate::format::json::{object_to_compact, write_string};
 use crate::format::npy;
 use crate::format::record::{FieldMeta, RecordMeta};
 
@@ -108,16 +108,31 @@ pub struct ColumnIndex {
     pub columns: Vec<Column>,
     /// Where each record's line of `records.jsonl` ends (empty when a row was unreadable).
     line_ends: Vec<u64>,
+    /// The whole of `records.jsonl`, when it fits in [`LINES_TEXT_SHARE`] of the budget.
+    lines_text: Option<Text>,
     pub readme: Vec<u8>,
     /// The tree of `columns/`: node 0 is `columns/` itself.
     pub nodes: Vec<Node<ColumnView>>,
     _charges: Vec<Charge>,
 }
 
+/// The text of `records.jsonl`, with its charges to the memory budget.
+#[derive(Debug)]
+struct Text {
+    bytes: Vec<u8>,
+    meter: Meter,
+}
+
+/// `records.jsonl` is kept whole when it takes at most this fraction of the memory budget
+/// (1/16); a larger one is rebuilt from the rows a read covers. Kept, reading it whole costs
+/// one copy per read instead of a row parsed per line.
+const LINES_TEXT_SHARE: u64 = 16;
+
 /// The least memory the index takes per record: the end of its JSON line.
 pub const MIN_RECORD_BYTES: u64 = 8;
 /// The index is charged to the memory budget in steps of this many bytes as it grows.
-const CHARGE_STEP: u64 = 1 << 20;
+/// (64 KiB: a small fraction of the smallest budget, so a few meters at once fit in it.)
+const CHARGE_STEP: u64 = 64 << 10;
 
 impl Column {
     /// The size of one of the column's files.
@@ -207,6 +222,11 @@ impl ColumnIndex {
         self.records
     }
 
+    /// The whole of `records.jsonl`, if the index keeps it.
+    pub fn lines_text(&self) -> Option<&[u8]> {
+        self.lines_text.as_ref().map(|t| t.bytes.as_slice())
+    }
+
     /// The length of `records.jsonl`.
     pub fn lines_len(&self) -> u64 {
         self.line_ends.last().copied().unwrap_or(0)
@@ -269,16 +289,20 @@ impl ColumnIndex {
     }
 }
 
-/// A record's line of `records.jsonl`: the keys of `record.json` but `fields`, compact.
+/// A record's line of `records.jsonl`: the keys of `record.json` but `fields`, compact, in
+/// sorted order (the compact form of that object, written without copying the metadata).
 pub fn record_line(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
-    let mut doc = Object::new();
-    doc.insert("id".into(), Value::from(meta.id.as_str()));
-    doc.insert("metadata".into(), Value::Object(meta.metadata.clone()));
-    doc.insert("ordinal".into(), Value::from(ordinal));
-    doc.insert("scene_id".into(), Value::from(meta.scene_id.clone()));
-    let mut line = to_compact(&Value::Object(doc)).into_bytes();
-    line.push(b'\n');
-    line
+    let mut line = String::from("{\"id\":");
+    write_string(&meta.id, &mut line);
+    line.push_str(",\"metadata\":");
+    line.push_str(&object_to_compact(&meta.metadata));
+    line.push_str(&format!(",\"ordinal\":{ordinal},\"scene_id\":"));
+    match &meta.scene_id {
+        Some(scene) => write_string(scene, &mut line),
+        None => line.push_str("null"),
+    }
+    line.push_str("}\n");
+    line.into_bytes()
 }
 
 /// Refuses a record count whose least index the memory budget cannot hold.
@@ -309,6 +333,7 @@ struct Candidate {
 }
 
 /// The memory the index holds, charged to the budget a step at a time.
+#[derive(Debug, Default)]
 struct Meter {
     bytes: u64,
     charges: Vec<Charge>,
@@ -319,43 +344,126 @@ struct Scan {
     candidates: Vec<(String, Candidate)>,
     left_out: Vec<(String, String)>,
     line_ends: Vec<u64>,
+    lines_text: Option<Text>,
     meter: Meter,
 }
 
-/// Reads every row and builds the index (see the module docs).
+/// Rows one reader parses at a time: the readers hold at most this many rows each, stripped
+/// to what the index needs and charged to the budget.
+const ROWS_PER_BLOCK: u64 = 512;
+
+/// A row as the index needs it: its line of `records.jsonl`, and its fields' dtypes and
+/// shapes (axes and metadata dropped).
+struct Row {
+    meta: RecordMeta,
+    line: Vec<u8>,
+}
+
+/// Why a block of rows could not be read.
+enum BlockError {
+    /// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
+    Row(u64, String),
+    /// The rows outgrew the memory budget: the index fails, like its own growth.
+    Budget(String),
+}
+
+/// A block of rows, charged to the budget while it is held.
+struct Block {
+    rows: Vec<(u64, Row)>,
+    _meter: Meter,
+}
+
+/// Reads every row and builds the index (see the module docs). Reading and parsing the rows
+/// is most of the work, so one reader per core parses a block of rows while the index takes
+/// in the blocks in ordinal order.
 pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String> {
     let records = dataset.len();
     let mut scan = Scan {
         candidates: Vec::new(),
         left_out: Vec::new(),
         line_ends: Vec::new(),
-        meter: Meter {
-            bytes: 0,
-            charges: Vec::new(),
-        },
+        lines_text: Some(Text {
+            bytes: Vec::new(),
+            meter: Meter::default(),
+        }),
+        meter: Meter::default(),
     };
-    for ordinal in 0..records {
+    let readers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let stride = ROWS_PER_BLOCK * readers;
+    for first in (0..records).step_by(stride.max(1) as usize) {
         if stop.load(Ordering::Relaxed) {
             return Err("the mount is ending".into());
         }
-        let meta = match dataset.record_meta(ordinal) {
-            Ok(meta) => meta,
-            Err(e) => {
-                let charges = scan.meter.charges;
-                return Ok(unreadable(records, ordinal, &e.to_string(), charges));
+        let blocks = read_blocks(dataset, first..first.saturating_add(stride).min(records));
+        for block in blocks {
+            let block = match block {
+                Ok(block) => block,
+                Err(BlockError::Row(ordinal, e)) => {
+                    let charges = scan.meter.charges;
+                    return Ok(unreadable(records, ordinal, &e, charges));
+                }
+                Err(BlockError::Budget(e)) => return Err(e),
+            };
+            for (ordinal, row) in block.rows {
+                scan.take(dataset, ordinal, row)?;
             }
-        };
-        scan.meter.grow(dataset, ordinal, MIN_RECORD_BYTES)?;
-        if ordinal == 0 {
-            scan.start(&meta);
-        } else {
-            scan.step(dataset, ordinal, &meta)?;
         }
-        let end = scan.line_ends.last().copied().unwrap_or(0);
-        scan.line_ends
-            .push(end + record_line(&meta, ordinal).len() as u64);
     }
     finish(records, scan).map_err(|e| format!("columns/: {e}"))
+}
+
+/// The rows of `range`, read in blocks of [`ROWS_PER_BLOCK`] by a thread each, in order; a
+/// block ends at its first unreadable row.
+fn read_blocks(dataset: &Dataset, range: std::ops::Range<u64>) -> Vec<Result<Block, BlockError>> {
+    let starts: Vec<u64> = range.clone().step_by(ROWS_PER_BLOCK as usize).collect();
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = starts
+            .iter()
+            .map(|&start| {
+                let end = start.saturating_add(ROWS_PER_BLOCK).min(range.end);
+                scope.spawn(move || read_block(dataset, start..end))
+            })
+            .collect();
+        readers
+            .into_iter()
+            .zip(&starts)
+            .map(|(reader, &start)| {
+                reader
+                    .join()
+                    .unwrap_or_else(|_| Err(BlockError::Row(start, "a row reader panicked".into())))
+            })
+            .collect()
+    })
+}
+
+fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, BlockError> {
+    let mut block = Block {
+        rows: Vec::with_capacity((range.end - range.start) as usize),
+        _meter: Meter::default(),
+    };
+    for ordinal in range {
+        let (row, held) = read_row(dataset, ordinal).map_err(|e| BlockError::Row(ordinal, e))?;
+        block
+            ._meter
+            .grow(dataset, ordinal, held)
+            .map_err(BlockError::Budget)?;
+        block.rows.push((ordinal, row));
+    }
+    Ok(block)
+}
+
+/// Record `ordinal`'s row, stripped (see [`Row`]), and the memory it holds (estimated).
+fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), String> {
+    let mut meta = dataset.record_meta(ordinal).map_err(|e| e.to_string())?;
+    let line = record_line(&meta, ordinal);
+    meta.metadata = Default::default();
+    let mut held = line.len() as u64 + 256;
+    for (name, field) in &mut meta.fields {
+        field.axes = Vec::new();
+        field.metadata = Default::default();
+        held += name.len() as u64 + 8 * field.shape.len() as u64 + 128;
+    }
+    Ok((Row { meta, line }, held))
 }
 
 impl Meter {
@@ -377,6 +485,35 @@ impl Meter {
 }
 
 impl Scan {
+    /// Takes in record `ordinal`'s row.
+    fn take(&mut self, dataset: &Dataset, ordinal: u64, row: Row) -> Result<(), String> {
+        self.meter.grow(dataset, ordinal, MIN_RECORD_BYTES)?;
+        if ordinal == 0 {
+            self.start(&row.meta);
+        } else {
+            self.step(dataset, ordinal, &row.meta)?;
+        }
+        self.add_line(dataset, &row.line);
+        Ok(())
+    }
+
+    /// Takes in a record's line of `records.jsonl`: its end, and its text while the whole
+    /// text fits its share of the budget (it is dropped, charges and all, once it does not).
+    fn add_line(&mut self, dataset: &Dataset, line: &[u8]) {
+        let end = self.line_ends.last().copied().unwrap_or(0) + line.len() as u64;
+        self.line_ends.push(end);
+        let share = dataset.memory().capacity() / LINES_TEXT_SHARE;
+        let Some(text) = &mut self.lines_text else {
+            return;
+        };
+        // Priced at twice the line: a growing vector may hold twice what it uses.
+        let fits = end <= share && text.meter.grow(dataset, 0, 2 * line.len() as u64).is_ok();
+        match fits {
+            true => text.bytes.extend_from_slice(line),
+            false => self.lines_text = None,
+        }
+    }
+
     /// The first row's fields are the candidates.
     fn start(&mut self, meta: &RecordMeta) {
         for (name, field) in &meta.fields {
@@ -505,6 +642,7 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         records,
         columns: Vec::new(),
         line_ends: Vec::new(),
+        lines_text: None,
         readme: readme.into_bytes(),
         nodes,
         _charges: charges,
@@ -540,6 +678,7 @@ fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
         readme: readme(&columns, &left_out).into_bytes(),
         columns,
         line_ends: scan.line_ends,
+        lines_text: scan.lines_text,
         nodes,
         _charges: scan.meter.charges,
     })

@@ -4,8 +4,8 @@
 Usage: bench_suite.py BIN_DIR WORK_DIR quick|full REPEAT [ROWS]
 
 BIN_DIR holds sdsfs, sds, make_bench_dataset and bench_zstd; WORK_DIR is an empty scratch
-directory (the caller deletes it). ROWS: comma-separated workload numbers (default all: 1-9
-and W1, W2, W3, S1, S2, S3, M1).
+directory (the caller deletes it). ROWS: comma-separated workload numbers (default all: 1-9,
+W1, W2, W3, S1, S2, S3, M1 and C1-C7).
 Every time is the median of REPEAT runs; "cpu" is the CPU time of the processes doing the work
 (the reading process plus the sdsfs daemon, or the Python interpreter, or sds), which the other
 builds sharing the machine disturb less than wall time. Prints one markdown table, then the
@@ -29,6 +29,9 @@ CACHE_MIB = 256  # --cache-size of the mounts of workloads 1, 3 and 7
 WALK_CACHE_MIB = 128  # --cache-size of the mounts of the W, S and M rows
 WALK_SAMPLES = 2048  # complex64 samples per record in the W, S and M rows: 16 KiB
 WALK_ROWS = {"W1", "W2", "W3", "S1", "S2", "S3", "M1"}
+COLUMN_ROWS = {"C1", "C2", "C3", "C4", "C5", "C6", "C7"}
+COLUMN_CACHE_MIB = 128  # --cache-size of the mounts of the C rows
+COLUMN_BIG_SAMPLES = 131072  # complex64 samples per record of C2: 1 MiB
 # W3: records per shard at both sizes, so the two differ in their record count only (the
 # first stat of a record reads its metadata shard's index, whose size is the shard's)
 WALK_SCALE_PER_SHARD = 1000
@@ -38,10 +41,12 @@ SIZES = {
     # walk: records of the W/S/M rows (one 16 KiB field each); walk_scale: W3's two sizes
     "quick": dict(large_mib=64, scan=1_000, scan_samples=16384, meta=10_000,
                   scale=(1_000, 100_000), create=1_000, create_samples=2048, lib=1_000,
-                  walk=2_000, walk_scale=(1_000, 100_000)),
+                  walk=2_000, walk_scale=(1_000, 100_000),
+                  columns=2_000, columns_big=200, columns_ls=100_000),
     "full": dict(large_mib=256, scan=10_000, scan_samples=16384, meta=100_000,
                  scale=(1_000, 1_000_000), create=10_000, create_samples=2048, lib=10_000,
-                 walk=10_000, walk_scale=(1_000, 1_000_000)),
+                 walk=10_000, walk_scale=(1_000, 1_000_000),
+                 columns=10_000, columns_big=1_000, columns_ls=1_000_000),
 }
 CLK = os.sysconf("SC_CLK_TCK")
 
@@ -75,10 +80,12 @@ def pad(ordinal, count):
 class Mount:
     """`sdsfs mount --foreground` in the background, ready when the mountpoint is mounted."""
 
-    def __init__(self, bins, dataset, mnt, cache_mib=None):
+    def __init__(self, bins, dataset, mnt, cache_mib=None, threads=None):
         self.cmd = [os.path.join(bins, "sdsfs"), "mount", "--foreground", dataset, mnt]
         if cache_mib:
             self.cmd[3:3] = ["--cache-size", f"{cache_mib}M"]
+        if threads:
+            self.cmd[3:3] = ["--threads", str(threads)]
         self.mnt = mnt
         self.proc = None
 
@@ -649,6 +656,93 @@ def walk_scale(bins, work, size, repeat):
     return dict(small=size["walk_scale"][0], large=size["walk_scale"][1], **out)
 
 # ---------------------------------------------------------------------------------------------
+# C1-C7: columns/ against the library (issue 29)
+# ---------------------------------------------------------------------------------------------
+
+def column_tool(*args):
+    """One timed pass of tests/python/bench_columns.py (its JSON object)."""
+    return json.loads(run([PY, f"{REPO}/tests/python/bench_columns.py", *map(str, args)])[2])
+
+
+def same_values(ours, theirs, what):
+    """Both sides of a row read the same records and summed the same values."""
+    close = all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in zip(ours["sum"], theirs["sum"]))
+    if ours["records"] != theirs["records"] or not close:
+        raise RuntimeError(f"{what}: columns/ read {ours}, the library {theirs}")
+
+
+def column_pass(bins, ds, mnt, mode, args, hwm, threads=None):
+    """`bench_columns.py MODE <file of columns/> ARGS` in a fresh mount (nothing of an earlier
+    pass in the kernel's page cache), the index built on the way; records the daemon's peak."""
+    with Mount(bins, ds, mnt, COLUMN_CACHE_MIB, threads) as m:
+        d = column_tool(mode, f"{mnt}/columns/{args[0]}", *args[1:])
+        hwm.append(m.hwm_bytes())
+    return d
+
+
+def column_scans(bins, work, name, count, samples, per_shard, repeat, hwm, more=False, threads=()):
+    """The scan (with `more`, also random batches and lines; and the scan again with each of
+    `threads` as --threads) of a library dataset of `count` records of one complex64 field `iq`
+    of `samples` samples, against the library on the same dataset."""
+    ds, mnt = f"{work}/{name}", f"{work}/mnt"
+    log(f"C rows: {count:,} records of one {samples}-sample complex64 field, written by the library")
+    subprocess.run([PY, f"{REPO}/tests/python/create_bench.py", "iq", ds, str(count), str(samples),
+                    str(per_shard)], check=True)
+    warm(shard_files(ds))
+    modes = [("scan", "lib-scan", ("iq.npy",), ("iq",))]
+    if more:
+        modes += [("random", "lib-random", ("iq.npy", 29), ("iq", 29)),
+                  ("lines", "lib-lines", ("records.jsonl",), ())]
+    t = {}
+    try:
+        for _ in range(repeat):
+            for mode, lib_mode, args, lib_args in modes:
+                ours = column_pass(bins, ds, mnt, mode, args, hwm)
+                theirs = column_tool(lib_mode, ds, *lib_args)
+                same_values(ours, theirs, mode)
+                t.setdefault(mode, []).append(ours["seconds"])
+                t.setdefault(lib_mode, []).append(theirs["seconds"])
+            for n in threads:
+                t.setdefault(f"threads{n}", []).append(
+                    column_pass(bins, ds, mnt, "scan", ("iq.npy",), hwm, n)["seconds"])
+    finally:
+        subprocess.run(["rm", "-rf", ds], check=True)
+    return dict(records=count, bytes=count * samples * 8, **{k: med(v) for k, v in t.items()})
+
+
+def column_listing(bins, work, count, repeat):
+    """C7: the first `ls -l columns/` of a fresh mount (the index built from every row)
+    against `sds ls` of the same dataset (every row printed)."""
+    ds, mnt = f"{work}/columns-ls", f"{work}/mnt"
+    log(f"C7: generating {count:,} records")
+    make(bins, "many", ds, count)
+    warm(shard_files(ds))
+    t = {"ls": [], "sds_ls": []}
+    try:
+        for _ in range(repeat):
+            with Mount(bins, ds, mnt, COLUMN_CACHE_MIB):
+                t["ls"].append(run(["ls", "-l", f"{mnt}/columns"], capture=False)[0])
+            t["sds_ls"].append(run([f"{bins}/sds", "ls", ds], capture=False)[0])
+    finally:
+        subprocess.run(["rm", "-rf", ds], check=True)
+    return dict(records=count, **{k: med(v) for k, v in t.items()})
+
+
+def columns_rows(bins, work, size, repeat, wanted, res):
+    hwm = []
+    out = dict(hwm=hwm)
+    if wanted & {"C1", "C3", "C4", "C5", "C6"}:
+        threads = sorted({1, 2, os.cpu_count() or 1}) if "C6" in wanted else ()
+        out["small"] = column_scans(bins, work, "columns-16k", size["columns"], WALK_SAMPLES, 1000,
+                                    repeat, hwm, more=True, threads=threads)
+    if wanted & {"C2", "C5"}:
+        out["big"] = column_scans(bins, work, "columns-1m", size["columns_big"], COLUMN_BIG_SAMPLES, 100,
+                                  repeat, hwm)
+    if "C7" in wanted:
+        out["listing"] = column_listing(bins, work, size["columns_ls"], repeat)
+    res["columns"] = out
+
+# ---------------------------------------------------------------------------------------------
 # the table
 # ---------------------------------------------------------------------------------------------
 
@@ -827,6 +921,8 @@ def rows(res):
              f"{r['small']:,} records {secs(s['records'])}", f"{l['records'] / s['records']:.2f}x")
         sent = ", ".join(f"{k} {v}" for k, v in sorted(l["one_requests"].items()))
         scaling_row("W3b", f"first ls -l of one record directory, {r['large']:,} records ({sent})", r, "one")
+    if "columns" in res:
+        column_table(res["columns"], row, info)
     for key, label in (("large", "1"), ("scan", "3")):
         if key in res:
             h = res[key]["hwm"]
@@ -834,6 +930,42 @@ def rows(res):
             row("7", f"daemon peak RSS during {label}", f"{h / 2**20:.0f} MiB",
                 f"--cache-size {CACHE_MIB} MiB", f"{h / (CACHE_MIB << 20):.2f}x", "<= cache + 64 MiB", h <= limit)
     return out
+
+
+def column_table(r, row, info):
+    """Rows C1-C7 (issue 29): `columns/` against the library, each in one run."""
+    def against(num, what, part, ours, theirs, baseline, target):
+        x = part[theirs] / part[ours]
+        row(num, what, secs(part[ours]), f"{baseline} {secs(part[theirs])}", f"{x:.2f}x",
+            f">= {target:g}x", x >= target)
+
+    if "small" in r:
+        c = r["small"]
+        n = f"{c['records']:,} records of 16 KiB"
+        against("C1", f"np.load(columns/iq.npy, mmap) summed in slices of 256, {n}", c, "scan",
+                "lib-scan", "library iter_records() summing iq", 3)
+        if "lines" in c:
+            against("C3", f"columns/records.jsonl read whole, json per line, {c['records']:,} records",
+                    c, "lines", "lib-lines", "library iter_record_metadata()", 3)
+            against("C4", f"random batches of 256 ordinals through the memmap, {n}", c, "random",
+                    "lib-random", "library __getitems__", 1)
+        for key in sorted((k for k in c if k.startswith("threads")), key=lambda k: int(k[7:])):
+            rate = c["bytes"] / c[key] / 2**20
+            info("C6", f"C1's scan with --threads {key[7:]}: {rate:.0f} MiB/s", secs(c[key]),
+                 f"--threads 1 {secs(c['threads1'])}", f"{c['threads1'] / c[key]:.2f}x")
+    if "big" in r:
+        c = r["big"]
+        against("C2", f"the same scan, {c['records']:,} records of 1 MiB", c, "scan", "lib-scan",
+                "library iter_records() summing iq", 1)
+    if r["hwm"]:
+        h = max(r["hwm"])
+        row("C5", "daemon peak RSS over C1-C4, C6", f"{h / 2**20:.0f} MiB", f"--cache-size {COLUMN_CACHE_MIB} MiB",
+            f"{h / (COLUMN_CACHE_MIB << 20):.2f}x", "<= cache + 64 MiB", h <= (COLUMN_CACHE_MIB + 64) << 20)
+    if "listing" in r:
+        c = r["listing"]
+        x = c["sds_ls"] / c["ls"]
+        row("C7", f"first ls -l columns/, {c['records']:,} records", secs(c["ls"]),
+            f"sds ls {secs(c['sds_ls'])}", f"{x:.2f}x", ">= 1x", x >= 1)
 
 
 def print_table(res, extra_rows):
@@ -865,7 +997,8 @@ def s3_rows(mode):
 
 def main(argv):
     bins, work, mode, repeat = argv[1], argv[2], argv[3], int(argv[4])
-    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8,9,W1,W2,W3,S1,S2,S3,M1").split(","))
+    wanted = set((argv[5] if len(argv) > 5 else "1,2,3,4,5,6,7,8,9,W1,W2,W3,S1,S2,S3,M1,"
+                                                     "C1,C2,C3,C4,C5,C6,C7").split(","))
     size = SIZES[mode]
     res = {}
     started = time.time()
@@ -884,6 +1017,8 @@ def main(argv):
         against_library(bins, work, size, repeat, res)
     if wanted & WALK_ROWS:
         walk_and_scan(bins, work, size, repeat, wanted, res)
+    if wanted & COLUMN_ROWS:
+        columns_rows(bins, work, size, repeat, wanted, res)
     extra, s3_output = s3_rows(mode) if "8" in wanted else ([], "")
     uname = os.uname()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
