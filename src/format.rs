@@ -4,6 +4,7 @@
 //! - [`path`]: validated dataset-relative paths (section 4, "References").
 //! - [`limits`]: the configurable limits of section 9.
 //! - [`dtype`]: the dtype table of section 2.
+//! - [`png`]: pictures (a canvas, a tiny font) encoded as PNG of a size fixed by the dimensions.
 
 pub mod documents;
 pub mod dtype;
@@ -11,4 +12,5 @@ pub mod json;
 pub mod labels;
 pub mod limits;
 pub mod path;
+pub mod png;
 pub mod record;
