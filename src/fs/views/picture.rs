@@ -1,19 +1,27 @@
 //! Pictures of a record: a spectrogram (waterfall) PNG beside every IQ field that has a SigMF
-//! pair, and one `preview.png` per record stacking its receivers' spectrograms and its pulsed
-//! radar fields' pulses.
+//! pair, and one `preview.png` per record stacking its receivers' spectrograms and, for its
+//! pulsed radar fields, their pulses (one row per pulse, its fast-time power spectrum: a beat
+//! tone, a target's range, is a bright column).
 //!
 //! Why fixed dimensions: `stat` must give a picture's exact size from the metadata row alone,
 //! and [`crate::format::png`] makes a PNG's size a function of its dimensions. So a spectrogram
 //! is always [`SPECTROGRAM_W`] × [`SPECTROGRAM_H`] and a preview's height depends only on how
 //! many panels the row says it has ([`preview_panels`], at most [`MAX_PANELS`]). A field of any
 //! length is decimated into the fixed grid: each of the [`PLOT_ROWS`] time rows averages the
-//! power of at most [`MAX_WINDOWS`] FFTs of [`FFT_LEN`] samples spread over its span, so the
-//! samples read per picture are bounded whatever the field's size.
+//! power of at most [`MAX_WINDOWS`] Hann-windowed FFTs of [`FFT_LEN`] samples spread over its
+//! span, so a spectrogram reads at most `PLOT_ROWS × MAX_WINDOWS × FFT_LEN` samples (4 MiB)
+//! and a preview panel `PANEL_ROWS × MAX_WINDOWS × FFT_LEN`, whatever the field's size.
 //!
 //! Axes use the conversions of the `.sigmf-meta`: the field's sample rate
 //! ([`super::sample_rate`]) and centre frequency ([`labels::center_frequency`]); the label boxes
 //! drawn are the `.sigmf-meta`'s annotations (absolute sample ranges and Hz). Time runs down from
-//! sample 0, frequency runs right.
+//! sample 0: plot row `r` of `R` covers samples `[r·N/R, (r+1)·N/R)` of `N`. Frequency runs
+//! right: plot column `c` is the FFT bin at `centre + (c − 128) · rate / 256` Hz. A box of
+//! samples `[s, e)` and Hz `[lo, hi]` is outlined at rows `floor(s·R/N) .. ceil(e·R/N)` and
+//! columns `floor(col(lo)) .. ceil(col(hi))`, `col(f) = (f − centre) / rate · 256 + 128`.
+//! The colour map runs from black (60 dB or more below the picture's strongest cell) through
+//! purple, red and orange to pale yellow (the strongest), its luminance rising throughout.
+//! The FFT is a plain radix-2 of 256 points: small enough that a dependency would buy nothing.
 
 use bytes::Bytes;
 
@@ -41,8 +49,6 @@ pub const PANEL_ROWS: u32 = 96;
 const PANEL_H: u32 = 10 + PANEL_ROWS + 6;
 const PANEL_LEFT: u32 = 8;
 pub const PREVIEW_W: u32 = PANEL_LEFT + FFT_LEN as u32 + 8;
-/// Samples averaged into one pixel of a pulses panel at most.
-const MAX_PULSE_SPAN: u64 = 16;
 /// Dynamic range shown, in dB below the picture's strongest cell.
 const RANGE_DB: f32 = 60.0;
 const BYTES_PER_SAMPLE: u64 = 8;
@@ -222,28 +228,43 @@ struct Grid {
 fn power_grid(name: &str, samples: u64, rows: u32, read: &ReadField) -> Result<Grid, String> {
     let mut cells = Vec::with_capacity(rows as usize * FFT_LEN);
     for row in 0..u64::from(rows) {
-        let mut power = [0f64; FFT_LEN];
         let starts = window_starts(samples, row, u64::from(rows));
-        for &start in &starts {
-            let take = samples.saturating_sub(start).min(FFT_LEN as u64) as usize;
-            let bytes = read(name, start * BYTES_PER_SAMPLE, take * 8)?;
-            let spectrum = fft(&windowed(&bytes));
-            for (bin, value) in spectrum.iter().enumerate() {
-                // fftshift: bin 0 (zero frequency) goes to the middle column.
-                power[(bin + FFT_LEN / 2) % FFT_LEN] += value.0 * value.0 + value.1 * value.1;
-            }
-        }
-        let windows = starts.len().max(1) as f64;
-        cells.extend(
-            power
-                .iter()
-                .map(|p| (10.0 * (p / windows + 1e-30).log10()) as f32),
-        );
+        cells.extend(mean_spectrum(name, (0, samples), &starts, read)?);
     }
     Ok(Grid {
         columns: FFT_LEN,
         cells,
     })
+}
+
+/// The mean power spectrum in dB (fftshifted: zero frequency in the middle) of the Hann-windowed
+/// FFTs of field `name` starting at `starts`, samples counted from `base`, none read at or past
+/// sample `base + end` (a window running past it is zero-padded).
+fn mean_spectrum(
+    name: &str,
+    (base, end): (u64, u64),
+    starts: &[u64],
+    read: &ReadField,
+) -> Result<Vec<f32>, String> {
+    let mut power = [0f64; FFT_LEN];
+    for &start in starts {
+        let take = end.saturating_sub(start).min(FFT_LEN as u64) as usize;
+        let offset = base
+            .checked_add(start)
+            .and_then(|sample| sample.checked_mul(BYTES_PER_SAMPLE))
+            .ok_or("sample offset overflows")?;
+        let bytes = read(name, offset, take * BYTES_PER_SAMPLE as usize)?;
+        let spectrum = fft(&windowed(&bytes));
+        for (bin, value) in spectrum.iter().enumerate() {
+            // fftshift: bin 0 (zero frequency) goes to the middle column.
+            power[(bin + FFT_LEN / 2) % FFT_LEN] += value.0 * value.0 + value.1 * value.1;
+        }
+    }
+    let windows = starts.len().max(1) as f64;
+    Ok(power
+        .iter()
+        .map(|p| (10.0 * (p / windows + 1e-30).log10()) as f32)
+        .collect())
 }
 
 /// The first samples of the FFT windows of time row `row` of `rows` over `samples` samples:
@@ -317,33 +338,24 @@ fn fft(input: &[(f64, f64)]) -> Vec<(f64, f64)> {
     data
 }
 
-/// Magnitude in dB of a pulsed field: [`PANEL_ROWS`] rows sampled from its pulse rows (every
-/// axis but the last flattened), [`FFT_LEN`] columns each averaging up to
-/// [`MAX_PULSE_SPAN`] samples of its share of fast time.
+/// The pulses of a pulsed field as a range-time picture: [`PANEL_ROWS`] rows sampled from its
+/// pulse rows (every axis but the last flattened), each the fast-time power spectrum of its
+/// pulse (what [`mean_spectrum`] gives for up to [`MAX_WINDOWS`] windows spread over the
+/// pulse), so a beat tone (a target's range) is a bright column and noise is speckle.
 fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, String> {
     let (fast, leading) = shape.split_last().ok_or("pulsed field without axes")?;
     let pulses = leading
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .ok_or("pulse count overflows")?;
-    let columns = FFT_LEN as u64;
+    let starts = window_starts(*fast, 0, 1);
     let mut cells = Vec::with_capacity(PANEL_ROWS as usize * FFT_LEN);
     let mut last: Option<(u64, Vec<f32>)> = None;
     for row in 0..u64::from(PANEL_ROWS) {
         let pulse = (u128::from(pulses) * u128::from(row) / u128::from(PANEL_ROWS)) as u64;
         if last.as_ref().map(|(p, _)| *p) != Some(pulse) {
-            let mut values = Vec::with_capacity(FFT_LEN);
-            for column in 0..columns {
-                let begin = (u128::from(*fast) * u128::from(column) / u128::from(columns)) as u64;
-                let take = ((u128::from(*fast) * u128::from(column + 1) / u128::from(columns))
-                    as u64)
-                    .saturating_sub(begin)
-                    .clamp(1, MAX_PULSE_SPAN);
-                let offset = (pulse * fast + begin) * BYTES_PER_SAMPLE;
-                let bytes = read(name, offset, (take * BYTES_PER_SAMPLE) as usize)?;
-                values.push(mean_magnitude_db(&bytes));
-            }
-            last = Some((pulse, values));
+            let base = pulse.checked_mul(*fast).ok_or("pulse offset overflows")?;
+            last = Some((pulse, mean_spectrum(name, (base, *fast), &starts, read)?));
         }
         if let Some((_, values)) = &last {
             cells.extend_from_slice(values);
@@ -353,13 +365,6 @@ fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, Strin
         columns: FFT_LEN,
         cells,
     })
-}
-
-fn mean_magnitude_db(bytes: &[u8]) -> f32 {
-    let values = samples(bytes);
-    let sum: f64 = values.iter().map(|(re, im)| re.hypot(*im)).sum();
-    let mean = sum / values.len().max(1) as f64;
-    (20.0 * (mean + 1e-30).log10()) as f32
 }
 
 /// Paints `grid` with its top-left at `origin`, its strongest cell brightest and anything
@@ -559,6 +564,53 @@ mod tests {
         let many = window_starts(u64::MAX / 16, 3, 256);
         assert_eq!(many.len() as u64, MAX_WINDOWS);
         assert!(many.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// A reader of zeros that counts the bytes asked for.
+    fn counting(
+        asked: &std::cell::Cell<u64>,
+    ) -> impl Fn(&str, u64, usize) -> Result<Bytes, String> + '_ {
+        move |_, _, len| {
+            asked.set(asked.get() + len as u64);
+            Ok(Bytes::from(vec![0u8; len]))
+        }
+    }
+
+    #[test]
+    fn a_huge_field_is_read_within_the_bound() {
+        // By hand: 256 rows × 8 windows × 256 samples × 8 bytes = 4 MiB per spectrogram.
+        let bound = 256 * 8 * 256 * 8;
+        let asked = std::cell::Cell::new(0);
+        let axes = IqAxes {
+            samples: u64::MAX / 8,
+            rate_hz: Some(1e6),
+            center_hz: Some(1e9),
+        };
+        let png = spectrogram_png("iq", &axes, &[], &counting(&asked)).unwrap();
+        assert_eq!(png.len() as u64, spectrogram_len());
+        assert_eq!(asked.get(), bound);
+        // A pulsed field of 2^30 pulses of 2^30 samples: 96 rows of at most 8 windows each.
+        asked.set(0);
+        let grid = pulse_grid("p", &[1 << 30, 1 << 30], &counting(&asked)).unwrap();
+        assert_eq!(grid.cells.len(), 96 * 256);
+        assert_eq!(asked.get(), 96 * 8 * 256 * 8);
+        // Sample offsets past u64 are an error, not a wrapped read.
+        assert!(pulse_grid("p", &[1 << 40, 1 << 40], &counting(&asked)).is_err());
+    }
+
+    #[test]
+    fn pulses_show_a_beat_tone_as_a_column() {
+        // 4 pulses of 400 samples of a tone of -1/8 cycle per sample: a quarter of a half
+        // plot left of the middle column (128 - 32), in every row.
+        let pulse = tone(400, -0.125);
+        let read = reader(pulse.repeat(4));
+        let grid = pulse_grid("p", &[4, 400], &read).unwrap();
+        for row in grid.cells.chunks(FFT_LEN) {
+            let peak = (0..FFT_LEN)
+                .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+                .unwrap();
+            assert_eq!(peak, FFT_LEN / 2 - FFT_LEN / 8);
+        }
     }
 
     #[test]
