@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use common::datasets::*;
 use common::hostile::*;
-use common::mount::{expected_record_files, force_unmount, is_mounted, peak_rss, MountGuard};
+use common::mount::{
+    expected_record_files, force_unmount, is_mounted, peak_rss, take_pictures, MountGuard,
+};
 use sdsfs::arrayrecord::{riegeli_hash, write_records, ArrayRecordReader, WriterOptions};
 use sdsfs::dataset::{Dataset, OpenOptions};
 use sdsfs::format::limits::RecordLimits;
@@ -140,6 +142,7 @@ fn mounted_record_files(record_dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .into_iter()
         .map(|(relative, bytes)| (format!("fields/{relative}"), bytes))
         .collect();
+    take_pictures(&mut out);
     out.insert(
         "record.json".to_string(),
         std::fs::read(record_dir.join("record.json")).unwrap(),

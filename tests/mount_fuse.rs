@@ -10,7 +10,9 @@ use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
-use common::mount::{expected_record_files, peak_rss, MountGuard};
+use common::mount::{
+    expected_pictures, expected_record_files, peak_rss, take_pictures, MountGuard,
+};
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{self, Object, Value};
@@ -183,6 +185,7 @@ fn whole_tree_matches_the_library() {
         let expected = expected_record_files(&dataset, ordinal);
         let collection = actual.remove("record.sigmf-collection").unwrap();
         assert_record_collection(&collection, &expected);
+        assert_eq!(take_pictures(&mut actual), expected_pictures(&expected));
         assert_eq!(
             actual.keys().collect::<Vec<_>>(),
             expected.keys().collect::<Vec<_>>(),

@@ -142,6 +142,36 @@ pub fn peak_rss(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Takes the pictures (`preview.png`, `*.spectrogram.png`) out of a record's file tree, checking
+/// that each is a PNG (signature and header chunk; `tests/mount_pictures.rs` decodes them);
+/// returns their paths. The library has no pictures to compare them with.
+pub fn take_pictures(files: &mut std::collections::BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    let names: Vec<String> = files
+        .keys()
+        .filter(|p| p.as_str() == "preview.png" || p.ends_with(".spectrogram.png"))
+        .cloned()
+        .collect();
+    for name in &names {
+        let bytes = files.remove(name).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{name}");
+        assert_eq!(&bytes[12..16], b"IHDR", "{name}");
+    }
+    names
+}
+
+/// The picture paths a record's tree should hold, from its expected files: `preview.png` and a
+/// spectrogram beside every SigMF pair.
+pub fn expected_pictures(expected: &std::collections::BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    let mut names: Vec<String> = expected
+        .keys()
+        .filter_map(|p| p.strip_suffix(".sigmf-data"))
+        .map(|base| format!("{base}.spectrogram.png"))
+        .collect();
+    names.push("preview.png".to_string());
+    names.sort();
+    names
+}
+
 /// The expected file tree of one record as the library reads it (`record.json` and every
 /// field view under `fields/`): relative path → content.
 pub fn expected_record_files(

@@ -43,7 +43,7 @@ import signal_dataset as sds
 DTYPES = [
     "|b1", "|u1", "<u2", "<u4", "<u8", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8", "<c8",
 ]
-VIEW_SUFFIXES = (".raw", ".json", ".npy", ".sigmf-data", ".sigmf-meta")
+VIEW_SUFFIXES = (".raw", ".json", ".npy", ".sigmf-data", ".sigmf-meta", ".spectrogram.png")
 
 
 def canonical(value: Any) -> str:
@@ -623,7 +623,7 @@ def encode_segment(segment: str, directory: bool, link: bool = False) -> str:
             if text.endswith(suffix):
                 text = text[: -len(suffix)] + "%2E" + suffix[1:]
                 break
-    limit = 255 if directory or link else 244
+    limit = 255 if directory or link else 239
     if len(text.encode()) > limit:
         cut = text.encode()[:200]
         while True:
