@@ -10,16 +10,15 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use common::datasets::{copy_tree, files_below, iq_capture, CountingStore};
+use common::datasets::{copy_tree, files_below, iq_capture};
 use common::mount::{peak_rss, MountGuard};
-use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
+use common::namespace::{counting_namespace, data_reads, lookup_path};
+use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
 use sdsfs::format::json;
 use sdsfs::format::record::Record;
-use sdsfs::fs::inode::Ino;
-use sdsfs::fs::namespace::{Attr, Namespace, NamespaceConfig};
-use sdsfs::storage::{LocalStore, ObjectStore};
+use sdsfs::fs::namespace::{Attr, Namespace};
+use sdsfs::storage::LocalStore;
 
 const MIB: u64 = 1 << 20;
 const RX: &str = "fields/projections/communications_rx/receivers";
@@ -83,33 +82,6 @@ fn library_written_bursts_stand_inside_their_boxes() {
     assert!(count(&counts, "preview_boxes") > 0, "{counts:?}");
 }
 
-fn namespace(dir: &Path) -> (Arc<CountingStore>, Namespace) {
-    let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
-    let counting = Arc::new(CountingStore::new(local));
-    let store: Arc<dyn ObjectStore> = counting.clone();
-    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
-    (
-        counting,
-        Namespace::new(Arc::new(dataset), NamespaceConfig::default()),
-    )
-}
-
-fn lookup_path(ns: &Namespace, path: &str) -> Attr {
-    let mut attr = ns.getattr(Ino::Root.encode()).unwrap();
-    for name in path.split('/') {
-        attr = ns.lookup(attr.ino, name).unwrap();
-    }
-    attr
-}
-
-fn data_reads(store: &CountingStore) -> usize {
-    store
-        .take_paths()
-        .iter()
-        .filter(|p| p.starts_with("objects/data/"))
-        .count()
-}
-
 /// Reads a whole file through `ns` in pieces of `piece` bytes.
 fn read_in_pieces(ns: &Namespace, ino: u64, piece: u32) -> Vec<u8> {
     let mut out = Vec::new();
@@ -124,7 +96,7 @@ fn read_in_pieces(ns: &Namespace, ino: u64, piece: u32) -> Vec<u8> {
 
 #[test]
 fn stat_reads_no_data_shard_and_reading_decodes_once() {
-    let (store, ns) = namespace(&demo());
+    let (store, ns) = counting_namespace(&demo());
     let paths = [
         format!("records/4/{RX}/rx0/iq.spectrogram.png"),
         format!("records/4/{RX}/rx1/iq.spectrogram.png"),

@@ -59,3 +59,4 @@ pub mod annotate;
 pub mod cli;
 pub mod cloud;
 pub mod mount;
+pub mod namespace;
