@@ -5,6 +5,12 @@
 //! before it reads the record, so the encoding may not depend on the pixels. A stored block
 //! holds at most 65535 bytes behind a 5-byte header, so a `width × height` RGB image always
 //! takes [`png_len`] bytes. Every value here is bounded by [`MAX_SIDE`].
+//!
+//! Why not the `png` crate: its `DeflateCompression::NoCompression` writes stored blocks too,
+//! but its documentation reserves the right to change how it compresses (and so where blocks
+//! and `IDAT` chunks split) without a semver-breaking release, and `stat` has promised these
+//! sizes before the first read. The encoder here is a hundred lines; its checksums are tested
+//! against their standard check values and Pillow decodes its output (`tests/mount_pictures.rs`).
 
 /// Largest width or height a canvas takes (larger requests are clamped).
 pub const MAX_SIDE: u32 = 2048;
