@@ -6,6 +6,7 @@
 //! - [`dtype`]: the dtype table of section 2.
 //! - [`npy`]: NumPy's `.npy` header, read and written (imports, annotation rows, the mount).
 //! - [`names`]: field names and ids as path names (the mount's encoding, reversed by imports).
+//! - [`png`]: pictures (a canvas, a tiny font) encoded as PNG of a size fixed by the dimensions.
 
 pub mod documents;
 pub mod dtype;
@@ -15,4 +16,5 @@ pub mod limits;
 pub mod names;
 pub mod npy;
 pub mod path;
+pub mod png;
 pub mod record;

@@ -131,9 +131,14 @@ fn annotation_overlay_of_a_real_mount() {
             Some(field) => {
                 assert_eq!(
                     listing(&fields.join("det")).len(),
-                    5,
-                    "raw, json, npy, sigmf pair"
+                    6,
+                    "raw, json, npy, sigmf pair, spectrogram"
                 );
+                // The carrier's own IQ has its picture (decoded in tests/mount_pictures.rs).
+                let png = fields.join("det/iq.spectrogram.png");
+                let bytes = read(&png).unwrap();
+                assert_eq!(bytes.len() as u64, std::fs::metadata(&png).unwrap().len());
+                assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
                 assert_eq!(
                     read(&fields.join("det/iq.raw")).unwrap(),
                     field.data.to_vec()

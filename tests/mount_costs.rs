@@ -103,7 +103,8 @@ fn costs_do_not_grow_with_the_dataset() {
     assert_eq!(records[41].name, "39");
     let record_dir = ns.lookup(Ino::Records.encode(), "17").unwrap();
     assert_eq!(record_dir.kind, Kind::Dir);
-    assert_eq!(list(&ns, record_dir.ino).len(), 6);
+    // ".", "..", annotations, fields, preview.png, record.json, record.sigmf-collection.
+    assert_eq!(list(&ns, record_dir.ino).len(), 7);
     assert!(ns.lookup(Ino::Records.encode(), "40").is_err());
     assert!(
         ns.lookup(Ino::Records.encode(), "7").is_err(),

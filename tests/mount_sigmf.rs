@@ -11,18 +11,15 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::datasets::CountingStore;
 use common::mount::MountGuard;
-use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
+use common::namespace::{counting_namespace, data_reads, lookup_path};
+use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::json::{self, Object, Value};
 use sdsfs::format::record::{Axis, Field, Record};
-use sdsfs::fs::inode::Ino;
-use sdsfs::fs::namespace::{Namespace, NamespaceConfig};
-use sdsfs::storage::{LocalStore, ObjectStore};
+use sdsfs::storage::LocalStore;
 
 fn demo() -> PathBuf {
     common::repo_root().join("fixtures/demo")
@@ -81,36 +78,9 @@ fn demo_documents_validate_and_match_the_library() {
     assert_eq!(first["core:label"].as_str(), Some("qpsk"));
 }
 
-fn namespace(dir: &Path) -> (Arc<CountingStore>, Namespace) {
-    let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir).unwrap());
-    let counting = Arc::new(CountingStore::new(local));
-    let store: Arc<dyn ObjectStore> = counting.clone();
-    let dataset = Dataset::open(store, OpenOptions::default()).unwrap();
-    (
-        counting,
-        Namespace::new(Arc::new(dataset), NamespaceConfig::default()),
-    )
-}
-
-fn lookup_path(ns: &Namespace, path: &str) -> sdsfs::fs::namespace::Attr {
-    let mut attr = ns.getattr(Ino::Root.encode()).unwrap();
-    for name in path.split('/') {
-        attr = ns.lookup(attr.ino, name).unwrap();
-    }
-    attr
-}
-
-fn data_reads(store: &CountingStore) -> usize {
-    store
-        .take_paths()
-        .iter()
-        .filter(|p| p.starts_with("objects/data/"))
-        .count()
-}
-
 #[test]
 fn stat_reads_no_data_shard_and_reading_decodes_once() {
-    let (store, ns) = namespace(&demo());
+    let (store, ns) = counting_namespace(&demo());
     let rx = "records/4/fields/projections/communications_rx/receivers";
     let paths = [
         format!("{rx}/rx0/iq.sigmf-meta"),
@@ -516,7 +486,7 @@ fn one_scene(count: usize) -> tempfile::TempDir {
 fn a_scene_of_more_than_1024_records_has_no_collection() {
     for (count, shown) in [(1024, true), (1025, false)] {
         let dir = one_scene(count);
-        let (_, ns) = namespace(dir.path());
+        let (_, ns) = counting_namespace(dir.path());
         let scene = lookup_path(&ns, "by-scene/all");
         let mut names = Vec::new();
         ns.read_dir(scene.ino, 0, |entry, _| {

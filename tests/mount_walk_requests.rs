@@ -179,8 +179,8 @@ fn ls_l_costs(shards: &[usize]) -> (Counts, Counts) {
         let text = run("ls", &[std::path::Path::new("-l"), &dir]);
         assert_eq!(
             text.lines().count(),
-            5,
-            "total, annotations, fields, record.json, record.sigmf-collection"
+            6,
+            "total, annotations, fields, preview.png, record.json, record.sigmf-collection"
         );
     });
     let again = meter.measure(|| {

@@ -16,12 +16,20 @@
 use sha2::{Digest, Sha256};
 
 /// The view suffixes a field's files carry; a directory segment must never end in one.
-pub const VIEW_SUFFIXES: [&str; 5] = [".raw", ".json", ".npy", ".sigmf-data", ".sigmf-meta"];
+pub const VIEW_SUFFIXES: [&str; 6] = [
+    ".raw",
+    ".json",
+    ".npy",
+    ".sigmf-data",
+    ".sigmf-meta",
+    ".spectrogram.png",
+];
 
 /// Longest encoded directory segment (a file name limit).
 pub const MAX_DIR_SEGMENT: usize = 255;
-/// Longest encoded leaf segment: 255 minus the longest view suffix (`.sigmf-data`, 11 bytes).
-pub const MAX_LEAF_SEGMENT: usize = 244;
+/// Longest encoded leaf segment: 255 minus the longest view suffix (`.spectrogram.png`, 16
+/// bytes).
+pub const MAX_LEAF_SEGMENT: usize = 239;
 /// Bytes of an over-long segment kept before the `%~` hash tag.
 const LONG_PREFIX: usize = 200;
 
@@ -176,12 +184,12 @@ mod tests {
         let encoded = encode_segment(&leaf, SegmentRole::Leaf);
         let digest = hex::encode(Sha256::digest(leaf.as_bytes()));
         assert_eq!(encoded, format!("{}%~{}", "é".repeat(100), &digest[..16]));
-        // 244 bytes fit as a leaf; 245 do not. 255 fit as a directory.
+        // 239 bytes fit as a leaf; 240 do not. 255 fit as a directory.
         assert_eq!(
-            encode_segment(&"a".repeat(244), SegmentRole::Leaf).len(),
-            244
+            encode_segment(&"a".repeat(239), SegmentRole::Leaf).len(),
+            239
         );
-        assert!(encode_segment(&"a".repeat(245), SegmentRole::Leaf).contains("%~"));
+        assert!(encode_segment(&"a".repeat(240), SegmentRole::Leaf).contains("%~"));
         assert_eq!(
             encode_segment(&"a".repeat(255), SegmentRole::Directory).len(),
             255

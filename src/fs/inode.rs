@@ -22,6 +22,7 @@
 //! `columns/` itself).
 //! The SigMF collections are kind 8, `index << 1 | scene`: `records/<n>/record.sigmf-collection`
 //! by ordinal, `by-scene/<scene>/scene.sigmf-collection` by scene index.
+//! A record's `preview.png` is kind 9, its ordinal.
 
 /// Kind 15 is the adapter's own (the status reports of [`super::status_file`]): the tree never
 /// hands it out, and [`Ino::decode`] refuses it.
@@ -46,6 +47,7 @@ const KIND_SET: u64 = 5;
 const KIND_RECORD_SET: u64 = 6;
 const KIND_COLUMN: u64 = 7;
 const KIND_COLLECTION: u64 = 8;
+const KIND_PREVIEW: u64 = 9;
 
 /// Largest node index of a carrier's field tree.
 pub const MAX_CARRIER_NODE: u32 = (1 << 16) - 3;
@@ -90,6 +92,8 @@ pub enum Ino {
     RecordCollection(u64),
     /// `by-scene/<scene>/scene.sigmf-collection`, by index in the scene index.
     SceneCollection(u64),
+    /// `records/<ordinal>/preview.png`.
+    RecordPreview(u64),
 }
 
 impl Ino {
@@ -122,6 +126,7 @@ impl Ino {
             Ino::SceneCollection(i) => {
                 (KIND_COLLECTION << KIND_SHIFT) | ((i & (PAYLOAD_MASK >> 1)) << 1) | 1
             }
+            Ino::RecordPreview(o) => (KIND_PREVIEW << KIND_SHIFT) | (o & MAX_ORDINAL),
         }
     }
 
@@ -171,6 +176,7 @@ impl Ino {
             KIND_COLUMN => u32::try_from(payload).ok().map(Ino::Column),
             KIND_COLLECTION if payload & 1 == 0 => Some(Ino::RecordCollection(payload >> 1)),
             KIND_COLLECTION => Some(Ino::SceneCollection(payload >> 1)),
+            KIND_PREVIEW if payload <= MAX_ORDINAL => Some(Ino::RecordPreview(payload)),
             _ => None,
         }
     }
@@ -226,6 +232,8 @@ mod tests {
             Ino::RecordCollection(MAX_ORDINAL),
             Ino::SceneCollection(0),
             Ino::SceneCollection(3),
+            Ino::RecordPreview(0),
+            Ino::RecordPreview(MAX_ORDINAL),
         ];
         let mut seen = std::collections::HashSet::new();
         for ino in samples {
@@ -237,5 +245,6 @@ mod tests {
         assert_eq!(Ino::decode(0), None);
         assert_eq!(Ino::decode(8), None);
         assert_eq!(Ino::decode(15 << 60), None);
+        assert_eq!(Ino::decode((9 << 60) | (MAX_ORDINAL + 1)), None);
     }
 }

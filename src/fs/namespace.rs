@@ -8,7 +8,10 @@
 //!   LRU of record trees, [`TreeCache`], which the decode-ahead worker fills too);
 //! - only reading `.raw`, `.npy` or `.sigmf-data`, a `.sigmf-meta` whose record has label
 //!   boxes for it, or a `.sigmf-collection` (which hashes the `.sigmf-meta`s) touches the data
-//!   shard, once per record while it stays in the decoded-record cache;
+//!   shard, once per record while it stays in the decoded-record cache; so do the pictures
+//!   (`.spectrogram.png`, `preview.png`), whose sizes are fixed by their dimensions and whose
+//!   last renders are kept ([`PictureCache`]) so that reading one in small pieces renders it
+//!   once;
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, in the
 //!   background and within the memory budget, and kept ([`super::row_index`]).
 //!
@@ -35,9 +38,11 @@ use super::overlay::{Carrier, Overlay, VisibleSet};
 use super::record_tree::{child_named, Node, RecordTree};
 use super::row_index::{IndexError, Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
+use super::views::picture::{self, IqAxes};
 use super::views::sigmf::{self, BoxPlan, BoxTensors, Provenance, Stream};
 use super::views::View;
 use crate::dataset::{Dataset, DatasetError};
+use crate::format::labels::Annotation;
 use crate::interrupt::{self, Interrupted};
 
 /// The kind of a node, as `stat` reports it.
@@ -143,8 +148,46 @@ pub struct Namespace {
     /// continues a scan, and only a scan decodes ahead.
     column_scan: std::sync::Mutex<(u32, u64)>,
     overlay: Overlay,
+    pictures: PictureCache,
 }
 
+/// The last pictures rendered, by inode: a reader takes a PNG in many small reads, and each
+/// would otherwise render it again. A few entries of a few hundred KiB each.
+#[derive(Debug)]
+struct PictureCache(std::sync::Mutex<lru::LruCache<u64, Bytes>>);
+
+/// Pictures kept by [`PictureCache`].
+const PICTURES_KEPT: usize = 4;
+
+impl PictureCache {
+    fn new() -> PictureCache {
+        let kept =
+            std::num::NonZeroUsize::new(PICTURES_KEPT).unwrap_or(std::num::NonZeroUsize::MIN);
+        PictureCache(std::sync::Mutex::new(lru::LruCache::new(kept)))
+    }
+
+    /// Picture `ino`, rendered by `render` unless kept.
+    fn get(
+        &self,
+        ino: u64,
+        render: impl FnOnce() -> Result<Vec<u8>, FsError>,
+    ) -> Result<Bytes, FsError> {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(bytes) = lock().get(&ino) {
+            return Ok(bytes.clone());
+        }
+        let bytes = Bytes::from(render()?);
+        lock().put(ino, bytes.clone());
+        Ok(bytes)
+    }
+}
+
+/// A record's picture of its receivers and pulses, in its directory.
+pub const RECORD_PREVIEW: &str = "preview.png";
 /// A record's SigMF collection, in its directory.
 pub const RECORD_COLLECTION: &str = "record.sigmf-collection";
 /// A scene's SigMF collection, in its `by-scene/` directory.
@@ -198,6 +241,7 @@ impl Namespace {
             columns: Background::new("columns/"),
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
+            pictures: PictureCache::new(),
             dataset,
         }
     }
@@ -279,7 +323,8 @@ impl Namespace {
                 | Ino::RecordSetDir(o, _)
                 | Ino::RecordSetJson(o, _)
                 | Ino::RecordSetField(o, _, _)
-                | Ino::RecordCollection(o),
+                | Ino::RecordCollection(o)
+                | Ino::RecordPreview(o),
             ) => o,
             _ => return "(dataset)".to_string(),
         };
@@ -373,6 +418,11 @@ impl Namespace {
                 (Kind::File, self.record_collection(o, false)?.len() as u64)
             }
             Ino::SceneCollection(i) => (Kind::File, self.scene_collection(i, false)?.len() as u64),
+            Ino::RecordPreview(o) => {
+                self.check_ordinal(o)?;
+                let panels = self.record_tree(o)?.preview_panels.len();
+                (Kind::File, picture::preview_len(panels))
+            }
             Ino::SceneDir(i) => {
                 self.indexes()?
                     .scenes
@@ -433,6 +483,7 @@ impl Namespace {
                 match name {
                     "record.json" => Ino::RecordJson(o),
                     RECORD_COLLECTION => Ino::RecordCollection(o),
+                    RECORD_PREVIEW => Ino::RecordPreview(o),
                     "fields" => Ino::FieldNode(o, 0),
                     "annotations" => Ino::RecordAnnotations(o),
                     _ => return Err(FsError::NotFound),
@@ -525,7 +576,8 @@ impl Namespace {
             Ino::RecordJson(o)
             | Ino::RecordAnnotations(o)
             | Ino::FieldNode(o, 0)
-            | Ino::RecordCollection(o) => Ino::RecordDir(o),
+            | Ino::RecordCollection(o)
+            | Ino::RecordPreview(o) => Ino::RecordDir(o),
             Ino::SceneCollection(i) => Ino::SceneDir(i),
             Ino::FieldNode(o, n) => {
                 let tree = self.record_tree(o)?;
@@ -600,7 +652,7 @@ impl Namespace {
             Ino::Records => self.dataset.len(),
             Ino::RecordDir(o) => {
                 self.check_ordinal(o)?;
-                4
+                5
             }
             Ino::FieldNode(o, n) => match self.record_tree(o)?.node(n) {
                 Some(Node::Dir { children, .. }) => children.len() as u64,
@@ -657,7 +709,8 @@ impl Namespace {
             Ino::RecordDir(o) => match index {
                 0 => entry(Ino::RecordAnnotations(o), Kind::Dir, "annotations".into()),
                 1 => entry(Ino::FieldNode(o, 0), Kind::Dir, "fields".into()),
-                2 => entry(Ino::RecordJson(o), Kind::File, "record.json".into()),
+                2 => entry(Ino::RecordPreview(o), Kind::File, RECORD_PREVIEW.into()),
+                3 => entry(Ino::RecordJson(o), Kind::File, "record.json".into()),
                 _ => entry(
                     Ino::RecordCollection(o),
                     Kind::File,
@@ -776,6 +829,11 @@ impl Namespace {
             Ino::SceneCollection(i) => {
                 Ok(slice_vec(&self.scene_collection(i, true)?, offset, size))
             }
+            Ino::RecordPreview(o) => {
+                self.check_ordinal(o)?;
+                let png = self.pictures.get(ino, || self.preview(o))?;
+                Ok(slice(&png, offset, size))
+            }
             Ino::RecordSetJson(o, i) => Ok(slice_vec(
                 &self.carrier(o, i)?.annotation_json,
                 offset,
@@ -833,6 +891,13 @@ impl Namespace {
             View::Npy => with_header(&entry.npy_header, offset, size, |offset, size| {
                 self.read_tensor(&tree, &entry.name, offset, size, entry.raw_len)
             }),
+            View::Spectrogram => {
+                let ino = Ino::FieldNode(ordinal, node).encode();
+                let png = self
+                    .pictures
+                    .get(ino, || self.spectrogram(&tree, field as usize))?;
+                Ok(slice(&png, offset, size))
+            }
         }
     }
 
@@ -965,6 +1030,80 @@ impl Namespace {
                 Some((name, _)) => Some(read(name)?),
                 None => None,
             },
+        })
+    }
+
+    /// The boxes field `index` shows (those of its `.sigmf-meta`), absolute and sorted.
+    fn boxes_of(&self, tree: &RecordTree, index: usize) -> Result<Vec<Annotation>, FsError> {
+        let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
+        match entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors()) {
+            Some(plan) => {
+                let tensors = self.box_tensors(tree, plan)?;
+                Ok(sigmf::converted_boxes(
+                    plan,
+                    &tensors,
+                    tree.ordinal,
+                    &entry.name,
+                ))
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Renders a picture of record `tree` with `draw`, which reads its fields from the record
+    /// decoded once through the cache; a picture whose size is not the one `stat` gave
+    /// (`expected`) is an error, never served.
+    fn render_picture(
+        &self,
+        tree: &RecordTree,
+        expected: u64,
+        draw: impl FnOnce(&picture::ReadField) -> Result<Vec<u8>, String>,
+    ) -> Result<Vec<u8>, FsError> {
+        let bytes = self
+            .records
+            .get(&self.dataset, tree.ordinal, &tree.meta)
+            .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
+        let read = |name: &str, offset: u64, len: usize| {
+            bytes
+                .read_field(name, offset, len)
+                .map_err(|e| format!("field {name:?}: {e}"))
+        };
+        let png = draw(&read).map_err(|e| with_ordinal(tree.ordinal, format!("picture: {e}")))?;
+        if png.len() as u64 != expected {
+            return Err(with_ordinal(
+                tree.ordinal,
+                format!("picture of {} bytes, {expected} expected", png.len()),
+            ));
+        }
+        Ok(png)
+    }
+
+    /// Field `index`'s `.spectrogram.png`.
+    fn spectrogram(&self, tree: &RecordTree, index: usize) -> Result<Vec<u8>, FsError> {
+        let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
+        let boxes = self.boxes_of(tree, index)?;
+        let axes = IqAxes::of(&entry.meta);
+        self.render_picture(tree, picture::spectrogram_len(), |read| {
+            picture::spectrogram_png(&entry.name, &axes, &boxes, read)
+        })
+    }
+
+    /// `records/<n>/preview.png`.
+    fn preview(&self, ordinal: u64) -> Result<Vec<u8>, FsError> {
+        let tree = self.record_tree(ordinal)?;
+        let boxes = tree
+            .preview_panels
+            .iter()
+            .map(
+                |(name, _)| match tree.fields.iter().position(|f| &f.name == name) {
+                    Some(index) => self.boxes_of(&tree, index),
+                    None => Ok(Vec::new()),
+                },
+            )
+            .collect::<Result<Vec<_>, FsError>>()?;
+        let expected = picture::preview_len(tree.preview_panels.len());
+        self.render_picture(&tree, expected, |read| {
+            picture::preview_png(&tree.meta, &tree.preview_panels, &boxes, read)
         })
     }
 

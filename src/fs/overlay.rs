@@ -36,8 +36,9 @@ use lru::LruCache;
 use crate::budget::{Budget, Charge, Reclaim};
 
 use super::inode::MAX_CARRIER_NODE;
-use super::record_tree::{DatasetIds, Node, RecordTree};
-use super::views::sigmf::BoxTensors;
+use super::record_tree::{DatasetIds, FieldEntry, Node, RecordTree};
+use super::views::picture::{self, IqAxes};
+use super::views::sigmf::{converted_boxes, BoxPlan, BoxTensors};
 use super::views::View;
 use crate::annotations::read::read_pointer;
 use crate::annotations::{read_catalog, AnnotationRecord, AnnotationSet};
@@ -112,6 +113,40 @@ impl Reclaim for CarrierCache {
 }
 
 impl Carrier {
+    /// The box tensors of `plan`, from the carrier's row.
+    fn box_tensors(&self, plan: &BoxPlan) -> Option<BoxTensors> {
+        let tensor = |name: &str| self.row.fields.get(name).map(|f| f.data.clone());
+        Some(BoxTensors {
+            extent: tensor(&plan.extent_field)?,
+            identity: plan.identity.as_ref().and_then(|(name, _)| tensor(name)),
+        })
+    }
+
+    /// The spectrogram of an IQ field of the carrier, with its boxes.
+    fn spectrogram(&self, entry: &FieldEntry) -> Option<Vec<u8>> {
+        let plan = entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors());
+        let boxes = plan
+            .and_then(|plan| {
+                let tensors = self.box_tensors(plan)?;
+                Some(converted_boxes(
+                    plan,
+                    &tensors,
+                    self.tree.ordinal,
+                    &entry.name,
+                ))
+            })
+            .unwrap_or_default();
+        let read = |name: &str, offset: u64, len: usize| -> Result<Bytes, String> {
+            let data = self.row.fields.get(name).ok_or("field missing")?;
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(data.data.len());
+            let end = start.saturating_add(len).min(data.data.len());
+            Ok(data.data.slice(start..end))
+        };
+        picture::spectrogram_png(&entry.name, &IqAxes::of(&entry.meta), &boxes, &read).ok()
+    }
+
     /// The bytes of file node `node` of the field tree.
     pub fn file_bytes(&self, node: u32) -> Option<Bytes> {
         let Some(Node::File { field, view, .. }) = self.tree.node(node) else {
@@ -124,15 +159,12 @@ impl Carrier {
             View::Json => Bytes::from(entry.json.clone()),
             View::SigmfMeta => {
                 let layout = entry.sigmf_meta.as_ref()?;
-                let tensors = layout.needs_tensors().and_then(|plan| {
-                    let tensor = |name: &str| self.row.fields.get(name).map(|f| f.data.clone());
-                    Some(BoxTensors {
-                        extent: tensor(&plan.extent_field)?,
-                        identity: plan.identity.as_ref().and_then(|(name, _)| tensor(name)),
-                    })
-                });
+                let tensors = layout
+                    .needs_tensors()
+                    .and_then(|plan| self.box_tensors(plan));
                 Bytes::from(layout.render(tensors.as_ref(), self.tree.ordinal, &entry.name))
             }
+            View::Spectrogram => Bytes::from(self.spectrogram(entry)?),
             View::Npy => {
                 let mut out = entry.npy_header.clone();
                 out.extend_from_slice(&data()?);

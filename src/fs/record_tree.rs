@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use super::views::picture::{self, PanelKind};
 use super::views::sigmf::{MetaLayout, Provenance};
 use super::views::{self, View};
 use crate::format::names::encode_field_path;
@@ -46,6 +47,7 @@ impl FieldEntry {
             View::Npy => self.npy_header.len() as u64 + self.raw_len,
             View::Json => self.json.len() as u64,
             View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, MetaLayout::len),
+            View::Spectrogram => picture::spectrogram_len(),
         }
     }
 }
@@ -118,6 +120,8 @@ pub struct RecordTree {
     /// The SigMF recordings shown: each `.sigmf-meta`'s path below `fields/` without its
     /// suffix, and its field, in path order.
     pub sigmf_streams: Vec<(String, u32)>,
+    /// What `preview.png` shows: its panels' fields and kinds.
+    pub preview_panels: Vec<(String, PanelKind)>,
 }
 
 /// The dataset a tree's record belongs to.
@@ -181,7 +185,9 @@ impl RecordTree {
             nodes,
             clashes,
             sigmf_streams: Vec::new(),
+            preview_panels: Vec::new(),
         };
+        tree.preview_panels = picture::preview_panels(&tree.meta);
         tree.sigmf_streams = tree.find_sigmf_streams();
         Ok(tree)
     }
@@ -479,6 +485,7 @@ mod tests {
                 "projections/rx0/iq.raw",
                 "projections/rx0/iq.sigmf-data",
                 "projections/rx0/iq.sigmf-meta",
+                "projections/rx0/iq.spectrogram.png",
                 "x%2Eraw/y.json",
                 "x%2Eraw/y.npy",
                 "x%2Eraw/y.raw",
@@ -493,6 +500,8 @@ mod tests {
         assert_eq!(tree.node_len(raw), 32);
         let npy = tree.child(rx0, "iq.npy").unwrap();
         assert_eq!(tree.node_len(npy), 128 + 32);
+        let png = tree.child(rx0, "iq.spectrogram.png").unwrap();
+        assert_eq!(tree.node_len(png), picture::spectrogram_len());
         assert_eq!(tree.child(rx0, "missing"), None);
     }
 }

@@ -5,8 +5,11 @@
 //! - `.npy`: a NumPy header ([`crate::format::npy`]) followed by the tensor's bytes;
 //! - `.sigmf-data` / `.sigmf-meta`: for complex64 fields of rank 1 and length at least 1, the
 //!   same bytes as `.raw` and a SigMF metadata file describing them, with the record's label
-//!   boxes as annotations ([`sigmf`]).
+//!   boxes as annotations ([`sigmf`]);
+//! - `.spectrogram.png`: beside every SigMF pair, a waterfall picture of the field with the
+//!   same boxes drawn and named ([`picture`], which also draws a record's `preview.png`).
 
+pub mod picture;
 pub mod sigmf;
 
 use crate::format::dtype::DType;
@@ -21,6 +24,7 @@ pub enum View {
     Npy,
     SigmfData,
     SigmfMeta,
+    Spectrogram,
 }
 
 impl View {
@@ -32,6 +36,7 @@ impl View {
             View::Npy => ".npy",
             View::SigmfData => ".sigmf-data",
             View::SigmfMeta => ".sigmf-meta",
+            View::Spectrogram => ".spectrogram.png",
         }
     }
 
@@ -47,6 +52,7 @@ pub fn views_of(field: &FieldMeta) -> Vec<View> {
     if has_sigmf_pair(field) {
         views.push(View::SigmfData);
         views.push(View::SigmfMeta);
+        views.push(View::Spectrogram);
     }
     views
 }
@@ -130,7 +136,7 @@ mod tests {
         assert!(!has_sigmf_pair(&iq(0)));
         assert!(!has_sigmf_pair(&FieldMeta::new(DType::C64, vec![2, 3])));
         assert!(!has_sigmf_pair(&FieldMeta::new(DType::F32, vec![8])));
-        assert_eq!(views_of(&iq(4)).len(), 5);
+        assert_eq!(views_of(&iq(4)).len(), 6);
     }
 
     #[test]

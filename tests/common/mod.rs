@@ -60,4 +60,5 @@ pub mod cli;
 pub mod cloud;
 pub mod library;
 pub mod mount;
+pub mod namespace;
 pub mod npy;

@@ -43,7 +43,7 @@ import signal_dataset as sds
 DTYPES = [
     "|b1", "|u1", "<u2", "<u4", "<u8", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8", "<c8",
 ]
-VIEW_SUFFIXES = (".raw", ".json", ".npy", ".sigmf-data", ".sigmf-meta")
+VIEW_SUFFIXES = (".raw", ".json", ".npy", ".sigmf-data", ".sigmf-meta", ".spectrogram.png")
 
 
 def canonical(value: Any) -> str:
@@ -623,7 +623,7 @@ def encode_segment(segment: str, directory: bool, link: bool = False) -> str:
             if text.endswith(suffix):
                 text = text[: -len(suffix)] + "%2E" + suffix[1:]
                 break
-    limit = 255 if directory or link else 244
+    limit = 255 if directory or link else 239
     if len(text.encode()) > limit:
         cut = text.encode()[:200]
         while True:
@@ -723,6 +723,17 @@ def check_field_files(check: Mismatch, base: Path, name: str, value: Any, sigmf:
                     hashlib.sha256(data.tobytes()).hexdigest())
         meta = read_json(stem.parent / (stem.name + ".sigmf-meta"))
         check.equal(f"{stem}.sigmf-meta datatype", meta["global"]["core:datatype"], "cf32_le")
+        check_png(check, stem.parent / (stem.name + ".spectrogram.png"))
+
+
+def check_png(check: Mismatch, path: Path) -> None:
+    """A picture the mount draws: Pillow opens and verifies it (`tests/mount_pictures.rs` checks
+    what it shows)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.verify()
+        check.equal(f"{path} format", image.format, "PNG")
 
 
 def has_sigmf_pair(data: np.ndarray) -> bool:
@@ -737,7 +748,7 @@ def expected_field_files(fields: dict[str, Any]) -> list[str]:
         stem = field_path(name)
         suffixes = [".raw", ".json", ".npy"]
         if has_sigmf_pair(np.asarray(item.data)):
-            suffixes += [".sigmf-data", ".sigmf-meta"]
+            suffixes += [".sigmf-data", ".sigmf-meta", ".spectrogram.png"]
         files += [stem + suffix for suffix in suffixes]
     return sorted(files)
 
@@ -768,6 +779,7 @@ def check_record(check: Mismatch, dataset: Any, mount: Path, ordinal: int) -> tu
     for name, item in value.fields.items():
         check_field_files(check, directory / "fields", name, item, sigmf=True)
     check_collection(check, directory, value.fields)
+    check_png(check, directory / "preview.png")
     check.equal(f"{directory}/annotations listing", sorted(os.listdir(directory / "annotations")),
                 sorted(dataset.annotations))
     for set_name, annotation_set in dataset.annotations.items():

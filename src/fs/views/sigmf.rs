@@ -179,6 +179,22 @@ fn write_slots(out: &mut Vec<u8>, plan: &BoxPlan, annotations: &[String]) {
 
 /// The rendered annotations of every convertible box, sorted by sample start.
 fn annotations(plan: &BoxPlan, tensors: &BoxTensors, ordinal: u64, name: &str) -> Vec<String> {
+    let fits = plan.slot_width.saturating_sub(SLOT_LEAD.len() as u64 + 1);
+    converted_boxes(plan, tensors, ordinal, name)
+        .iter()
+        .map(labels::render_annotation)
+        .filter(|text| text.len() as u64 <= fits)
+        .collect()
+}
+
+/// Every convertible box in absolute terms, sorted by sample start (what the `.sigmf-meta`
+/// and the pictures show); boxes left out are logged once per call.
+pub fn converted_boxes(
+    plan: &BoxPlan,
+    tensors: &BoxTensors,
+    ordinal: u64,
+    name: &str,
+) -> Vec<Annotation> {
     let rows = match box_rows(plan, tensors) {
         Ok(rows) => rows,
         Err(why) => {
@@ -210,12 +226,7 @@ fn annotations(plan: &BoxPlan, tensors: &BoxTensors, ordinal: u64, name: &str) -
             .then(a.freq_lower_edge.total_cmp(&b.freq_lower_edge))
             .then(a.freq_upper_edge.total_cmp(&b.freq_upper_edge))
     });
-    let fits = plan.slot_width.saturating_sub(SLOT_LEAD.len() as u64 + 1);
     converted
-        .iter()
-        .map(labels::render_annotation)
-        .filter(|text| text.len() as u64 <= fits)
-        .collect()
 }
 
 /// The boxes' numbers from their tensors' little-endian bytes.

@@ -1,0 +1,649 @@
+//! Pictures of a record: a spectrogram (waterfall) PNG beside every IQ field that has a SigMF
+//! pair, and one `preview.png` per record stacking its receivers' spectrograms and, for its
+//! pulsed radar fields, their pulses (one row per pulse, its fast-time power spectrum: a beat
+//! tone, a target's range, is a bright column).
+//!
+//! Why fixed dimensions: `stat` must give a picture's exact size from the metadata row alone,
+//! and [`crate::format::png`] makes a PNG's size a function of its dimensions. So a spectrogram
+//! is always [`SPECTROGRAM_W`] × [`SPECTROGRAM_H`] and a preview's height depends only on how
+//! many panels the row says it has ([`preview_panels`], at most [`MAX_PANELS`]). A field of any
+//! length is decimated into the fixed grid: each of the [`PLOT_ROWS`] time rows averages the
+//! power of at most [`MAX_WINDOWS`] Hann-windowed FFTs of [`FFT_LEN`] samples spread over its
+//! span, so a spectrogram reads at most `PLOT_ROWS × MAX_WINDOWS × FFT_LEN` samples (4 MiB)
+//! and a preview panel `PANEL_ROWS × MAX_WINDOWS × FFT_LEN`, whatever the field's size.
+//!
+//! Axes use the conversions of the `.sigmf-meta`: the field's sample rate
+//! ([`super::sample_rate`]) and centre frequency ([`labels::center_frequency`]); the label boxes
+//! drawn are the `.sigmf-meta`'s annotations (absolute sample ranges and Hz). Time runs down from
+//! sample 0: plot row `r` of `R` covers samples `[r·N/R, (r+1)·N/R)` of `N`. Frequency runs
+//! right: plot column `c` is the FFT bin at `centre + (c − 128) · rate / 256` Hz. A box of
+//! samples `[s, e)` and Hz `[lo, hi]` is outlined at rows `floor(s·R/N) .. ceil(e·R/N)` and
+//! columns `floor(col(lo)) .. ceil(col(hi))`, `col(f) = (f − centre) / rate · 256 + 128`.
+//! The colour map runs from black (60 dB or more below the picture's strongest cell) through
+//! purple, red and orange to pale yellow (the strongest), its luminance rising throughout.
+//! The FFT is a plain radix-2 of 256 points: small enough that a dependency would buy nothing.
+
+use bytes::Bytes;
+
+use super::{has_sigmf_pair, sample_rate};
+use crate::format::dtype::DType;
+use crate::format::labels::{self, Annotation};
+use crate::format::png::{png_len, Canvas, Rgb, GLYPH_H, GLYPH_W};
+use crate::format::record::{FieldMeta, RecordMeta};
+
+/// FFT size, and the plot's width in pixels (one column per frequency bin).
+pub const FFT_LEN: usize = 256;
+/// Time rows of a spectrogram's plot.
+pub const PLOT_ROWS: u32 = 256;
+/// FFTs averaged into one time row at most.
+pub const MAX_WINDOWS: u64 = 8;
+/// Where a spectrogram's plot starts (left margin for time ticks, top for the title).
+pub const PLOT_LEFT: u32 = 48;
+pub const PLOT_TOP: u32 = 14;
+pub const SPECTROGRAM_W: u32 = PLOT_LEFT + FFT_LEN as u32 + 8;
+pub const SPECTROGRAM_H: u32 = PLOT_TOP + PLOT_ROWS + 22;
+/// A preview shows at most this many panels (the first fields in name order).
+pub const MAX_PANELS: usize = 8;
+/// Rows of a preview panel's plot, and the panel's height with its title and gap.
+pub const PANEL_ROWS: u32 = 96;
+const PANEL_H: u32 = 10 + PANEL_ROWS + 6;
+const PANEL_LEFT: u32 = 8;
+pub const PREVIEW_W: u32 = PANEL_LEFT + FFT_LEN as u32 + 8;
+/// Dynamic range shown, in dB below the picture's strongest cell.
+const RANGE_DB: f32 = 60.0;
+const BYTES_PER_SAMPLE: u64 = 8;
+
+const BACKGROUND: Rgb = [24, 24, 24];
+const INK: Rgb = [230, 230, 230];
+const BOX: Rgb = [0, 255, 255];
+/// The colour map's stops: luminance rises monotonically from black to pale yellow, so a
+/// brighter pixel always means more power.
+const STOPS: [(f32, Rgb); 5] = [
+    (0.0, [0, 0, 0]),
+    (0.25, [40, 0, 120]),
+    (0.5, [200, 30, 40]),
+    (0.75, [250, 170, 0]),
+    (1.0, [255, 255, 210]),
+];
+
+/// Reads `len` bytes of field `name` from byte `offset` (fewer at its end).
+pub type ReadField<'a> = dyn Fn(&str, u64, usize) -> Result<Bytes, String> + 'a;
+
+/// The size of every spectrogram PNG.
+pub fn spectrogram_len() -> u64 {
+    png_len(SPECTROGRAM_W, SPECTROGRAM_H)
+}
+
+/// The size of a preview of `panels` panels.
+pub fn preview_len(panels: usize) -> u64 {
+    png_len(PREVIEW_W, preview_height(panels))
+}
+
+fn preview_height(panels: usize) -> u32 {
+    4 + PANEL_H * panels.clamp(1, MAX_PANELS) as u32
+}
+
+/// Complex64 of rank at least 2 with an axis named `pulse`: pulses × fast time (leading axes
+/// such as channels flattened into more pulse rows).
+pub fn is_pulsed(field: &FieldMeta) -> bool {
+    field.dtype == DType::C64
+        && field.shape.len() >= 2
+        && field.shape.iter().all(|&d| d >= 1)
+        && field.axes.iter().any(|axis| axis.name == "pulse")
+}
+
+/// What a preview panel shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PanelKind {
+    Spectrogram,
+    Pulses,
+}
+
+/// The panels of a record's preview: its SigMF fields and pulsed fields, in name order, at
+/// most [`MAX_PANELS`].
+pub fn preview_panels(record: &RecordMeta) -> Vec<(String, PanelKind)> {
+    record
+        .fields
+        .iter()
+        .filter_map(|(name, field)| {
+            let kind = if has_sigmf_pair(field) {
+                PanelKind::Spectrogram
+            } else if is_pulsed(field) {
+                PanelKind::Pulses
+            } else {
+                return None;
+            };
+            Some((name.clone(), kind))
+        })
+        .take(MAX_PANELS)
+        .collect()
+}
+
+/// How an IQ field's samples and Hz map onto a plot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IqAxes {
+    pub samples: u64,
+    pub rate_hz: Option<f64>,
+    pub center_hz: Option<f64>,
+}
+
+impl IqAxes {
+    pub fn of(field: &FieldMeta) -> IqAxes {
+        IqAxes {
+            samples: field.shape.first().copied().unwrap_or(0),
+            rate_hz: sample_rate(field),
+            center_hz: labels::center_frequency(&field.metadata),
+        }
+    }
+
+    /// The plot column (0..FFT_LEN, fractional) of absolute frequency `hz`.
+    fn column_of(&self, hz: f64) -> Option<f64> {
+        let rate = self.rate_hz?;
+        let offset = hz - self.center_hz.unwrap_or(0.0);
+        Some(offset / rate * FFT_LEN as f64 + (FFT_LEN / 2) as f64)
+    }
+
+    /// The plot row (0..rows, fractional) of sample `sample`.
+    fn row_of(&self, sample: u64, rows: u32) -> f64 {
+        sample as f64 * f64::from(rows) / self.samples.max(1) as f64
+    }
+}
+
+/// Field `name`'s spectrogram PNG (exactly [`spectrogram_len`] bytes), with `boxes` drawn.
+pub fn spectrogram_png(
+    name: &str,
+    axes: &IqAxes,
+    boxes: &[Annotation],
+    read: &ReadField,
+) -> Result<Vec<u8>, String> {
+    let grid = power_grid(name, axes.samples, PLOT_ROWS, read)?;
+    let mut canvas = Canvas::new(SPECTROGRAM_W, SPECTROGRAM_H, BACKGROUND);
+    let origin = (i64::from(PLOT_LEFT), i64::from(PLOT_TOP));
+    paint_grid(&mut canvas, origin, &grid);
+    draw_boxes(&mut canvas, origin, axes, PLOT_ROWS, boxes);
+    let chars = (SPECTROGRAM_W / GLYPH_W - 1) as usize;
+    canvas.text((2, 2), tail(name, chars), chars, INK);
+    draw_frequency_ticks(&mut canvas, axes);
+    draw_time_ticks(&mut canvas, axes);
+    Ok(canvas.to_png())
+}
+
+/// A record's preview PNG (exactly [`preview_len`] of `panels.len()` bytes): each panel with
+/// the boxes of its field (empty for pulses).
+pub fn preview_png(
+    record: &RecordMeta,
+    panels: &[(String, PanelKind)],
+    boxes: &[Vec<Annotation>],
+    read: &ReadField,
+) -> Result<Vec<u8>, String> {
+    let shown = &panels[..panels.len().min(MAX_PANELS)];
+    let mut canvas = Canvas::new(PREVIEW_W, preview_height(shown.len()), BACKGROUND);
+    let chars = (PREVIEW_W / GLYPH_W - 1) as usize;
+    if shown.is_empty() {
+        canvas.text((4, 6), "NO IQ OR PULSED FIELDS", chars, INK);
+    }
+    for (index, (name, kind)) in shown.iter().enumerate() {
+        let top = 4 + i64::from(PANEL_H) * index as i64;
+        let origin = (i64::from(PANEL_LEFT), top + 10);
+        let field = record.fields.get(name).ok_or("field of a panel missing")?;
+        let title = match kind {
+            PanelKind::Spectrogram => {
+                let axes = IqAxes::of(field);
+                paint_grid(
+                    &mut canvas,
+                    origin,
+                    &power_grid(name, axes.samples, PANEL_ROWS, read)?,
+                );
+                let field_boxes = boxes.get(index).map_or(&[][..], Vec::as_slice);
+                draw_boxes(&mut canvas, origin, &axes, PANEL_ROWS, field_boxes);
+                format!("{} SPECTROGRAM", tail(name, chars - 12))
+            }
+            PanelKind::Pulses => {
+                paint_grid(&mut canvas, origin, &pulse_grid(name, &field.shape, read)?);
+                format!("{} PULSES", tail(name, chars - 7))
+            }
+        };
+        canvas.text((i64::from(PANEL_LEFT), top + 2), &title, chars, INK);
+    }
+    Ok(canvas.to_png())
+}
+
+/// The last `chars` characters of `text` (paths are told apart by their ends).
+fn tail(text: &str, chars: usize) -> &str {
+    let count = text.chars().count();
+    let skip = count.saturating_sub(chars);
+    text.char_indices()
+        .nth(skip)
+        .map_or("", |(at, _)| &text[at..])
+}
+
+/// A `rows × columns` grid of dB values, row-major.
+struct Grid {
+    columns: usize,
+    cells: Vec<f32>,
+}
+
+/// Power in dB per time row and frequency bin (zero frequency in the middle) of the complex64
+/// field `name` of `samples` samples.
+fn power_grid(name: &str, samples: u64, rows: u32, read: &ReadField) -> Result<Grid, String> {
+    let mut cells = Vec::with_capacity(rows as usize * FFT_LEN);
+    for row in 0..u64::from(rows) {
+        let starts = window_starts(samples, row, u64::from(rows));
+        cells.extend(mean_spectrum(name, (0, samples), &starts, read)?);
+    }
+    Ok(Grid {
+        columns: FFT_LEN,
+        cells,
+    })
+}
+
+/// The mean power spectrum in dB (fftshifted: zero frequency in the middle) of the Hann-windowed
+/// FFTs of field `name` starting at `starts`, samples counted from `base`, none read at or past
+/// sample `base + end` (a window running past it is zero-padded).
+fn mean_spectrum(
+    name: &str,
+    (base, end): (u64, u64),
+    starts: &[u64],
+    read: &ReadField,
+) -> Result<Vec<f32>, String> {
+    let mut power = [0f64; FFT_LEN];
+    for &start in starts {
+        let take = end.saturating_sub(start).min(FFT_LEN as u64) as usize;
+        let offset = base
+            .checked_add(start)
+            .and_then(|sample| sample.checked_mul(BYTES_PER_SAMPLE))
+            .ok_or("sample offset overflows")?;
+        let bytes = read(name, offset, take * BYTES_PER_SAMPLE as usize)?;
+        let spectrum = fft(&windowed(&bytes));
+        for (bin, value) in spectrum.iter().enumerate() {
+            // fftshift: bin 0 (zero frequency) goes to the middle column.
+            power[(bin + FFT_LEN / 2) % FFT_LEN] += value.0 * value.0 + value.1 * value.1;
+        }
+    }
+    let windows = starts.len().max(1) as f64;
+    Ok(power
+        .iter()
+        .map(|p| (10.0 * (p / windows + 1e-30).log10()) as f32)
+        .collect())
+}
+
+/// The first samples of the FFT windows of time row `row` of `rows` over `samples` samples:
+/// one window centred on a short span, up to [`MAX_WINDOWS`] spread over a long one.
+fn window_starts(samples: u64, row: u64, rows: u64) -> Vec<u64> {
+    let n = FFT_LEN as u64;
+    let at = |r: u64| (u128::from(samples) * u128::from(r) / u128::from(rows.max(1))) as u64;
+    let (begin, end) = (at(row), at(row + 1));
+    let last_start = samples.saturating_sub(n);
+    let span = end.saturating_sub(begin);
+    if span <= n {
+        let centre = begin + span / 2;
+        return vec![centre.saturating_sub(n / 2).min(last_start)];
+    }
+    let count = (span / n).min(MAX_WINDOWS);
+    let room = span - n;
+    (0..count)
+        .map(|i| (begin + room * i / (count - 1).max(1)).min(last_start))
+        .collect()
+}
+
+/// Little-endian complex64 samples (zero-padded to [`FFT_LEN`]) times a Hann window.
+fn windowed(bytes: &[u8]) -> Vec<(f64, f64)> {
+    let mut out = vec![(0.0, 0.0); FFT_LEN];
+    for (index, (re, im)) in samples(bytes).into_iter().take(FFT_LEN).enumerate() {
+        let phase = 2.0 * std::f64::consts::PI * index as f64 / FFT_LEN as f64;
+        let hann = 0.5 - 0.5 * phase.cos();
+        out[index] = (re * hann, im * hann);
+    }
+    out
+}
+
+/// Little-endian complex64 samples, non-finite parts as 0 (a hostile NaN must not blank the
+/// whole picture through the normalisation).
+fn samples(bytes: &[u8]) -> Vec<(f64, f64)> {
+    let part = |b: &[u8]| {
+        let v = f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        if v.is_finite() {
+            v
+        } else {
+            0.0
+        }
+    };
+    bytes
+        .chunks_exact(8)
+        .map(|c| (part(&c[..4]), part(&c[4..])))
+        .collect()
+}
+
+/// The discrete Fourier transform of `input` (length a power of two): iterative radix-2.
+fn fft(input: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let n = input.len();
+    let bits = n.trailing_zeros();
+    let mut data: Vec<(f64, f64)> = (0..n)
+        .map(|i| input[i.reverse_bits() >> (usize::BITS - bits) & (n - 1)])
+        .collect();
+    let mut size = 2;
+    while size <= n {
+        let step = -2.0 * std::f64::consts::PI / size as f64;
+        for start in (0..n).step_by(size) {
+            for k in 0..size / 2 {
+                let (sin, cos) = (step * k as f64).sin_cos();
+                let (a, b) = (data[start + k], data[start + k + size / 2]);
+                let twisted = (b.0 * cos - b.1 * sin, b.0 * sin + b.1 * cos);
+                data[start + k] = (a.0 + twisted.0, a.1 + twisted.1);
+                data[start + k + size / 2] = (a.0 - twisted.0, a.1 - twisted.1);
+            }
+        }
+        size *= 2;
+    }
+    data
+}
+
+/// The pulses of a pulsed field as a range-time picture: [`PANEL_ROWS`] rows sampled from its
+/// pulse rows (every axis but the last flattened), each the fast-time power spectrum of its
+/// pulse (what [`mean_spectrum`] gives for up to [`MAX_WINDOWS`] windows spread over the
+/// pulse), so a beat tone (a target's range) is a bright column and noise is speckle.
+fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, String> {
+    let (fast, leading) = shape.split_last().ok_or("pulsed field without axes")?;
+    let pulses = leading
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or("pulse count overflows")?;
+    let starts = window_starts(*fast, 0, 1);
+    let mut cells = Vec::with_capacity(PANEL_ROWS as usize * FFT_LEN);
+    let mut last: Option<(u64, Vec<f32>)> = None;
+    for row in 0..u64::from(PANEL_ROWS) {
+        let pulse = (u128::from(pulses) * u128::from(row) / u128::from(PANEL_ROWS)) as u64;
+        if last.as_ref().map(|(p, _)| *p) != Some(pulse) {
+            let base = pulse.checked_mul(*fast).ok_or("pulse offset overflows")?;
+            last = Some((pulse, mean_spectrum(name, (base, *fast), &starts, read)?));
+        }
+        if let Some((_, values)) = &last {
+            cells.extend_from_slice(values);
+        }
+    }
+    Ok(Grid {
+        columns: FFT_LEN,
+        cells,
+    })
+}
+
+/// Paints `grid` with its top-left at `origin`, its strongest cell brightest and anything
+/// [`RANGE_DB`] below it black.
+fn paint_grid(canvas: &mut Canvas, origin: (i64, i64), grid: &Grid) {
+    let top = grid
+        .cells
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(f32::MIN, f32::max);
+    for (index, value) in grid.cells.iter().enumerate() {
+        let (row, column) = (index / grid.columns, index % grid.columns);
+        let level = ((value - (top - RANGE_DB)) / RANGE_DB).clamp(0.0, 1.0);
+        let level = if level.is_nan() { 0.0 } else { level };
+        canvas.set(
+            origin.0 + column as i64,
+            origin.1 + row as i64,
+            colour(level),
+        );
+    }
+}
+
+/// The colour map at `level` in `0..=1`.
+pub fn colour(level: f32) -> Rgb {
+    let pair = STOPS
+        .windows(2)
+        .find(|pair| level <= pair[1].0)
+        .unwrap_or(&STOPS[3..5]);
+    let ((low, from), (high, to)) = (pair[0], pair[1]);
+    let t = ((level - low) / (high - low)).clamp(0.0, 1.0);
+    let mix = |a: u8, b: u8| (f32::from(a) + (f32::from(b) - f32::from(a)) * t).round() as u8;
+    [
+        mix(from[0], to[0]),
+        mix(from[1], to[1]),
+        mix(from[2], to[2]),
+    ]
+}
+
+/// Each box as an outline over the plot at `origin` (clipped to it), named above (or below,
+/// at the plot's top) by its label.
+fn draw_boxes(
+    canvas: &mut Canvas,
+    origin: (i64, i64),
+    axes: &IqAxes,
+    rows: u32,
+    boxes: &[Annotation],
+) {
+    for annotation in boxes {
+        let Some(rect) = box_rect(axes, rows, annotation) else {
+            continue;
+        };
+        let ((x0, y0), (x1, y1)) = rect;
+        let at = |x: i64, y: i64| (origin.0 + x, origin.1 + y);
+        canvas.outline(at(x0, y0), at(x1, y1), BOX);
+        let label = annotation.label.as_deref().unwrap_or("BOX");
+        let label_y = if y0 > i64::from(GLYPH_H) {
+            y0 - i64::from(GLYPH_H)
+        } else {
+            y1 + 1
+        };
+        let room = (FFT_LEN as i64 - x0).max(0) as usize / GLYPH_W as usize;
+        canvas.text(at(x0, label_y), label, room, BOX);
+    }
+}
+
+/// A box's pixel rectangle on a plot of [`FFT_LEN`] × `rows` (`[x0, x1) × [y0, y1)`, at least
+/// one pixel each way, clipped), or `None` when it misses the plot or the rate is unknown.
+fn box_rect(axes: &IqAxes, rows: u32, box_: &Annotation) -> Option<((i64, i64), (i64, i64))> {
+    let left = axes.column_of(box_.freq_lower_edge)?.floor();
+    let right = axes.column_of(box_.freq_upper_edge)?.ceil();
+    let top = axes.row_of(box_.sample_start, rows).floor();
+    let end = box_.sample_start.saturating_add(box_.sample_count);
+    let bottom = axes.row_of(end, rows).ceil();
+    let clip = |v: f64, max: u32| v.clamp(0.0, f64::from(max)) as i64;
+    let (x0, x1) = (clip(left, FFT_LEN as u32), clip(right, FFT_LEN as u32));
+    let (y0, y1) = (clip(top, rows), clip(bottom, rows));
+    let misses = right < 0.0 || left > FFT_LEN as f64 || bottom < 0.0 || top > f64::from(rows);
+    (!misses).then_some(((x0, y0), (x1.max(x0 + 1), y1.max(y0 + 1))))
+}
+
+/// Five frequency ticks under the plot, in MHz (absolute when the centre is known), or in
+/// cycles per sample without a rate; the axis name at the bottom right.
+fn draw_frequency_ticks(canvas: &mut Canvas, axes: &IqAxes) {
+    let (span, base, unit) = match axes.rate_hz {
+        Some(rate) => (
+            rate / 1e6,
+            axes.center_hz.unwrap_or(0.0) / 1e6,
+            if axes.center_hz.is_some() {
+                "FREQUENCY MHZ"
+            } else {
+                "OFFSET FROM CENTRE MHZ"
+            },
+        ),
+        None => (1.0, 0.0, "FREQUENCY CYCLES/SAMPLE"),
+    };
+    let decimals = decimals_for(span / 4.0);
+    let below = i64::from(PLOT_TOP + PLOT_ROWS);
+    for tick in 0..=4i64 {
+        let x = i64::from(PLOT_LEFT) + (tick * 64).min(FFT_LEN as i64 - 1);
+        canvas.fill((x, below), (x + 1, below + 3), INK);
+        let value = base + span * (tick as f64 / 4.0 - 0.5);
+        let text = format!("{value:.decimals$}");
+        let width = text.len() as i64 * i64::from(GLYPH_W);
+        let left = (x - width / 2).clamp(0, i64::from(SPECTROGRAM_W) - width);
+        canvas.text((left, below + 4), &text, 16, INK);
+    }
+    let width = unit.len() as i64 * i64::from(GLYPH_W);
+    canvas.text(
+        (i64::from(SPECTROGRAM_W) - width - 2, below + 11),
+        unit,
+        40,
+        INK,
+    );
+}
+
+/// Five time ticks left of the plot, in milliseconds from sample 0 (samples without a rate);
+/// the axis name at the bottom left.
+fn draw_time_ticks(canvas: &mut Canvas, axes: &IqAxes) {
+    let (total, unit) = match axes.rate_hz {
+        Some(rate) => (axes.samples as f64 / rate * 1e3, "TIME MS"),
+        None => (axes.samples as f64, "TIME SAMPLES"),
+    };
+    let decimals = decimals_for(total / 4.0);
+    let chars = (PLOT_LEFT / GLYPH_W - 1) as usize;
+    for tick in 0..=4i64 {
+        let y = i64::from(PLOT_TOP) + (tick * 64).min(i64::from(PLOT_ROWS) - 1);
+        let x = i64::from(PLOT_LEFT);
+        canvas.fill((x - 3, y), (x, y + 1), INK);
+        let text = format!("{:.decimals$}", total * tick as f64 / 4.0);
+        canvas.text((1, y - 2), &text, chars, INK);
+    }
+    let below = i64::from(PLOT_TOP + PLOT_ROWS);
+    canvas.text((2, below + 11), unit, 16, INK);
+}
+
+/// Decimals that tell ticks `step` apart (0 to 6).
+fn decimals_for(step: f64) -> usize {
+    if !(step.is_finite() && step > 0.0) {
+        return 0;
+    }
+    (1.0 - step.log10().floor()).clamp(0.0, 6.0) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tone(samples: usize, cycles_per_sample: f64) -> Vec<u8> {
+        (0..samples)
+            .flat_map(|i| {
+                let phase = 2.0 * std::f64::consts::PI * cycles_per_sample * i as f64;
+                let (re, im) = (phase.cos() as f32, phase.sin() as f32);
+                [re.to_le_bytes(), im.to_le_bytes()].concat()
+            })
+            .collect()
+    }
+
+    fn reader(data: Vec<u8>) -> impl Fn(&str, u64, usize) -> Result<Bytes, String> {
+        let data = Bytes::from(data);
+        move |_, offset, len| {
+            let start = (offset as usize).min(data.len());
+            Ok(data.slice(start..(start + len).min(data.len())))
+        }
+    }
+
+    #[test]
+    fn fft_of_a_tone_peaks_at_its_bin() {
+        // A tone of 1/8 cycle per sample is bin 32 of 256, by hand.
+        let bytes = tone(FFT_LEN, 0.125);
+        let spectrum = fft(&windowed(&bytes));
+        let peak = (0..FFT_LEN)
+            .max_by(|&a, &b| {
+                let p = |i: usize| spectrum[i].0.hypot(spectrum[i].1);
+                p(a).total_cmp(&p(b))
+            })
+            .unwrap();
+        assert_eq!(peak, 32);
+    }
+
+    #[test]
+    fn grid_places_the_tone_right_of_centre() {
+        let read = reader(tone(10_000, 0.25));
+        let grid = power_grid("x", 10_000, 4, &read).unwrap();
+        let row = &grid.cells[..FFT_LEN];
+        let peak = (0..FFT_LEN)
+            .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+            .unwrap();
+        // +1/4 cycle per sample is a quarter of the plot right of the middle column.
+        assert_eq!(peak, FFT_LEN / 2 + FFT_LEN / 4);
+    }
+
+    #[test]
+    fn windows_stay_inside_and_are_bounded() {
+        assert_eq!(window_starts(10, 0, 256), vec![0]);
+        assert_eq!(window_starts(1000, 255, 256), vec![744]);
+        let many = window_starts(u64::MAX / 16, 3, 256);
+        assert_eq!(many.len() as u64, MAX_WINDOWS);
+        assert!(many.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// A reader of zeros that counts the bytes asked for.
+    fn counting(
+        asked: &std::cell::Cell<u64>,
+    ) -> impl Fn(&str, u64, usize) -> Result<Bytes, String> + '_ {
+        move |_, _, len| {
+            asked.set(asked.get() + len as u64);
+            Ok(Bytes::from(vec![0u8; len]))
+        }
+    }
+
+    #[test]
+    fn a_huge_field_is_read_within_the_bound() {
+        // By hand: 256 rows × 8 windows × 256 samples × 8 bytes = 4 MiB per spectrogram.
+        let bound = 256 * 8 * 256 * 8;
+        let asked = std::cell::Cell::new(0);
+        let axes = IqAxes {
+            samples: u64::MAX / 8,
+            rate_hz: Some(1e6),
+            center_hz: Some(1e9),
+        };
+        let png = spectrogram_png("iq", &axes, &[], &counting(&asked)).unwrap();
+        assert_eq!(png.len() as u64, spectrogram_len());
+        assert_eq!(asked.get(), bound);
+        // A pulsed field of 2^30 pulses of 2^30 samples: 96 rows of at most 8 windows each.
+        asked.set(0);
+        let grid = pulse_grid("p", &[1 << 30, 1 << 30], &counting(&asked)).unwrap();
+        assert_eq!(grid.cells.len(), 96 * 256);
+        assert_eq!(asked.get(), 96 * 8 * 256 * 8);
+        // Sample offsets past u64 are an error, not a wrapped read.
+        assert!(pulse_grid("p", &[1 << 40, 1 << 40], &counting(&asked)).is_err());
+    }
+
+    #[test]
+    fn pulses_show_a_beat_tone_as_a_column() {
+        // 4 pulses of 400 samples of a tone of -1/8 cycle per sample: a quarter of a half
+        // plot left of the middle column (128 - 32), in every row.
+        let pulse = tone(400, -0.125);
+        let read = reader(pulse.repeat(4));
+        let grid = pulse_grid("p", &[4, 400], &read).unwrap();
+        for row in grid.cells.chunks(FFT_LEN) {
+            let peak = (0..FFT_LEN)
+                .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+                .unwrap();
+            assert_eq!(peak, FFT_LEN / 2 - FFT_LEN / 8);
+        }
+    }
+
+    #[test]
+    fn colour_map_luminance_rises() {
+        let luminance =
+            |c: Rgb| 299 * u32::from(c[0]) + 587 * u32::from(c[1]) + 114 * u32::from(c[2]);
+        let levels: Vec<u32> = (0..=100)
+            .map(|i| luminance(colour(i as f32 / 100.0)))
+            .collect();
+        assert!(levels.windows(2).all(|w| w[0] <= w[1]), "{levels:?}");
+        assert_eq!(colour(0.0), [0, 0, 0]);
+        assert_eq!(colour(1.0), [255, 255, 210]);
+    }
+
+    #[test]
+    fn spectrogram_has_its_fixed_size_whatever_the_field() {
+        let axes = IqAxes {
+            samples: 3,
+            rate_hz: None,
+            center_hz: None,
+        };
+        let boxes = [Annotation {
+            sample_start: 0,
+            sample_count: 9,
+            freq_lower_edge: f64::NAN,
+            freq_upper_edge: 1e300,
+            label: Some("é".repeat(500)),
+            comment: None,
+        }];
+        let png = spectrogram_png("a/b", &axes, &boxes, &reader(tone(3, 0.1))).unwrap();
+        assert_eq!(png.len() as u64, spectrogram_len());
+        assert_eq!(decimals_for(0.25), 2);
+        assert_eq!(decimals_for(250.0), 0);
+        assert_eq!(tail("abcdef", 3), "def");
+    }
+}

@@ -1,0 +1,212 @@
+//! The mount's pictures (`<field>.spectrogram.png`, `records/<n>/preview.png`) checked with
+//! real tools: Pillow verifies and decodes every PNG of the demo and of a library-written
+//! dataset whose bursts lie exactly inside their label boxes, and the energy inside each box
+//! (boxes from `sigmf_check.py`'s library-side truth, mapped to pixels by the axes
+//! docs/MOUNT.md states) stands above the energy outside (`tests/python/picture_check.py`);
+//! `stat` of a picture reads no data shard and reading one decodes its record once; bytes are
+//! the same across mounts; a corrupt record gives EIO and a huge field stays within the memory
+//! budget.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::datasets::{copy_tree, files_below, iq_capture};
+use common::mount::{peak_rss, MountGuard};
+use common::namespace::{counting_namespace, data_reads, lookup_path};
+use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
+use sdsfs::format::json;
+use sdsfs::format::record::Record;
+use sdsfs::fs::namespace::{Attr, Namespace};
+use sdsfs::storage::LocalStore;
+
+const MIB: u64 = 1 << 20;
+const RX: &str = "fields/projections/communications_rx/receivers";
+
+fn demo() -> PathBuf {
+    common::repo_root().join("fixtures/demo")
+}
+
+/// `picture_check.py` over a mount of `dataset`: its counts.
+fn check_with_the_library(dataset: &Path, mount: &MountGuard) -> Vec<(String, u64)> {
+    let root = dataset.to_str().unwrap();
+    let mounted = mount.path("");
+    let output = common::run_python("picture_check.py", &[root, mounted.to_str().unwrap()], b"");
+    let doc = json::parse_object(&output, &Default::default()).unwrap();
+    doc.iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect()
+}
+
+fn count(counts: &[(String, u64)], key: &str) -> u64 {
+    counts.iter().find(|(k, _)| k == key).unwrap().1
+}
+
+#[test]
+fn demo_pictures_open_and_show_their_boxes() {
+    let mount = MountGuard::mount(&demo(), &[]);
+    let counts = check_with_the_library(&demo(), &mount);
+    // By hand from the demo: rx0 in all 8 records and rx1 in scene-0002's 2; boxes 2 × (1 +
+    // 1 + 2 + 1) on rx0 and 2 × 2 on rx1, each in its spectrogram and its preview panel;
+    // every preview shows its receivers and the radar's baseband and noise pulses.
+    let want = [
+        ("spectrograms", 10),
+        ("boxes", 14),
+        ("previews", 8),
+        ("panels", 8 * 3 + 2),
+        ("preview_boxes", 14),
+    ];
+    for (key, value) in want {
+        assert_eq!(count(&counts, key), value, "{key}: {counts:?}");
+    }
+}
+
+#[test]
+fn library_written_bursts_stand_inside_their_boxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let written = common::run_python("picture_check.py", &["write", root, "3"], b"");
+    let written = json::parse_object(&written, &Default::default()).unwrap();
+    let mount = MountGuard::mount(dir.path(), &[]);
+    let counts = check_with_the_library(dir.path(), &mount);
+    // By hand from the script: receivers 1 + 2 + 3 + 9, every box on every receiver; previews
+    // of 1, 2, 3 + the radar, 8 (of 9) and 0 panels.
+    assert_eq!(
+        count(&counts, "spectrograms"),
+        written["receivers"].as_u64().unwrap()
+    );
+    assert_eq!(count(&counts, "spectrograms"), 15);
+    assert_eq!(count(&counts, "boxes"), written["boxes"].as_u64().unwrap());
+    assert_eq!(count(&counts, "previews"), 5);
+    assert_eq!(count(&counts, "panels"), 1 + 2 + 4 + 8);
+    assert!(count(&counts, "preview_boxes") > 0, "{counts:?}");
+}
+
+/// Reads a whole file through `ns` in pieces of `piece` bytes.
+fn read_in_pieces(ns: &Namespace, ino: u64, piece: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let bytes = ns.read(ino, out.len() as u64, piece).unwrap();
+        if bytes.is_empty() {
+            return out;
+        }
+        out.extend_from_slice(&bytes);
+    }
+}
+
+#[test]
+fn stat_reads_no_data_shard_and_reading_decodes_once() {
+    let (store, ns) = counting_namespace(&demo());
+    let paths = [
+        format!("records/4/{RX}/rx0/iq.spectrogram.png"),
+        format!("records/4/{RX}/rx1/iq.spectrogram.png"),
+        "records/4/preview.png".to_string(),
+    ];
+    let attrs: Vec<Attr> = paths.iter().map(|p| lookup_path(&ns, p)).collect();
+    let record = lookup_path(&ns, "records/4");
+    let mut names = Vec::new();
+    ns.read_dir(record.ino, 0, |entry, _| {
+        names.push(entry.name);
+        false
+    })
+    .unwrap();
+    assert!(names.contains(&"preview.png".to_string()), "{names:?}");
+    assert_eq!(data_reads(&store), 0, "stat and ls of the pictures");
+    // Every read, in 4 KiB pieces, gives exactly the size stat gave; record 4 is decoded once.
+    for (path, attr) in paths.iter().zip(&attrs) {
+        let bytes = read_in_pieces(&ns, attr.ino, 4096);
+        assert_eq!(bytes.len() as u64, attr.size, "{path}");
+        assert_eq!(&bytes[1..4], b"PNG", "{path}");
+    }
+    let misses = ns
+        .record_cache()
+        .counters()
+        .misses
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(misses, 1, "record 4 decoded once");
+}
+
+/// Every picture of records 0 and 4 of a mount of `dataset`, by path.
+fn pictures(dataset: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
+    let mount = MountGuard::mount(dataset, extra);
+    let paths = [
+        "records/0/preview.png".to_string(),
+        format!("records/0/{RX}/rx0/iq.spectrogram.png"),
+        "records/4/preview.png".to_string(),
+        format!("records/4/{RX}/rx0/iq.spectrogram.png"),
+        format!("records/4/{RX}/rx1/iq.spectrogram.png"),
+    ];
+    paths
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(mount.path(&path)).unwrap();
+            (path, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn pictures_are_the_same_bytes_across_mounts() {
+    let first = pictures(&demo(), &[]);
+    // A second mount, of a copy, with a cache that decodes record 4 into temporary files.
+    let copy = copy_tree(&demo(), |_| false);
+    let second = pictures(copy.path(), &["--cache-size", "2M"]);
+    for ((path, a), (_, b)) in first.iter().zip(&second) {
+        assert!(a == b, "{path} differs between mounts");
+    }
+    // Different records give different pictures (the comparison above is not vacuous).
+    assert_ne!(first[1].1, first[3].1);
+}
+
+#[test]
+fn a_corrupt_record_gives_eio_and_the_mount_stays_up() {
+    // Every data shard overwritten with zeros of its own length: rows (metadata shards) stay.
+    let copy = copy_tree(&demo(), |_| false);
+    let shards = files_below(copy.path())
+        .into_iter()
+        .filter(|(rel, _)| rel.starts_with("objects/data/"));
+    for (_, path) in shards {
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::write(&path, vec![0u8; len as usize]).unwrap();
+    }
+    let mount = MountGuard::mount(copy.path(), &[]);
+    for path in [
+        "records/4/preview.png".to_string(),
+        format!("records/4/{RX}/rx1/iq.spectrogram.png"),
+    ] {
+        let path = mount.path(&path);
+        assert!(std::fs::metadata(&path).unwrap().len() > 0);
+        let error = std::fs::read(&path).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::EIO), "{path:?}: {error}");
+    }
+    assert!(mount.path("dataset.json").is_file(), "the mount is up");
+    assert!(std::fs::read(mount.path("records/4/record.json")).is_ok());
+}
+
+#[test]
+fn a_huge_field_is_pictured_within_the_memory_budget() {
+    // One record of a 256 MiB zero IQ field (32 Mi samples): a shard of a few hundred KiB.
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
+    let record = Record::new("wide").with_field("iq", iq_capture(vec![0u8; 256 << 20]));
+    let receipt = write_shard(&store, vec![record], "w0", 0, &ShardOptions::default()).unwrap();
+    publish(&store, &[receipt], &PublishOptions::new("wide", "s1")).unwrap();
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "32M"]);
+    for path in [
+        "records/0/fields/iq.spectrogram.png",
+        "records/0/preview.png",
+    ] {
+        let path = mount.path(path);
+        let bytes =
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{path:?}: {e}\n{}", mount.log_text()));
+        assert_eq!(bytes.len() as u64, std::fs::metadata(&path).unwrap().len());
+    }
+    // The field is served from a temporary file, and the pictures read a bounded part of it.
+    let peak = peak_rss(mount.pid());
+    assert!(peak > 0, "VmHWM read");
+    assert!(
+        peak <= 32 * MIB + 64 * MIB,
+        "peak RSS {} MiB above 32 MiB + 64 MiB",
+        peak / MIB
+    );
+}
