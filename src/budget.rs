@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 /// How long a charge waits for in-flight work to release room before failing.
 pub const WAIT_LIMIT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(50);
+/// How long a charge that no work in flight could make room for waits for a release from
+/// elsewhere (a reader closing a file whose decoded record it held open) before failing.
+pub const STUCK_LIMIT: Duration = Duration::from_secs(2);
 
 /// A cache that can give memory back.
 pub trait Reclaim: Send + Sync + std::fmt::Debug {
@@ -48,6 +51,17 @@ pub enum BudgetError {
          other requests)", WAIT_LIMIT.as_secs()
     )]
     Exhausted { what: &'static str, capacity: u64 },
+    #[error(
+        "{bytes} bytes do not fit in the {what} budget of {capacity} bytes: {used} are held by \
+         this request and by what is kept for the whole mount, and no other work in flight \
+         would give any back (raise the budget)"
+    )]
+    Stuck {
+        what: &'static str,
+        bytes: u64,
+        used: u64,
+        capacity: u64,
+    },
 }
 
 /// A budget of bytes.
@@ -56,6 +70,8 @@ pub struct Budget {
     capacity: u64,
     used: Mutex<u64>,
     released: Condvar,
+    /// Releases so far: a waiter sees from it whether anything was given back meanwhile.
+    releases: std::sync::atomic::AtomicU64,
     reclaimers: Mutex<Vec<Weak<dyn Reclaim>>>,
 }
 
@@ -106,6 +122,7 @@ impl Budget {
             capacity,
             used: Mutex::new(0),
             released: Condvar::new(),
+            releases: std::sync::atomic::AtomicU64::new(0),
             reclaimers: Mutex::new(Vec::new()),
         })
     }
@@ -140,6 +157,8 @@ impl Budget {
     fn release(&self, bytes: u64) {
         let mut used = self.lock();
         *used = used.saturating_sub(bytes);
+        self.releases
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         drop(used);
         self.released.notify_all();
     }
@@ -155,12 +174,31 @@ impl Budget {
             });
         }
         let started = Instant::now();
+        // Since when no work in flight could make room, and the releases seen then.
+        let mut stuck: Option<(Instant, u64)> = None;
         loop {
             if let Some(charge) = self.try_take(bytes) {
                 return Ok(charge);
             }
             if self.reclaim_one() {
                 continue;
+            }
+            // Work in flight elsewhere gives memory back, and so does a reader closing a file
+            // whose record it held open. Without either for STUCK_LIMIT, waiting cannot end:
+            // what is held belongs to this request or to structures kept for the mount.
+            let releases = self.releases.load(std::sync::atomic::Ordering::SeqCst);
+            stuck = match stuck {
+                _ if crate::interrupt::others_at_work() > 0 => None,
+                Some((since, seen)) if seen == releases => Some((since, seen)),
+                _ => Some((Instant::now(), releases)),
+            };
+            if stuck.is_some_and(|(since, _)| since.elapsed() > STUCK_LIMIT) {
+                return Err(BudgetError::Stuck {
+                    what: self.what,
+                    bytes,
+                    used: self.used(),
+                    capacity: self.capacity,
+                });
             }
             if crate::interrupt::check().is_err() {
                 return Err(BudgetError::Interrupted { what: self.what });
@@ -173,11 +211,13 @@ impl Budget {
             }
             let used = self.lock();
             if used.saturating_add(bytes) > self.capacity {
-                drop(
-                    self.released
-                        .wait_timeout(used, POLL)
-                        .unwrap_or_else(|e| e.into_inner()),
-                );
+                crate::interrupt::waiting(|| {
+                    drop(
+                        self.released
+                            .wait_timeout(used, POLL)
+                            .unwrap_or_else(|e| e.into_inner()),
+                    )
+                });
             }
         }
     }
@@ -247,7 +287,8 @@ impl<K: Hash + Eq + Clone> Gates<K> {
     /// first look for what a previous holder produced (the caller's cache).
     pub fn one_at_a_time<R>(&self, key: K, work: impl FnOnce() -> R) -> R {
         let gate = self.lock().entry(key.clone()).or_default().clone();
-        let only_worker = gate.lock().unwrap_or_else(|e| e.into_inner());
+        let only_worker =
+            crate::interrupt::waiting(|| gate.lock().unwrap_or_else(|e| e.into_inner()));
         let result = work();
         drop(only_worker);
         self.lock().remove(&key);
@@ -322,20 +363,81 @@ mod tests {
     #[test]
     fn a_charge_waits_for_in_flight_work_and_can_be_interrupted() {
         let budget = Budget::new("memory", 100);
-        let held = budget.charge(80).unwrap();
-        let waiter = {
-            let budget = budget.clone();
-            std::thread::spawn(move || budget.charge(50).map(|c| c.bytes()))
-        };
-        std::thread::sleep(Duration::from_millis(120));
-        drop(held);
-        assert_eq!(waiter.join().unwrap(), Ok(50));
+        // This thread is work in flight holding 80 bytes, then giving them back.
+        let waited = crate::interrupt::background(|| {
+            let held = budget.charge(80).unwrap();
+            let waiter = {
+                let budget = budget.clone();
+                std::thread::spawn(move || budget.charge(50).map(|c| c.bytes()))
+            };
+            std::thread::sleep(Duration::from_millis(120));
+            drop(held);
+            waiter.join().unwrap()
+        });
+        assert_eq!(waited, Ok(50));
         let _held = budget.charge(80).unwrap();
+        let _elsewhere = AtWorkElsewhere::start();
         // A requester that is gone counts as interrupted.
         let refused = crate::interrupt::serving(u32::MAX - 1, || budget.charge(50));
         assert_eq!(
             refused.unwrap_err(),
             BudgetError::Interrupted { what: "memory" }
+        );
+    }
+
+    /// Another thread at work (that holds nothing) until dropped.
+    struct AtWorkElsewhere {
+        stop: std::sync::mpsc::Sender<()>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl AtWorkElsewhere {
+        fn start() -> AtWorkElsewhere {
+            let (stop, stopped) = std::sync::mpsc::channel::<()>();
+            let (ready, started) = std::sync::mpsc::channel::<()>();
+            let thread = std::thread::spawn(move || {
+                crate::interrupt::background(|| {
+                    ready.send(()).unwrap();
+                    let _ = stopped.recv();
+                })
+            });
+            started.recv().unwrap();
+            AtWorkElsewhere {
+                stop,
+                thread: Some(thread),
+            }
+        }
+    }
+
+    impl Drop for AtWorkElsewhere {
+        fn drop(&mut self) {
+            let _ = self.stop.send(());
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+
+    #[test]
+    fn a_charge_that_only_its_own_holdings_block_fails_soon() {
+        let budget = Budget::new("memory", 100);
+        let _own = budget.charge(80).unwrap();
+        let started = std::time::Instant::now();
+        let refused = crate::interrupt::serving(0, || budget.charge(50));
+        assert_eq!(
+            refused.unwrap_err(),
+            BudgetError::Stuck {
+                what: "memory",
+                bytes: 50,
+                used: 80,
+                capacity: 100
+            }
+        );
+        // Other tests of this process may be at work meanwhile; the refusal waits for them only.
+        let waited = started.elapsed();
+        assert!(
+            waited >= STUCK_LIMIT && waited < WAIT_LIMIT / 2,
+            "{waited:?}"
         );
     }
 

@@ -20,6 +20,7 @@
 //! ever interrupted.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How often a waiting request looks at its requester.
@@ -28,6 +29,82 @@ pub const POLL: Duration = Duration::from_millis(50);
 thread_local! {
     /// The thread id of the process this thread is serving, if any.
     static REQUESTER: Cell<Option<u32>> = const { Cell::new(None) };
+    /// Whether this thread is counted in [`AT_WORK`].
+    static AT_WORK_HERE: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread is counted in [`WAITING`].
+    static WAITING_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Threads at work that may hold budget charges and give them back when done: requests being
+/// served ([`serving`]) and background work ([`background`]). A request waiting for room in a
+/// budget uses it to tell a wait that can end (someone else will give memory back) from one
+/// that cannot (what is held belongs to the waiting request itself or to structures kept for
+/// the whole mount).
+static AT_WORK: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads of [`AT_WORK`] waiting on one another ([`waiting`]): for room in a budget, for a
+/// unit another thread is decoding, for an index another thread is building. They give nothing
+/// back until something else moves.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts the current thread in [`AT_WORK`] until dropped (once, however deeply nested).
+struct AtWork {
+    counted: bool,
+}
+
+impl AtWork {
+    fn enter() -> AtWork {
+        let counted = !AT_WORK_HERE.with(|here| here.replace(true));
+        if counted {
+            AT_WORK.fetch_add(1, Ordering::SeqCst);
+        }
+        AtWork { counted }
+    }
+}
+
+impl Drop for AtWork {
+    fn drop(&mut self) {
+        if self.counted {
+            AT_WORK.fetch_sub(1, Ordering::SeqCst);
+            AT_WORK_HERE.with(|here| here.set(false));
+        }
+    }
+}
+
+/// Runs background `work` (decoding ahead, building an index, refreshing the catalog) counted
+/// as work in flight.
+pub fn background<T>(work: impl FnOnce() -> T) -> T {
+    let _at_work = AtWork::enter();
+    work()
+}
+
+/// Runs `wait` (a wait on other threads' work) with this thread, if it is at work, counted as
+/// waiting.
+pub fn waiting<T>(wait: impl FnOnce() -> T) -> T {
+    if !AT_WORK_HERE.with(Cell::get) {
+        return wait();
+    }
+    let counted = !WAITING_HERE.with(|here| here.replace(true));
+    if counted {
+        WAITING.fetch_add(1, Ordering::SeqCst);
+    }
+    let result = wait();
+    if counted {
+        WAITING.fetch_sub(1, Ordering::SeqCst);
+        WAITING_HERE.with(|here| here.set(false));
+    }
+    result
+}
+
+/// Threads at work, other than the calling one, that are not waiting: those that can still
+/// give memory back. Zero means a wait for room could never end.
+pub fn others_at_work() -> usize {
+    let here = usize::from(AT_WORK_HERE.with(Cell::get) && !WAITING_HERE.with(Cell::get));
+    let waiting = WAITING.load(Ordering::SeqCst);
+    AT_WORK
+        .load(Ordering::SeqCst)
+        .saturating_sub(waiting)
+        .saturating_sub(here)
 }
 
 /// The requester has a signal pending: the request should end with EINTR.
@@ -38,6 +115,7 @@ pub struct Interrupted;
 /// Runs `work` on behalf of the thread `tid` (0: unknown, e.g. a requester in another pid
 /// namespace, which is then never interrupted).
 pub fn serving<T>(tid: u32, work: impl FnOnce() -> T) -> T {
+    let _at_work = AtWork::enter();
     let previous = REQUESTER.with(|r| r.replace((tid != 0).then_some(tid)));
     let result = work();
     REQUESTER.with(|r| r.set(previous));

@@ -544,3 +544,43 @@ fn annotation_object_indexes_are_charged_to_the_budget() {
     assert_eq!(std::fs::read(mount.path(score)).unwrap(), vec![7u8]);
     assert_within_budget(&mount, 8 * MIB);
 }
+
+/// A record that fits the budget alone but not beside what the request itself and the mount
+/// hold is refused within seconds (no other work could give memory back), not after the 30 s limit, with a message saying so;
+/// smaller records around it are served, and the mount stays up.
+#[test]
+fn a_wait_no_one_can_end_is_refused_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    assert!(common::cli::sds(&["demo", demo.to_str().unwrap()])
+        .status
+        .success());
+    let mount = MountGuard::mount(&demo, &["--cache-size", "1M"]);
+    let iq = |ordinal: u64| {
+        mount.path(&format!(
+            "records/{ordinal}/fields/projections/communications_rx/receivers/rx0/iq.raw"
+        ))
+    };
+    // Records 0-3 decode to about 280 KiB each; record 4 (two receivers) to about 1 MiB.
+    assert_eq!(std::fs::read(iq(0)).unwrap().len(), 160_000);
+    let started = std::time::Instant::now();
+    let error = std::fs::read(iq(4)).expect_err("record 4 cannot fit beside what is held");
+    let waited = started.elapsed();
+    assert_eq!(error.raw_os_error(), Some(libc::EIO), "{error}");
+    assert!(
+        waited < std::time::Duration::from_secs(10),
+        "refused after {waited:?}: a wait that nothing could end (the limit is 30 s)"
+    );
+    assert_eq!(std::fs::read(iq(6)).unwrap().len(), 160_000);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+        .arg("status")
+        .arg(&mount.mountpoint)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("do not fit in the memory budget")
+            && status.contains("no other work in flight"),
+        "{status}"
+    );
+}

@@ -99,12 +99,13 @@ impl<T: Send + Sync + 'static> Background<T> {
                 }
                 State::Building => {
                     interrupt::check()?;
-                    state = self
-                        .shared
-                        .changed
-                        .wait_timeout(state, interrupt::POLL)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                    state = interrupt::waiting(|| {
+                        self.shared
+                            .changed
+                            .wait_timeout(state, interrupt::POLL)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    });
                 }
             }
         }
@@ -132,7 +133,7 @@ impl<T: Send + Sync + 'static> Background<T> {
         std::thread::Builder::new()
             .name("sdsfs-index".into())
             .spawn(move || {
-                let outcome = build(&dataset, &shared.stop);
+                let outcome = crate::interrupt::background(|| build(&dataset, &shared.stop));
                 let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
                 *state = match outcome {
                     Ok(built) => State::Ready(Arc::new(built)),

@@ -864,7 +864,9 @@ fn spawn_worker(
                     false => Window::RECORDS,
                 };
                 let at = || shared.scan_at.load(Ordering::Relaxed);
-                while cache.decode_next_ahead(&dataset, &trees, at(), window()) {}
+                crate::interrupt::background(|| {
+                    while cache.decode_next_ahead(&dataset, &trees, at(), window()) {}
+                });
             }
         });
     if let Err(e) = spawned {

@@ -183,7 +183,7 @@ pub fn watch(namespace: Arc<Namespace>, known: Arc<KnownRecords>, kernel: Box<dy
     loop {
         std::thread::sleep(tick);
         super::log_limit::flush();
-        let now = namespace.refresh_annotations();
+        let now = crate::interrupt::background(|| namespace.refresh_annotations());
         let mut dropped = repeat.take();
         if !Arc::ptr_eq(&shown, &now) {
             let names = dropped_sets(&shown, &now);

@@ -616,14 +616,15 @@ impl Filesystem for SdsFuse {
             // Sent once: from now on the kernel opens files on its own (see `init`).
             return reply.error(Errno::ENOSYS);
         }
-        match self.namespace.getattr(ino.0) {
+        // Opening a passthrough candidate decodes its record: work that holds budget charges.
+        interrupt::serving(req.pid(), || match self.namespace.getattr(ino.0) {
             Ok(attr) if attr.kind == Kind::Dir => reply.error(Errno::EISDIR),
             Ok(_) if self.namespace.passthrough_candidate(ino.0) => {
                 self.open_candidate(ino.0, reply)
             }
             Ok(_) => reply.opened(FileHandle(0), self.open_flags(ino.0)),
             Err(e) => reply.error(self.errno("open", ino.0, e)),
-        }
+        })
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(ino = ino.0, offset, size))]
