@@ -133,7 +133,7 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Same as [`create_from_file`](ObjectStore::create_from_file) for a file the caller gives
     /// up: the store may take the file itself over instead of copying its bytes (a local store
     /// hard-links it into place when it lies on the same filesystem, see
-    /// [`staging_dir`](ObjectStore::staging_dir)). The caller must not change the file
+    /// [`local_root`](ObjectStore::local_root)). The caller must not change the file
     /// afterwards; removing its name is fine.
     fn adopt_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
         self.create_from_file(path, file)

@@ -38,10 +38,10 @@ impl StoreKey {
     }
 }
 
-/// The scheme of `text` (before `://`) in lower case, `None` for a plain path.
-fn scheme_of(text: &str) -> Option<(String, &str)> {
-    let (scheme, rest) = text.split_once("://")?;
-    Some((scheme.to_ascii_lowercase(), rest))
+/// The scheme of `text` (before `://`, as written) and the rest, `None` for a plain path. The
+/// one place a location's scheme is split off.
+fn scheme_of(text: &str) -> Option<(&str, &str)> {
+    text.split_once("://")
 }
 
 impl Location {
@@ -50,12 +50,11 @@ impl Location {
         let Some((scheme, rest)) = scheme_of(text) else {
             return Ok(Location::Local(PathBuf::from(text)));
         };
-        match scheme.as_str() {
+        match scheme.to_ascii_lowercase().as_str() {
             "file" => file_url_path(rest).map(Location::Local),
             "s3" | "gs" => CloudUrl::parse(text).map(Location::Cloud),
             _ => Err(format!(
-                "unknown URL scheme {:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)",
-                text.split_once("://").map_or("", |(s, _)| s)
+                "unknown URL scheme {scheme:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)"
             )),
         }
     }
@@ -63,15 +62,17 @@ impl Location {
     /// Whether `text` names an object store (`s3://`, `gs://`, any letter case), without
     /// checking the rest.
     pub fn names_object_store(text: &str) -> bool {
-        scheme_of(text).is_some_and(|(scheme, _)| matches!(scheme.as_str(), "s3" | "gs"))
+        scheme_of(text).is_some_and(|(scheme, _)| {
+            scheme.eq_ignore_ascii_case("s3") || scheme.eq_ignore_ascii_case("gs")
+        })
     }
 
     /// Splits the location of one object into the location of the store to open and the
     /// object's path in it: `scheme://bucket` and the key for object stores, the directory and
     /// the file name for local paths.
     pub fn parse_object(text: &str) -> Result<(Location, String), String> {
-        if Location::names_object_store(text) {
-            let (scheme, rest) = text.split_once("://").unwrap_or((text, ""));
+        if let Some((scheme, rest)) = scheme_of(text).filter(|_| Location::names_object_store(text))
+        {
             let (bucket, key) = rest
                 .split_once('/')
                 .ok_or_else(|| "the location names a bucket, not an object".to_string())?;

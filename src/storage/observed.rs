@@ -245,3 +245,89 @@ impl<O: StoreObserver> ObjectStore for Observed<O> {
         self.inner.persists_generations()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::storage::{read_split, LocalStore};
+
+    #[derive(Debug, Default)]
+    struct Log(Mutex<Vec<(&'static str, Result<u64, String>)>>);
+
+    impl StoreObserver for Log {
+        fn observe(
+            &self,
+            _store: &dyn ObjectStore,
+            op: StoreOp,
+            _path: &RelPath,
+            outcome: Result<u64, &StorageError>,
+        ) {
+            let outcome = outcome.map_err(|e| e.to_string());
+            self.0.lock().unwrap().push((op.name(), outcome));
+        }
+    }
+
+    fn split_twice(store: &Observed<Log>, path: &RelPath) -> (Vec<u8>, Vec<u8>) {
+        let (mut a, mut b) = (Vec::with_capacity(8), Vec::with_capacity(8));
+        read_split(
+            store,
+            path,
+            1,
+            &[(0, 2), (1, 3)],
+            &mut [&mut a, &mut b],
+            None,
+        )
+        .unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn transparent_wrappers_keep_local_capabilities_and_opaque_ones_hide_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir.path()).unwrap());
+        let path = RelPath::new("objects/x").unwrap();
+        local.create(&path, b"abcdefgh").unwrap();
+
+        let transparent = Observed::transparent(local.clone(), Log::default());
+        assert_eq!(transparent.local_root(), Some(dir.path()));
+        assert_eq!(
+            split_twice(&transparent, &path),
+            (b"bc".to_vec(), b"def".to_vec())
+        );
+        assert_eq!(
+            *transparent.observer().0.lock().unwrap(),
+            vec![("open_local_range", Ok(5))]
+        );
+
+        let opaque = Observed::opaque(local, Log::default());
+        assert_eq!(opaque.local_root(), None);
+        assert!(opaque.local_object(&path).is_none());
+        assert_eq!(
+            split_twice(&opaque, &path),
+            (b"bc".to_vec(), b"def".to_vec())
+        );
+        assert_eq!(
+            *opaque.observer().0.lock().unwrap(),
+            vec![("read_range", Ok(5))]
+        );
+        assert!(opaque.location().is_local());
+    }
+
+    #[test]
+    fn failed_requests_reach_the_observer() {
+        let dir = tempfile::tempdir().unwrap();
+        let local: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(dir.path()).unwrap());
+        let store = Observed::transparent(local, Log::default());
+        let missing = RelPath::new("missing").unwrap();
+        assert!(store.read(&missing, None).is_err());
+        let log = store.observer().0.lock().unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].0, "read");
+        assert!(
+            log[0].1.as_ref().is_err_and(|e| e.contains("missing")),
+            "{log:?}"
+        );
+    }
+}
