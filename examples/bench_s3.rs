@@ -13,7 +13,7 @@ use sdsfs::arrayrecord::ArrayRecordReader;
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::record::{Field, Record};
-use sdsfs::fs::stats::{BackendCounters, CountingStore, MountStats};
+use sdsfs::fs::stats::{BackendCounters, MountStats, StoreCounter};
 use sdsfs::storage::{CloudOptions, CloudStore, ObjectStore, RetryPolicy};
 
 /// The bytes and requests counted since the last call (the library's counting store, the one
@@ -104,7 +104,7 @@ fn main() {
 
     let stats = Arc::new(MountStats::default());
     let counter: Arc<dyn ObjectStore> =
-        Arc::new(CountingStore::new(store.clone(), "s3", stats.clone()));
+        Arc::new(StoreCounter::wrap(store.clone(), "s3", stats.clone()));
     let counters = stats.backend("s3");
     let open = |read_ahead: usize| {
         let options = OpenOptions {

@@ -59,6 +59,5 @@ pub use position::{
 };
 pub use reader::{ArrayRecordReader, ReaderLimits, RecordSink, WriteSink};
 pub use source::ByteSource;
-pub(crate) use source::{split_into, split_len};
 pub use walker::{walk_chunks, ChunkInfo, ChunkWalker};
 pub use writer::{write_records, ArrayRecordWriter};

@@ -39,7 +39,9 @@ use std::path::Path;
 use crate::dataset::DatasetError;
 use crate::format::record::{Record, RecordError, RecordMeta};
 
-pub use build::{create, write_sources_shard, CreateOptions, CreateSummary, Progress};
+pub use build::{
+    check_options, create, open_output, write_sources_shard, CreateOptions, CreateSummary, Progress,
+};
 
 /// Why an import failed. Every message names the file (or option) and the problem.
 #[derive(Debug, thiserror::Error)]

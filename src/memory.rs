@@ -40,6 +40,30 @@ pub(crate) fn read_exact_at_into(
     read_split_at(file, offset, &[(0, len)], &mut [buf])
 }
 
+/// How many bytes a split read of `parts` reads.
+pub(crate) fn split_len(parts: &[(usize, usize)]) -> u64 {
+    parts.iter().map(|&(_, len)| len as u64).sum()
+}
+
+/// Appends `bytes` part by part to `outs`, as `ByteSource::read_split` describes.
+pub(crate) fn split_into(
+    bytes: &[u8],
+    parts: &[(usize, usize)],
+    outs: &mut [&mut Vec<u8>],
+) -> std::io::Result<()> {
+    let mut rest = bytes;
+    for &(out, len) in parts {
+        let (part, after) = rest.split_at_checked(len).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "split read ran short")
+        })?;
+        outs.get_mut(out)
+            .ok_or_else(|| std::io::Error::other("split read: no such output"))?
+            .extend_from_slice(part);
+        rest = after;
+    }
+    Ok(())
+}
+
 /// Reads consecutive bytes at `offset` of `file` with `preadv`, appending them part by part:
 /// each `(out, len)` of `parts`, in file order, sends the next `len` bytes to the end of
 /// `outs[out]`, straight into its spare capacity (the caller reserves the room). One system

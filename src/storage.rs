@@ -27,8 +27,9 @@
 
 mod error;
 mod local;
+mod location;
 pub mod object;
-mod open;
+mod observed;
 mod readahead;
 
 use std::io;
@@ -42,9 +43,10 @@ use bytes::Bytes;
 use crate::format::path::RelPath;
 
 pub use error::{ErrorKind, StorageError};
-pub use local::{Identity, LocalStore};
+pub use local::{Identity, LocalObject, LocalRange, LocalStore};
+pub use location::{Location, StoreKey};
 pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
-pub use open::{is_object_store, local_path, open_local_as, open_location};
+pub use observed::{Observed, StoreObserver, StoreOp};
 pub use readahead::ReadAhead;
 
 /// Identity of one stored version of an object, for generation-pinned reads and
@@ -116,25 +118,6 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
         generation: Option<u64>,
     ) -> Result<Bytes, StorageError>;
 
-    /// [`read_range`](ObjectStore::read_range) from `offset`, appended part by part to the
-    /// caller's buffers (see [`ByteSource::read_split`](crate::arrayrecord::ByteSource)):
-    /// each `(out, len)` of `parts` sends the next `len` bytes to the end of `outs[out]`. A
-    /// local store reads straight into them (`preadv`); the default copies from `read_range`.
-    fn read_range_split(
-        &self,
-        path: &RelPath,
-        offset: u64,
-        parts: &[(usize, usize)],
-        outs: &mut [&mut Vec<u8>],
-        generation: Option<u64>,
-    ) -> Result<(), StorageError> {
-        let total = crate::arrayrecord::split_len(parts);
-        let end = offset.saturating_add(total);
-        let bytes = self.read_range(path, offset..end, generation)?;
-        crate::arrayrecord::split_into(&bytes, parts, outs)
-            .map_err(|e| StorageError::io(self.describe(path), e))
-    }
-
     /// Size and version without reading the content.
     fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError>;
 
@@ -150,19 +133,51 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Same as [`create_from_file`](ObjectStore::create_from_file) for a file the caller gives
     /// up: the store may take the file itself over instead of copying its bytes (a local store
     /// hard-links it into place when it lies on the same filesystem, see
-    /// [`staging_dir`](ObjectStore::staging_dir)). The caller must not change the file
+    /// [`local_root`](ObjectStore::local_root)). The caller must not change the file
     /// afterwards; removing its name is fine.
     fn adopt_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
         self.create_from_file(path, file)
     }
 
-    /// Where a writer should put files it will hand to [`adopt_file`](ObjectStore::adopt_file)
-    /// so that adopting them costs no copy: for a local store, its root (same filesystem);
-    /// `None` (the system's temporary directory will do) for remote stores, which upload
-    /// either way.
-    fn staging_dir(&self) -> Option<&Path> {
+    /// The local directory the store keeps its objects in, as files, when it is one: writers
+    /// stage files they will hand to [`adopt_file`](ObjectStore::adopt_file) there so that
+    /// adopting them costs no copy (same filesystem), and sequential scans skip read-ahead.
+    /// `None` for remote stores, which upload from anywhere.
+    fn local_root(&self) -> Option<&Path> {
         None
     }
+
+    /// `range` of the object as an open local file, checked as [`read_range`] checks it, when
+    /// the store keeps its objects in local files: lets a reader read straight into its
+    /// buffers ([`read_split`]). `None` for stores that only read ranges.
+    ///
+    /// [`read_range`]: ObjectStore::read_range
+    fn open_local_range(
+        &self,
+        _path: &RelPath,
+        _range: Range<u64>,
+        _generation: Option<u64>,
+    ) -> Option<Result<LocalRange, StorageError>> {
+        None
+    }
+
+    /// The object as a local file with the directory it is linked in, checked as a read, when
+    /// the store keeps its objects in local files: lets another local store hard-link it
+    /// ([`copy_from`](ObjectStore::copy_from)). `None` for other stores.
+    fn local_object(&self, _path: &RelPath) -> Option<Result<LocalObject, StorageError>> {
+        None
+    }
+
+    /// Confines every later read to what the owner of `path` could read, when this process is
+    /// not that owner (see [`LocalStore::confine_to_owner_of`]); returns whose permissions
+    /// apply. Stores without local owners (object stores) have no one to confine to: `None`.
+    fn confine_to_owner_of(&self, _path: &RelPath) -> Result<Option<Arc<Identity>>, StorageError> {
+        Ok(None)
+    }
+
+    /// Where the store's root is: what [`describe`](ObjectStore::describe) prefixes every
+    /// object with, and which store (local filesystem, one bucket) it is.
+    fn location(&self) -> Location;
 
     /// Current bytes and version of a mutable object, read consistently, or `None` when absent.
     fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError>;
@@ -179,6 +194,13 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     /// Whether reads can be pinned to a numeric generation.
     fn supports_generations(&self) -> bool;
 
+    /// Whether the store's generations outlive the process and mean the same to every reader
+    /// (GCS object generations), so they are worth recording in documents. A local store's
+    /// `st_mtime_ns` generations serve its own compare-and-swap and pinning only.
+    fn persists_generations(&self) -> bool {
+        false
+    }
+
     /// Create-only copy of `src` in `src_store` to `dst` in this store, with the semantics of
     /// [`create`](ObjectStore::create): an identical existing `dst` is
     /// [`CreateOutcome::AlreadyIdentical`], a different one [`StorageError::Collision`].
@@ -194,12 +216,6 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
     ) -> Result<CreateOutcome, StorageError> {
         let bytes = src_store.read(src, None)?;
         self.create(dst, &bytes)
-    }
-
-    /// This store as a local directory, when it is one: lets [`copy_from`](ObjectStore::copy_from)
-    /// hard-link between two local roots. Other backends keep the default `None`.
-    fn as_local(&self) -> Option<&LocalStore> {
-        None
     }
 }
 
@@ -278,22 +294,48 @@ impl ObjectReader {
             .read_range(&self.path, offset..end, self.generation)?)
     }
 
-    /// Consecutive bytes at `offset`, appended part by part (see
-    /// [`ObjectStore::read_range_split`]).
+    /// Consecutive bytes at `offset`, appended part by part (see [`read_split`]).
     pub fn read_split(
         &self,
         offset: u64,
         parts: &[(usize, usize)],
         outs: &mut [&mut Vec<u8>],
     ) -> io::Result<()> {
-        let total = crate::arrayrecord::split_len(parts);
+        let total = crate::memory::split_len(parts);
         if let Some(bytes) = self.ahead.take(offset, offset.saturating_add(total)) {
-            return crate::arrayrecord::split_into(&bytes, parts, outs);
+            return crate::memory::split_into(&bytes, parts, outs);
         }
-        Ok(self
-            .store
-            .read_range_split(&self.path, offset, parts, outs, self.generation)?)
+        Ok(read_split(
+            self.store.as_ref(),
+            &self.path,
+            offset,
+            parts,
+            outs,
+            self.generation,
+        )?)
     }
+}
+
+/// [`ObjectStore::read_range`] from `offset`, appended part by part to the caller's buffers
+/// (see [`ByteSource::read_split`](crate::arrayrecord::ByteSource)): each `(out, len)` of
+/// `parts` sends the next `len` bytes to the end of `outs[out]`. A store that keeps objects in
+/// local files is read straight into them (`preadv`); any other is read with `read_range` and
+/// the parts copied out.
+pub fn read_split(
+    store: &dyn ObjectStore,
+    path: &RelPath,
+    offset: u64,
+    parts: &[(usize, usize)],
+    outs: &mut [&mut Vec<u8>],
+    generation: Option<u64>,
+) -> Result<(), StorageError> {
+    let end = offset.saturating_add(crate::memory::split_len(parts));
+    if let Some(opened) = store.open_local_range(path, offset..end, generation) {
+        return opened?.read_split(offset, parts, outs);
+    }
+    let bytes = store.read_range(path, offset..end, generation)?;
+    crate::memory::split_into(&bytes, parts, outs)
+        .map_err(|e| StorageError::io(store.describe(path), e))
 }
 
 #[cfg(test)]

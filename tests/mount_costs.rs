@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::datasets::CountingStore;
+use common::datasets::{Counting as _, CountingStore};
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
 use sdsfs::format::dtype::DType;
 use sdsfs::format::record::{Axis, Field, Record};

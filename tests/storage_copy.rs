@@ -8,7 +8,7 @@ mod common;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
-use common::datasets::CountingStore;
+use common::datasets::{Counting as _, CountingStore};
 use sdsfs::format::path::RelPath;
 use sdsfs::storage::{CreateOutcome, LocalStore, ObjectStore, StorageError};
 

@@ -2,6 +2,8 @@
 //! compare-and-swap, including races between threads and between processes.
 
 mod common;
+#[allow(unused_imports)]
+use common::datasets::Counting as _;
 
 use std::collections::HashMap;
 use std::fs;
@@ -100,7 +102,7 @@ fn read_range_bounds() {
     }
 }
 
-/// Reads `parts` of `path` from `offset` with `read_range_split` into three buffers, the first
+/// Reads `parts` of `path` from `offset` with `storage::read_split` into three buffers, the first
 /// already holding a prefix that must stay.
 fn split_read(
     store: &dyn ObjectStore,
@@ -114,7 +116,7 @@ fn split_read(
         buf.reserve_exact(room);
     }
     let [a, b, c] = &mut outs;
-    store.read_range_split(path, offset, parts, &mut [a, b, c], None)?;
+    sdsfs::storage::read_split(store, path, offset, parts, &mut [a, b, c], None)?;
     Ok(outs)
 }
 
@@ -369,7 +371,7 @@ fn adopt_file_links_without_copying_and_stays_create_only() {
     let (tmp, root, store) = setup();
     let data = random_bytes((1 << 20) + 5);
     let staged = store
-        .staging_dir()
+        .local_root()
         .expect("a local store stages beside its objects");
     assert_eq!(staged, root.as_path());
     let source = root.join(".staged-shard");

@@ -455,7 +455,7 @@ impl AheadPlan {
         let mut next = first_pos + first.len() as u64;
         let from_first = |start: u64, parts: &[(usize, usize)], outs: &mut [&mut Vec<u8>]| {
             let skip = usize::try_from(start.saturating_sub(first_pos)).unwrap_or(usize::MAX);
-            super::source::split_into(first.get(skip..).unwrap_or(&[]), parts, outs)
+            crate::memory::split_into(first.get(skip..).unwrap_or(&[]), parts, outs)
         };
         if !self.deliver(next, &mut hasher, sender, from_first) {
             return;

@@ -10,6 +10,8 @@ use std::io;
 
 use bytes::Bytes;
 
+use crate::memory::{split_into, split_len};
+
 /// Random-access bytes of one file.
 pub trait ByteSource: Send + Sync {
     /// Total size in bytes.
@@ -31,30 +33,6 @@ pub trait ByteSource: Send + Sync {
         let total = usize::try_from(split_len(parts)).map_err(io::Error::other)?;
         split_into(&self.read_at(offset, total)?, parts, outs)
     }
-}
-
-/// How many bytes a split read of `parts` reads.
-pub(crate) fn split_len(parts: &[(usize, usize)]) -> u64 {
-    parts.iter().map(|&(_, len)| len as u64).sum()
-}
-
-/// Appends `bytes` part by part to `outs`, as [`ByteSource::read_split`] describes.
-pub(crate) fn split_into(
-    bytes: &[u8],
-    parts: &[(usize, usize)],
-    outs: &mut [&mut Vec<u8>],
-) -> io::Result<()> {
-    let mut rest = bytes;
-    for &(out, len) in parts {
-        let (part, after) = rest
-            .split_at_checked(len)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "split read ran short"))?;
-        outs.get_mut(out)
-            .ok_or_else(|| io::Error::other("split read: no such output"))?
-            .extend_from_slice(part);
-        rest = after;
-    }
-    Ok(())
 }
 
 fn out_of_range(offset: u64, len: usize, size: u64) -> io::Error {
@@ -114,36 +92,27 @@ impl ByteSource for std::fs::File {
     }
 }
 
-impl<S: ByteSource + ?Sized> ByteSource for &S {
-    fn size(&self) -> io::Result<u64> {
-        (**self).size()
-    }
-    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
-        (**self).read_at(offset, len)
-    }
-    fn read_split(
-        &self,
-        offset: u64,
-        parts: &[(usize, usize)],
-        outs: &mut [&mut Vec<u8>],
-    ) -> io::Result<()> {
-        (**self).read_split(offset, parts, outs)
-    }
+/// Forwards every method of [`ByteSource`] through a pointer to a source (the one forwarding
+/// mechanism: a method added to the trait is forwarded by adding it here).
+macro_rules! forward_byte_source {
+    ($($pointer:ty),*) => {$(
+        impl<S: ByteSource + ?Sized> ByteSource for $pointer {
+            fn size(&self) -> io::Result<u64> {
+                (**self).size()
+            }
+            fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
+                (**self).read_at(offset, len)
+            }
+            fn read_split(
+                &self,
+                offset: u64,
+                parts: &[(usize, usize)],
+                outs: &mut [&mut Vec<u8>],
+            ) -> io::Result<()> {
+                (**self).read_split(offset, parts, outs)
+            }
+        }
+    )*};
 }
 
-impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
-    fn size(&self) -> io::Result<u64> {
-        (**self).size()
-    }
-    fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
-        (**self).read_at(offset, len)
-    }
-    fn read_split(
-        &self,
-        offset: u64,
-        parts: &[(usize, usize)],
-        outs: &mut [&mut Vec<u8>],
-    ) -> io::Result<()> {
-        (**self).read_split(offset, parts, outs)
-    }
-}
+forward_byte_source!(&S, std::sync::Arc<S>);

@@ -9,14 +9,14 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use clap::Args;
 
 use crate::dataset::{AbsoluteReferences, Dataset, DatasetError, OpenOptions, StorageOpener};
 use crate::format::documents::DocumentError;
 use crate::format::path::RelPath;
-use crate::storage::{CloudOptions, ObjectStore};
+use crate::storage::{CloudOptions, Location, ObjectStore, StorageError};
 
 /// Why a dataset could not be opened: one line, ready to print after `sds: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,100 +83,93 @@ impl StoreArgs {
     }
 }
 
-/// The settings of this process's command line; set once by `main` before any store opens.
-static STORE_ARGS: OnceLock<StoreArgs> = OnceLock::new();
-
-/// Records the command line's store settings for every store this process opens. Only the
-/// first call counts (one command line per process).
-pub fn use_store_args(args: StoreArgs) {
-    let _ = STORE_ARGS.set(args);
-}
-
-fn cloud_options() -> CloudOptions {
-    STORE_ARGS
-        .get()
-        .cloned()
-        .unwrap_or_default()
-        .cloud_options()
-}
-
-/// How this process opens datasets: the command line's absolute-reference policy, and its
-/// store settings for the stores absolute references open.
-pub fn open_options() -> OpenOptions {
-    let args = STORE_ARGS.get().cloned().unwrap_or_default();
-    let opener = || {
-        Arc::new(StorageOpener {
-            cloud: args.cloud_options(),
-        })
-    };
-    let absolute_references = if args.no_absolute_references {
-        AbsoluteReferences::Refuse
-    } else if args.same_store_only {
-        AbsoluteReferences::FollowSameStore(opener())
-    } else {
-        AbsoluteReferences::Follow(opener())
-    };
-    OpenOptions {
-        absolute_references,
-        ..OpenOptions::default()
+impl StoreArgs {
+    /// How datasets are opened with these settings: the absolute-reference policy, and the
+    /// store settings for the stores absolute references open.
+    pub fn open_options(&self) -> OpenOptions {
+        let opener = || {
+            Arc::new(StorageOpener {
+                cloud: self.cloud_options(),
+            })
+        };
+        let absolute_references = if self.no_absolute_references {
+            AbsoluteReferences::Refuse
+        } else if self.same_store_only {
+            AbsoluteReferences::FollowSameStore(opener())
+        } else {
+            AbsoluteReferences::Follow(opener())
+        };
+        OpenOptions {
+            absolute_references,
+            ..OpenOptions::default()
+        }
     }
+
+    /// The store a `DATASET` argument names. Local directories must exist; object-store
+    /// locations are not contacted until the first read.
+    pub fn open_store(&self, argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
+        self.open_location(&parse(argument)?, argument)
+    }
+
+    fn open_location(
+        &self,
+        location: &Location,
+        argument: &str,
+    ) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
+        location.open(&self.cloud_options()).map_err(|e| {
+            let e = match e {
+                StorageError::Invalid { reason, .. } => StorageError::invalid(argument, reason),
+                other => other,
+            };
+            OpenFailure(one_line(&format!("cannot open {e}")))
+        })
+    }
+
+    /// The store a dataset is written into; a local directory is created when missing.
+    pub fn open_writable_store(&self, argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
+        let location = parse(argument)?;
+        if let Location::Local(root) = &location {
+            std::fs::create_dir_all(root).map_err(|e| {
+                OpenFailure(one_line(&format!("cannot create {}: {e}", root.display())))
+            })?;
+        }
+        self.open_location(&location, argument)
+    }
+
+    /// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
+    pub fn open_dataset(&self, argument: &str) -> Result<Dataset, OpenFailure> {
+        self.open_dataset_with(argument, |store, _backend| store)
+    }
+
+    /// [`open_dataset`](Self::open_dataset) through a wrapper of the store
+    /// (`wrap(store, backend name)`), e.g. the counting store of a mount.
+    pub fn open_dataset_with(
+        &self,
+        argument: &str,
+        wrap: impl FnOnce(Arc<dyn ObjectStore>, &str) -> Arc<dyn ObjectStore>,
+    ) -> Result<Dataset, OpenFailure> {
+        let location = parse(argument)?;
+        let store = wrap(self.open_location(&location, argument)?, location.backend());
+        Dataset::open(store.clone(), self.open_options()).map_err(|e| {
+            OpenFailure(one_line(&format!(
+                "cannot open {}",
+                describe(&e, store.as_ref())
+            )))
+        })
+    }
+}
+
+/// The location a `DATASET` argument names, parsed once.
+pub fn parse(argument: &str) -> Result<Location, OpenFailure> {
+    Location::parse(argument)
+        .map_err(|reason| OpenFailure(one_line(&format!("cannot open {argument}: {reason}"))))
 }
 
 /// The local directory a `DATASET` argument names.
 pub fn local_root(argument: &str) -> Result<PathBuf, OpenFailure> {
-    crate::storage::local_path(argument)
+    parse(argument)?
+        .local_path()
         .map_err(|reason| OpenFailure(format!("cannot open {argument}: {reason}")))
-}
-
-/// Whether `argument` names an object store (`s3://`, `gs://`).
-pub fn is_object_store(argument: &str) -> bool {
-    crate::storage::is_object_store(argument)
-}
-
-/// The store a `DATASET` argument names. Local directories must exist; object-store
-/// locations are not contacted until the first read.
-pub fn open_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
-    if !is_object_store(argument) {
-        local_root(argument)?;
-    }
-    crate::storage::open_location(argument, &cloud_options())
-        .map_err(|e| OpenFailure(one_line(&format!("cannot open {e}"))))
-}
-
-/// The store a dataset is written into; a local directory is created when missing.
-pub fn open_writable_store(argument: &str) -> Result<Arc<dyn ObjectStore>, OpenFailure> {
-    if !is_object_store(argument) {
-        let root = local_root(argument)?;
-        std::fs::create_dir_all(&root).map_err(|e| {
-            OpenFailure(one_line(&format!("cannot create {}: {e}", root.display())))
-        })?;
-    }
-    open_store(argument)
-}
-
-/// Opens the dataset `argument` names, or the one-line reason it cannot be opened.
-pub fn open_dataset(argument: &str) -> Result<Dataset, OpenFailure> {
-    open_dataset_with(argument, |store, _backend| store)
-}
-
-/// [`open_dataset`] through a wrapper of the store (`wrap(store, backend name)`), e.g. the
-/// counting store of a mount.
-pub fn open_dataset_with(
-    argument: &str,
-    wrap: impl FnOnce(Arc<dyn ObjectStore>, &str) -> Arc<dyn ObjectStore>,
-) -> Result<Dataset, OpenFailure> {
-    let backend = match argument.split_once("://") {
-        Some((scheme, _)) if scheme.eq_ignore_ascii_case("s3") => "s3",
-        Some((scheme, _)) if scheme.eq_ignore_ascii_case("gs") => "gcs",
-        _ => "local",
-    };
-    let store = wrap(open_store(argument)?, backend);
-    Dataset::open(store.clone(), open_options()).map_err(|e| {
-        OpenFailure(one_line(&format!(
-            "cannot open {}",
-            describe(&e, store.as_ref())
-        )))
-    })
 }
 
 /// The error with its document named by full location.
@@ -220,20 +213,19 @@ mod tests {
 
     #[test]
     fn arguments() {
-        // Location parsing itself is storage's (`storage::open` tests); here, the messages.
+        // Location parsing itself is storage's (`storage::location` tests); here, the messages.
         assert_eq!(local_root("rel").unwrap(), PathBuf::from("rel"));
         let s3 = local_root("s3://bucket/p").unwrap_err().0;
         assert!(s3.contains("object-store location"), "{s3}");
         assert!(local_root("gs://bucket/p").unwrap_err().0.contains("gs://"));
         assert!(local_root("http://x/y").is_err());
-        assert!(is_object_store("S3://b/p") && is_object_store("gs://b"));
-        assert!(!is_object_store("file:///x") && !is_object_store("/x"));
-        let store = open_store("s3://bucket/p").unwrap();
+        let args = StoreArgs::default();
+        let store = args.open_store("s3://bucket/p").unwrap();
         assert_eq!(
             store.describe(&RelPath::new("root.json").unwrap()),
             "s3://bucket/p/root.json"
         );
-        let bad = open_store("s3://Bad_Bucket/p").unwrap_err().0;
+        let bad = args.open_store("s3://Bad_Bucket/p").unwrap_err().0;
         assert!(
             bad.starts_with("cannot open s3://Bad_Bucket/p") && !bad.contains('\n'),
             "{bad}"

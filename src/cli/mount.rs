@@ -20,9 +20,8 @@ use clap::{Args, Parser, Subcommand};
 
 use super::size::parse_size;
 use crate::daemon::{self, MountSettings};
-use crate::dataset::Dataset;
 use crate::fs::fuse::FileOpens;
-use crate::fs::stats::{CountingStore, MountStats};
+use crate::fs::stats::{MountStats, StoreCounter};
 
 /// sdsfs: mount a Signal Dataset (SDS) as a read-only tree of files.
 #[derive(Debug, Parser)]
@@ -333,11 +332,6 @@ fn is_generic_option(name: &str) -> bool {
     GENERIC.contains(&name) || name.starts_with("x-") || name.starts_with("comment")
 }
 
-/// Opens the dataset named on the command line (shared with `sds`).
-pub fn open_dataset(argument: &str) -> Result<Dataset, String> {
-    super::location::open_dataset(argument).map_err(|e| e.0)
-}
-
 /// The daemon's settings from the parsed arguments.
 fn settings(args: &MountArgs) -> MountSettings {
     MountSettings {
@@ -359,15 +353,16 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
     crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     args.store.same_store_only = args.allow_other && !args.cross_store_references;
-    super::location::use_store_args(args.store.clone());
     daemon::check_mountpoint(&args.mountpoint, args.nonempty)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
     let stats = Arc::new(MountStats::default());
     let counted = stats.clone();
-    let dataset = super::location::open_dataset_with(&args.dataset, move |store, backend| {
-        Arc::new(CountingStore::new(store, backend, counted))
-    })
-    .map_err(|e| e.0)?;
+    let dataset = args
+        .store
+        .open_dataset_with(&args.dataset, move |store, backend| {
+            Arc::new(StoreCounter::wrap(store, backend, counted))
+        })
+        .map_err(|e| e.0)?;
     crate::fs::namespace::check_servable(&dataset)?;
     if args.foreground {
         daemon::run_foreground(settings(&args), dataset, stats)

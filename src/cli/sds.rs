@@ -37,7 +37,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use super::location::{self, one_line, open_dataset};
+use super::location::{self, one_line, StoreArgs};
 use crate::dataset::{Dataset, PublishOptions};
 
 /// Explore and publish Signal Dataset (SDS) layout 0.1 datasets.
@@ -222,8 +222,7 @@ pub enum Command {
 /// Parses the command line, runs the command and returns the exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    location::use_store_args(cli.store);
-    match run(cli.command) {
+    match run(cli.command, &cli.store) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("sds: {}", one_line(&message));
@@ -233,14 +232,14 @@ pub fn main() -> ExitCode {
 }
 
 /// Runs one command; the error is the message for stderr.
-pub fn run(command: Command) -> Result<(), String> {
+pub fn run(command: Command, store: &StoreArgs) -> Result<(), String> {
     match command {
-        Command::Info { dataset, json } => run_info(&dataset, json),
+        Command::Info { dataset, json } => run_info(store, &dataset, json),
         Command::Ls {
             dataset,
             start,
             limit,
-        } => run_ls(&dataset, start, limit),
+        } => run_ls(store, &dataset, start, limit),
         Command::Demo { out } => run_demo(&out),
         Command::WriteShard {
             root,
@@ -255,6 +254,7 @@ pub fn run(command: Command) -> Result<(), String> {
             let input = distributed::ShardInput::from_args(from_dataset, range.as_deref(), inputs)?;
             let shard = distributed::shard_options(&writer_options)?;
             let line = distributed::write(
+                store,
                 &root,
                 &work_id,
                 attempt,
@@ -282,9 +282,9 @@ pub fn run(command: Command) -> Result<(), String> {
             if let Some(text) = metadata {
                 options.metadata = distributed::parse_metadata(&text)?;
             }
-            print(&distributed::commit(&root, &receipts, &options)?)
+            print(&distributed::commit(store, &root, &receipts, &options)?)
         }
-        Command::Verify { dataset, deep } => run_verify(&dataset, deep),
+        Command::Verify { dataset, deep } => run_verify(store, &dataset, deep),
         Command::Select {
             source,
             dest,
@@ -304,18 +304,18 @@ pub fn run(command: Command) -> Result<(), String> {
                 shard: distributed::shard_options(&writer_options)?,
             };
             let options = PublishOptions::new(dataset_id, snapshot_id);
-            print(&select::run(&source, &dest, &selection, &options)?)
+            print(&select::run(store, &source, &dest, &selection, &options)?)
         }
         Command::Create(args) => create::run(&args).and_then(|text| print(&text)),
-        Command::Annotate(args) => print(&annotate::run(*args)?),
+        Command::Annotate(args) => print(&annotate::run(store, *args)?),
     }
 }
 
-fn run_verify(dataset: &str, deep: bool) -> Result<(), String> {
-    let store = location::open_store(dataset).map_err(|e| e.0)?;
+fn run_verify(args: &StoreArgs, dataset: &str, deep: bool) -> Result<(), String> {
+    let store = args.open_store(dataset).map_err(|e| e.0)?;
     let report = crate::dataset::verify_store_opened_with(
         store,
-        location::open_options(),
+        args.open_options(),
         crate::dataset::VerifyOptions { deep },
         crate::annotations::verify_dataset,
     );
@@ -334,8 +334,8 @@ fn print(text: &str) -> Result<(), String> {
         .map_err(|e| format!("writing to stdout: {e}"))
 }
 
-fn run_info(dataset: &str, json: bool) -> Result<(), String> {
-    let opened = open_dataset(dataset).map_err(|e| e.0)?;
+fn run_info(store: &StoreArgs, dataset: &str, json: bool) -> Result<(), String> {
+    let opened = store.open_dataset(dataset).map_err(|e| e.0)?;
     let report = info::gather(&opened)?;
     print(&if json {
         info::to_json(&report)
@@ -347,8 +347,8 @@ fn run_info(dataset: &str, json: bool) -> Result<(), String> {
 /// Prints one line per record as it is read (memory does not grow with the record count). A
 /// row that cannot be read is reported on stderr, naming the record and the object, and the
 /// listing goes on; the command then fails with the number of such rows.
-fn run_ls(dataset: &str, start: u64, limit: u64) -> Result<(), String> {
-    let opened = open_dataset(dataset).map_err(|e| e.0)?;
+fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<(), String> {
+    let opened = store.open_dataset(dataset).map_err(|e| e.0)?;
     let stop = if limit == 0 {
         opened.len()
     } else {

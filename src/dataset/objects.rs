@@ -2,8 +2,7 @@
 //!
 //! A relative path names an object below the dataset root, in the dataset's own store (which
 //! confines it there). An absolute location (a reference view's pointer into another dataset)
-//! is opened through the storage layer's one way of opening a location
-//! ([`crate::storage::open_location`]), as a store of its own: for `s3://` / `gs://` the
+//! is parsed once into a [`Location`] and opened as a store of its own: for `s3://` / `gs://` the
 //! bucket's top level, the key the object path; for a local path (or `file://` URL) the
 //! object's directory, the file name the object path. Stores are opened once and kept.
 //!
@@ -35,26 +34,35 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::error::DatasetError;
-use crate::format::path::{Location, ObjectPath, RelPath};
-use crate::storage::{
-    is_object_store, local_path, open_local_as, open_location, CloudOptions, Identity, ObjectStore,
-    StorageError,
-};
+use crate::format::path::{self, ObjectPath, RelPath};
+use crate::storage::{CloudOptions, Identity, Location, ObjectStore, StorageError, StoreKey};
 
 /// Opens the store of an absolute location.
 pub trait LocationOpener: Send + Sync + std::fmt::Debug {
-    fn open(&self, location: &str) -> Result<Arc<dyn ObjectStore>, StorageError>;
+    /// Opens `location`; local reads confined to what `reader` could read when given.
+    fn open(
+        &self,
+        location: &Location,
+        reader: Option<Arc<Identity>>,
+    ) -> Result<Arc<dyn ObjectStore>, StorageError>;
 }
 
-/// [`open_location`] with fixed object-store settings.
+/// [`Location::open`] with fixed object-store settings.
 #[derive(Debug, Clone, Default)]
 pub struct StorageOpener {
     pub cloud: CloudOptions,
 }
 
 impl LocationOpener for StorageOpener {
-    fn open(&self, location: &str) -> Result<Arc<dyn ObjectStore>, StorageError> {
-        open_location(location, &self.cloud)
+    fn open(
+        &self,
+        location: &Location,
+        reader: Option<Arc<Identity>>,
+    ) -> Result<Arc<dyn ObjectStore>, StorageError> {
+        match reader {
+            Some(reader) => location.open_as(&self.cloud, reader),
+            None => location.open(&self.cloud),
+        }
     }
 }
 
@@ -95,44 +103,6 @@ impl Resolved {
     }
 }
 
-/// Which store an object lives in, as far as credentials go: the local filesystem, or one
-/// bucket of one service (`s3://bucket`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum StoreKey {
-    Local,
-    Bucket(String),
-}
-
-impl StoreKey {
-    /// The store of an absolute location.
-    fn of_location(location: &str) -> StoreKey {
-        if !is_object_store(location) {
-            return StoreKey::Local;
-        }
-        let (scheme, rest) = location.split_once("://").unwrap_or((location, ""));
-        let bucket = rest.split('/').next().unwrap_or("");
-        StoreKey::Bucket(format!("{}://{bucket}", scheme.to_ascii_lowercase()))
-    }
-
-    /// The store of a dataset's root (as its `root.json` is described).
-    fn of_root(root: &dyn ObjectStore) -> StoreKey {
-        if root.as_local().is_some() {
-            return StoreKey::Local;
-        }
-        match RelPath::new(super::reader::ROOT_JSON) {
-            Ok(path) => StoreKey::of_location(&root.describe(&path)),
-            Err(_) => StoreKey::Bucket(String::new()),
-        }
-    }
-
-    fn describe(&self) -> &str {
-        match self {
-            StoreKey::Local => "the local filesystem",
-            StoreKey::Bucket(bucket) => bucket,
-        }
-    }
-}
-
 /// The dataset's store plus the stores absolute references opened.
 #[derive(Debug)]
 pub(crate) struct Objects {
@@ -149,7 +119,7 @@ impl Objects {
     /// The objects of a dataset in `root`, with no confinement of their own: for callers that
     /// refuse absolute references and read below a store already opened (or confined).
     pub(crate) fn new(root: Arc<dyn ObjectStore>, policy: AbsoluteReferences) -> Objects {
-        let home = StoreKey::of_root(root.as_ref());
+        let home = root.location().store_key();
         Objects {
             root,
             policy,
@@ -166,14 +136,9 @@ impl Objects {
         root: Arc<dyn ObjectStore>,
         policy: AbsoluteReferences,
     ) -> Result<Objects, DatasetError> {
-        let reader = match root.as_local() {
-            Some(local) => {
-                let root_json = RelPath::new(super::reader::ROOT_JSON)
-                    .map_err(|e| DatasetError::corrupt(super::reader::ROOT_JSON, e.to_string()))?;
-                local.confine_to_owner_of(&root_json)?
-            }
-            None => None,
-        };
+        let root_json = RelPath::new(super::reader::ROOT_JSON)
+            .map_err(|e| DatasetError::corrupt(super::reader::ROOT_JSON, e.to_string()))?;
+        let reader = root.confine_to_owner_of(&root_json)?;
         Ok(Objects {
             reader,
             ..Objects::new(root, policy)
@@ -206,7 +171,7 @@ impl Objects {
             },
             ObjectPath::Absolute(location) => self.resolve_absolute(location)?,
         };
-        if generation.is_some() && !has_generations(resolved.store.as_ref()) {
+        if generation.is_some() && !resolved.store.persists_generations() {
             return Err(DatasetError::corrupt(
                 resolved.describe(),
                 "the reference carries a generation, but only GCS objects have generations \
@@ -216,11 +181,13 @@ impl Objects {
         Ok(resolved)
     }
 
-    fn resolve_absolute(&self, location: &Location) -> Result<Resolved, DatasetError> {
+    fn resolve_absolute(&self, location: &path::Location) -> Result<Resolved, DatasetError> {
+        let bad = |why: String| DatasetError::corrupt(location.as_str(), why);
+        let (store_location, name) = Location::parse_object(location.as_str()).map_err(bad)?;
         let opener = match &self.policy {
             AbsoluteReferences::Follow(opener) => opener,
             AbsoluteReferences::FollowSameStore(opener) => {
-                self.check_same_store(location)?;
+                self.check_same_store(location, &store_location)?;
                 opener
             }
             AbsoluteReferences::Refuse => {
@@ -231,8 +198,6 @@ impl Objects {
                 ))
             }
         };
-        let bad = |why: String| DatasetError::corrupt(location.as_str(), why);
-        let (store_location, name) = split_location(location).map_err(bad)?;
         let path = RelPath::new(name).map_err(|e| bad(e.to_string()))?;
         let store = self.store(opener.as_ref(), &store_location)?;
         Ok(Resolved {
@@ -243,8 +208,12 @@ impl Objects {
     }
 
     /// Refuses a reference that leaves the dataset's own store.
-    fn check_same_store(&self, location: &Location) -> Result<(), DatasetError> {
-        let target = StoreKey::of_location(location.as_str());
+    fn check_same_store(
+        &self,
+        location: &path::Location,
+        store: &Location,
+    ) -> Result<(), DatasetError> {
+        let target = store.store_key();
         if target == self.home {
             return Ok(());
         }
@@ -264,92 +233,20 @@ impl Objects {
     fn store(
         &self,
         opener: &dyn LocationOpener,
-        location: &str,
+        location: &Location,
     ) -> Result<Arc<dyn ObjectStore>, DatasetError> {
-        if let Some(store) = self.lock().get(location) {
+        let key = location.to_string();
+        if let Some(store) = self.lock().get(&key) {
             return Ok(store.clone());
         }
         // Opened outside the lock: a local open touches the filesystem. Two threads opening
         // the same location both succeed; the second insert replaces an equivalent store.
-        let store = match &self.reader {
-            Some(reader) if !is_object_store(location) => open_local_as(location, reader.clone())?,
-            _ => opener.open(location)?,
-        };
-        self.lock().insert(location.to_string(), store.clone());
+        let store = opener.open(location, self.reader.clone())?;
+        self.lock().insert(key, store.clone());
         Ok(store)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<dyn ObjectStore>>> {
         self.stores.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Local stores report mtime "generations" for their own compare-and-swap, but a persisted
-/// generation only ever meant a GCS object generation.
-fn has_generations(store: &dyn ObjectStore) -> bool {
-    store.as_local().is_none() && store.supports_generations()
-}
-
-/// Splits an absolute location into the location of the store to open and the object's
-/// path in it: `scheme://bucket` + key for object stores, directory + file name for local
-/// paths.
-fn split_location(location: &Location) -> Result<(String, String), String> {
-    let text = location.as_str();
-    if let Some((scheme, rest)) = text.split_once("://") {
-        if scheme != "file" {
-            let (bucket, key) = rest
-                .split_once('/')
-                .ok_or_else(|| "the location names a bucket, not an object".to_string())?;
-            return Ok((format!("{scheme}://{bucket}"), key.to_string()));
-        }
-    }
-    let path = local_path(text)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| "the location names no file".to_string())?
-        .to_string();
-    let dir = path
-        .parent()
-        .map(|p| p.display().to_string())
-        .ok_or_else(|| "the location names no file".to_string())?;
-    Ok((dir, name))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn split(text: &str) -> Result<(String, String), String> {
-        split_location(&Location::new(text).unwrap())
-    }
-
-    #[test]
-    fn splits_locations_into_store_and_object() {
-        assert_eq!(
-            split("gs://b/p/objects/data/ab/x.arrayrecord").unwrap(),
-            ("gs://b".into(), "p/objects/data/ab/x.arrayrecord".into())
-        );
-        assert_eq!(
-            split("/d/objects/x.arrayrecord").unwrap(),
-            ("/d/objects".into(), "x.arrayrecord".into())
-        );
-        assert_eq!(
-            split("file:///d/a%20b.arrayrecord").unwrap(),
-            ("/d".into(), "a b.arrayrecord".into())
-        );
-        assert!(split("s3://bucket").is_err());
-        assert!(split("/").is_err());
-    }
-
-    #[test]
-    fn stores_are_the_local_filesystem_or_one_bucket_of_one_service() {
-        let bucket = |b: &str| StoreKey::Bucket(b.to_string());
-        assert_eq!(StoreKey::of_location("/d/x.arrayrecord"), StoreKey::Local);
-        assert_eq!(StoreKey::of_location("file:///d/x"), StoreKey::Local);
-        assert_eq!(StoreKey::of_location("s3://b/p/x"), bucket("s3://b"));
-        assert_eq!(StoreKey::of_location("S3://b/p/x"), bucket("s3://b"));
-        assert_ne!(StoreKey::of_location("gs://b/p/x"), bucket("s3://b"));
-        assert_ne!(StoreKey::of_location("s3://other/p"), bucket("s3://b"));
     }
 }

@@ -42,7 +42,7 @@ use crate::format::json::{self, Object, ObjectExt, Value};
 use crate::format::limits::{JsonLimits, RecordLimits};
 use crate::format::path::{is_absolute, RelPath};
 use crate::format::record::{self, Record};
-use crate::storage::{ObjectStore, StorageError};
+use crate::storage::{Location, ObjectStore, StorageError};
 
 /// What a worker's `write_shard` reports to the coordinator: the library's `PublishedShard`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,7 +232,7 @@ struct EncodedFile {
 }
 
 /// Encodes `records` into a data shard and its metadata shard in temporary files, placed where
-/// `store` can adopt them without a copy ([`ObjectStore::staging_dir`]).
+/// `store` can adopt them without a copy ([`ObjectStore::local_root`]).
 pub fn encode_shard<I>(
     store: &dyn ObjectStore,
     records: I,
@@ -279,7 +279,7 @@ where
 /// `.sds-staging-*` directory, removed with the shard; one left by a killed writer holds
 /// nothing any document references), else in the system's.
 fn staging_temp_dir(store: &dyn ObjectStore) -> Result<tempfile::TempDir, DatasetError> {
-    let staged = store.staging_dir().and_then(|dir| {
+    let staged = store.local_root().and_then(|dir| {
         tempfile::Builder::new()
             .prefix(".sds-staging-")
             .tempdir_in(dir)
@@ -312,7 +312,7 @@ impl EncodedShard {
             adopt(store, path, file, &self.work_id, self.attempt)?;
         }
         let generation = |path: &RelPath| -> Result<Option<u64>, DatasetError> {
-            Ok(if has_generations(store) {
+            Ok(if store.persists_generations() {
                 store.info(path, None)?.version.generation
             } else {
                 None
@@ -349,11 +349,6 @@ fn adopt(
         ))),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Only GCS objects have generations worth recording (local mtimes are not persisted ones).
-fn has_generations(store: &dyn ObjectStore) -> bool {
-    store.as_local().is_none() && store.supports_generations()
 }
 
 /// Commits shards as one immutable snapshot, writing `root.json` last. Safe to re-run.
@@ -543,15 +538,13 @@ pub fn relative_location(store: &dyn ObjectStore, uri: &str) -> Result<RelPath, 
         return Ok(RelPath::new(uri)?);
     }
     // The store spells its root as the prefix of every object it describes.
-    let probe = RelPath::new("x")?;
-    let described = store.describe(&probe);
-    let root = described.strip_suffix('x').unwrap_or(&described);
-    let local_uri = crate::storage::local_path(uri)
-        .ok()
-        .filter(|_| uri.starts_with("file://"))
-        .map(|p| p.display().to_string());
+    let root = store.location().object_prefix();
+    let local_uri = match Location::parse(uri) {
+        Ok(Location::Local(path)) => Some(path.display().to_string()),
+        _ => None,
+    };
     let text = local_uri.as_deref().unwrap_or(uri);
-    match text.strip_prefix(root) {
+    match text.strip_prefix(root.as_str()) {
         Some(rest) => Ok(RelPath::new(rest)?),
         None => Err(DatasetError::Publication(format!(
             "{uri} is outside the dataset root {}",
@@ -570,7 +563,7 @@ fn checked_reference(
 ) -> Result<Reference, DatasetError> {
     let work_id = &receipt.work_id;
     let path = relative_location(store, uri)?;
-    let info = store.info(&path, generation.filter(|_| has_generations(store)))?;
+    let info = store.info(&path, generation.filter(|_| store.persists_generations()))?;
     if info.size != expected_bytes {
         return Err(DatasetError::Publication(format!(
             "work {work_id}: {} has {} bytes but its receipt says {expected_bytes}",

@@ -364,7 +364,7 @@ impl Dataset {
     /// never prefetches.
     fn read_ahead(&self, shard: &ShardReader, physical: u64) {
         let chunks = self.options.read_ahead_chunks as u64;
-        if chunks == 0 || self.store().as_local().is_some() {
+        if chunks == 0 || self.store().local_root().is_some() {
             return;
         }
         let source = shard.source();

@@ -6,16 +6,12 @@
 //! control file `.sdsfs-status` at the mount root is opened (see [`super::fuse`]).
 
 use std::collections::BTreeMap;
-use std::ops::Range;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use bytes::Bytes;
-
 use crate::format::path::RelPath;
-use crate::storage::{CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version};
+use crate::storage::{ObjectStore, Observed, StorageError, StoreObserver, StoreOp};
 use crate::sync::lock;
 
 /// The hidden control file at the mount root (found by lookup, never listed).
@@ -227,136 +223,56 @@ impl MountStats {
 }
 
 /// An [`ObjectStore`] that counts requests, bytes and errors (by object) of the store it wraps.
+pub type CountingStore = Observed<StoreCounter>;
+
+/// Counts content reads and metadata requests (not writes) for one backend of a mount.
 #[derive(Debug)]
-pub struct CountingStore {
-    inner: Arc<dyn ObjectStore>,
+pub struct StoreCounter {
     counters: Arc<BackendCounters>,
     stats: Arc<MountStats>,
 }
 
-impl CountingStore {
-    pub fn new(inner: Arc<dyn ObjectStore>, backend: &str, stats: Arc<MountStats>) -> Self {
-        CountingStore {
+impl StoreCounter {
+    /// A transparent counting wrapper of `inner`, counted under `backend`.
+    pub fn wrap(
+        inner: Arc<dyn ObjectStore>,
+        backend: &str,
+        stats: Arc<MountStats>,
+    ) -> CountingStore {
+        let counter = StoreCounter {
             counters: stats.backend(backend),
-            inner,
             stats,
-        }
+        };
+        Observed::transparent(inner, counter)
     }
+}
 
-    fn count<T>(
+impl StoreObserver for StoreCounter {
+    fn observe(
         &self,
+        store: &dyn ObjectStore,
+        op: StoreOp,
         path: &RelPath,
-        result: Result<T, StorageError>,
-        bytes: impl Fn(&T) -> u64,
-    ) -> Result<T, StorageError> {
+        outcome: Result<u64, &StorageError>,
+    ) {
+        use StoreOp::*;
+        if !matches!(
+            op,
+            Read | ReadLimited | ReadRange | OpenLocalRange | Info | ReadVersioned
+        ) {
+            return;
+        }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        match &result {
-            Ok(value) => {
-                self.counters
-                    .bytes
-                    .fetch_add(bytes(value), Ordering::Relaxed);
+        match outcome {
+            Ok(bytes) => {
+                self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
             }
             Err(e) => {
                 self.counters.errors.fetch_add(1, Ordering::Relaxed);
                 self.stats
-                    .record_error(&self.inner.describe(path), &e.to_string());
+                    .record_error(&store.describe(path), &e.to_string());
             }
         }
-        result
-    }
-}
-
-fn len(bytes: &Bytes) -> u64 {
-    bytes.len() as u64
-}
-
-impl ObjectStore for CountingStore {
-    fn describe(&self, path: &RelPath) -> String {
-        self.inner.describe(path)
-    }
-
-    fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
-        self.count(path, self.inner.read(path, generation), len)
-    }
-
-    fn read_limited(
-        &self,
-        path: &RelPath,
-        generation: Option<u64>,
-        max_bytes: u64,
-    ) -> Result<Bytes, StorageError> {
-        self.count(
-            path,
-            self.inner.read_limited(path, generation, max_bytes),
-            len,
-        )
-    }
-
-    fn read_range(
-        &self,
-        path: &RelPath,
-        range: Range<u64>,
-        generation: Option<u64>,
-    ) -> Result<Bytes, StorageError> {
-        self.count(path, self.inner.read_range(path, range, generation), len)
-    }
-
-    fn read_range_split(
-        &self,
-        path: &RelPath,
-        offset: u64,
-        parts: &[(usize, usize)],
-        outs: &mut [&mut Vec<u8>],
-        generation: Option<u64>,
-    ) -> Result<(), StorageError> {
-        let total = crate::arrayrecord::split_len(parts);
-        let result = self
-            .inner
-            .read_range_split(path, offset, parts, outs, generation);
-        self.count(path, result, |_| total)
-    }
-
-    fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
-        self.count(path, self.inner.info(path, generation), |_| 0)
-    }
-
-    fn create(&self, path: &RelPath, data: &[u8]) -> Result<CreateOutcome, StorageError> {
-        self.inner.create(path, data)
-    }
-
-    fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
-        self.inner.create_from_file(path, file)
-    }
-
-    fn adopt_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
-        self.inner.adopt_file(path, file)
-    }
-
-    fn staging_dir(&self) -> Option<&Path> {
-        self.inner.staging_dir()
-    }
-
-    fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
-        self.count(path, self.inner.read_versioned(path), |v| {
-            v.as_ref().map_or(0, |(b, _)| len(b))
-        })
-    }
-
-    fn compare_and_swap(
-        &self,
-        path: &RelPath,
-        data: &[u8],
-        expected: Option<&Version>,
-    ) -> Result<Version, StorageError> {
-        self.inner.compare_and_swap(path, data, expected)
-    }
-
-    fn supports_generations(&self) -> bool {
-        self.inner.supports_generations()
-    }
-
-    fn as_local(&self) -> Option<&LocalStore> {
-        self.inner.as_local()
     }
 }
 

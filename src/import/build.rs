@@ -91,20 +91,23 @@ impl Progress for () {
     fn record_loaded(&self, _: u64) {}
 }
 
-/// Writes every record of `sources` into shards and publishes them as one dataset in `out`
-/// (created if missing).
+/// The local directory `out` as the store [`create`] writes into (created if missing).
+pub fn open_output(out: &Path) -> Result<Arc<dyn ObjectStore>, ImportError> {
+    std::fs::create_dir_all(out).map_err(|e| ImportError::io(out, e))?;
+    Ok(Arc::new(LocalStore::open(out).map_err(DatasetError::from)?))
+}
+
+/// Writes every record of `sources` into shards and publishes them as one dataset in `store`.
 pub fn create(
-    out: &Path,
+    store: &dyn ObjectStore,
     sources: &Sources,
     options: &CreateOptions,
     progress: &dyn Progress,
 ) -> Result<CreateSummary, ImportError> {
     check_options(options)?;
-    std::fs::create_dir_all(out).map_err(|e| ImportError::io(out, e))?;
-    let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(out).map_err(DatasetError::from)?);
     let sizes: Vec<u64> = sources.iter().map(|s| s.payload_bytes()).collect();
     let plan = plan_shards(&sizes, options.records_per_shard, options.max_shard_bytes);
-    let written = write_all(store.as_ref(), sources, &plan, options, progress)?;
+    let written = write_all(store, sources, &plan, options, progress)?;
     let dataset_id = match &options.dataset_id {
         Some(id) => id.clone(),
         None => format!("sds-{}", content_digest(None, &options.metadata, &written)),
@@ -121,7 +124,7 @@ pub fn create(
     publish_options.metadata = options.metadata.clone();
     publish_options.shards_per_manifest = options.shards_per_manifest;
     publish_options.expected_work_ids = Some(receipts.iter().map(|r| r.work_id.clone()).collect());
-    let published = publish(store.as_ref(), &receipts, &publish_options)?;
+    let published = publish(store, &receipts, &publish_options)?;
     Ok(CreateSummary {
         dataset_id,
         snapshot_id,
@@ -130,7 +133,7 @@ pub fn create(
     })
 }
 
-fn check_options(options: &CreateOptions) -> Result<(), ImportError> {
+pub fn check_options(options: &CreateOptions) -> Result<(), ImportError> {
     for (flag, id) in [
         ("--dataset-id", &options.dataset_id),
         ("--snapshot-id", &options.snapshot_id),

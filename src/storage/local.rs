@@ -448,6 +448,61 @@ impl LocalStore {
     }
 }
 
+/// A range of an object of a [`LocalStore`], open and checked for reading (see
+/// [`ObjectStore::open_local_range`]).
+pub struct LocalRange {
+    opened: Arc<Opened>,
+    object: String,
+}
+
+impl LocalRange {
+    /// Reads consecutive bytes at `offset` part by part, straight into the buffers (see
+    /// [`super::read_split`]).
+    pub fn read_split(
+        &self,
+        offset: u64,
+        parts: &[(usize, usize)],
+        outs: &mut [&mut Vec<u8>],
+    ) -> Result<(), StorageError> {
+        crate::memory::read_split_at(&self.opened.file, offset, parts, outs)
+            .map_err(|e| StorageError::io(&self.object, e))
+    }
+}
+
+/// An object of a [`LocalStore`], open and checked for reading, with the directory it is
+/// linked in: what another local store needs to hard-link it (see
+/// [`ObjectStore::local_object`]).
+pub struct LocalObject {
+    dir: OwnedFd,
+    leaf: CString,
+    content: Content<'static>,
+}
+
+impl LocalStore {
+    fn open_linkable(&self, path: &RelPath) -> Result<LocalObject, StorageError> {
+        let object = self.describe(path);
+        let (dir, leaf) = self.parent_dir(path, Walk::Existing)?;
+        let opened =
+            open_regular(dir.fd(), &leaf, &object)?.ok_or_else(|| StorageError::NotFound {
+                object: object.clone(),
+            })?;
+        self.check_read(&opened, &object)?;
+        let dir = dir
+            .fd()
+            .try_clone_to_owned()
+            .map_err(|e| StorageError::io(&object, e))?;
+        Ok(LocalObject {
+            dir,
+            leaf,
+            content: Content::Local {
+                len: opened.meta.len(),
+                file: opened.file,
+                shown: object,
+            },
+        })
+    }
+}
+
 impl ObjectStore for LocalStore {
     fn describe(&self, path: &RelPath) -> String {
         self.root_path.join(path.as_str()).display().to_string()
@@ -481,18 +536,28 @@ impl ObjectStore for LocalStore {
         Ok(Bytes::from(buf))
     }
 
-    fn read_range_split(
+    fn open_local_range(
         &self,
         path: &RelPath,
-        offset: u64,
-        parts: &[(usize, usize)],
-        outs: &mut [&mut Vec<u8>],
+        range: Range<u64>,
         generation: Option<u64>,
-    ) -> Result<(), StorageError> {
-        let end = offset.saturating_add(crate::arrayrecord::split_len(parts));
-        let (opened, object) = self.open_range(path, offset..end, generation)?;
-        crate::memory::read_split_at(&opened.file, offset, parts, outs)
-            .map_err(|e| StorageError::io(object, e))
+    ) -> Option<Result<LocalRange, StorageError>> {
+        Some(
+            self.open_range(path, range, generation)
+                .map(|(opened, object)| LocalRange { opened, object }),
+        )
+    }
+
+    fn local_object(&self, path: &RelPath) -> Option<Result<LocalObject, StorageError>> {
+        Some(self.open_linkable(path))
+    }
+
+    fn confine_to_owner_of(&self, path: &RelPath) -> Result<Option<Arc<Identity>>, StorageError> {
+        LocalStore::confine_to_owner_of(self, path)
+    }
+
+    fn location(&self) -> super::Location {
+        super::Location::Local(self.root_path.clone())
     }
 
     fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
@@ -536,7 +601,7 @@ impl ObjectStore for LocalStore {
         self.link_or_copy(src_dir.as_fd(), &src_leaf, &content, path)
     }
 
-    fn staging_dir(&self) -> Option<&Path> {
+    fn local_root(&self) -> Option<&Path> {
         Some(&self.root_path)
     }
 
@@ -601,28 +666,12 @@ impl ObjectStore for LocalStore {
         src: &RelPath,
         dst: &RelPath,
     ) -> Result<CreateOutcome, StorageError> {
-        let Some(src_local) = src_store.as_local() else {
+        let Some(source) = src_store.local_object(src) else {
             let bytes = src_store.read(src, None)?;
             return self.create(dst, &bytes);
         };
-        let src_object = src_local.describe(src);
-        let (src_dir, src_leaf) = src_local.parent_dir(src, Walk::Existing)?;
-        let opened = open_regular(src_dir.fd(), &src_leaf, &src_object)?.ok_or_else(|| {
-            StorageError::NotFound {
-                object: src_object.clone(),
-            }
-        })?;
-        src_local.check_read(&opened, &src_object)?;
-        let content = Content::Local {
-            len: opened.meta.len(),
-            file: opened.file,
-            shown: src_object,
-        };
-        self.link_or_copy(src_dir.fd(), &src_leaf, &content, dst)
-    }
-
-    fn as_local(&self) -> Option<&LocalStore> {
-        Some(self)
+        let LocalObject { dir, leaf, content } = source?;
+        self.link_or_copy(dir.as_fd(), &leaf, &content, dst)
     }
 }
 

@@ -162,6 +162,13 @@ impl CloudStore {
     /// environment plus `options`. Opening sends no request.
     pub fn open(url: &str, options: &CloudOptions) -> Result<CloudStore, StorageError> {
         let parsed = CloudUrl::parse(url).map_err(|reason| StorageError::invalid(url, reason))?;
+        CloudStore::open_url(parsed, options)
+    }
+
+    /// [`open`](CloudStore::open) with the location already parsed.
+    pub fn open_url(parsed: CloudUrl, options: &CloudOptions) -> Result<CloudStore, StorageError> {
+        let url = parsed.to_string();
+        let url = url.as_str();
         let google_credentials = match &options.google_credentials {
             None => None,
             Some(file) => Some(file.to_str().ok_or_else(|| {
@@ -658,6 +665,14 @@ impl ObjectStore for CloudStore {
 
     fn supports_generations(&self) -> bool {
         self.url.service == Service::Gcs
+    }
+
+    fn persists_generations(&self) -> bool {
+        self.supports_generations()
+    }
+
+    fn location(&self) -> super::Location {
+        super::Location::Cloud(self.url.clone())
     }
 }
 

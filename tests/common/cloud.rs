@@ -32,7 +32,9 @@ use sdsfs::storage::{
 
 use super::annotate::{assert_no_set_lost, assert_sets_read_back, race_publishers, race_rows};
 use super::cli::{assert_verify_deep, sds_env};
-use super::datasets::{files_below, write_documents_pinned, write_shards, CountingStore};
+use super::datasets::{
+    files_below, write_documents_pinned, write_shards, Counting as _, CountingStore,
+};
 use super::mount::MountGuard;
 
 /// Which server a [`CloudServer`] runs.

@@ -3,12 +3,10 @@
 //! counting `ObjectStore` decorator that records which objects a reader touches.
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use sdsfs::dataset::{
     publish, write_shard, Dataset, OpenOptions, PublishOptions, PublishSummary, ShardOptions,
     ShardReceipt,
@@ -18,7 +16,7 @@ use sdsfs::format::dtype::{DType, ALL_DTYPES};
 use sdsfs::format::json::{self, Object, Value};
 use sdsfs::format::path::RelPath;
 use sdsfs::format::record::{Axis, Coordinate, Field, Record};
-use sdsfs::storage::{CreateOutcome, LocalStore, ObjectInfo, ObjectStore, StorageError, Version};
+use sdsfs::storage::{LocalStore, ObjectStore, Observed, StorageError, StoreObserver, StoreOp};
 use tempfile::TempDir;
 
 /// A small deterministic generator (xorshift), so datasets are reproducible without seeds.
@@ -398,71 +396,87 @@ pub struct Call {
 }
 
 /// Delegates to a store and records every call (operation and relative path), and the bytes
-/// content reads returned.
-#[derive(Debug)]
-pub struct CountingStore {
-    inner: Arc<dyn ObjectStore>,
+/// content reads returned. Opaque: not a local store, so every read is a `read*` call.
+pub type CountingStore = Observed<CallLog>;
+
+/// What a [`CountingStore`] saw.
+#[derive(Debug, Default)]
+pub struct CallLog {
     calls: Mutex<Vec<Call>>,
     bytes_read: AtomicU64,
 }
 
-impl CountingStore {
-    pub fn new(inner: Arc<dyn ObjectStore>) -> CountingStore {
-        CountingStore {
-            inner,
-            calls: Mutex::new(Vec::new()),
-            bytes_read: AtomicU64::new(0),
+impl StoreObserver for CallLog {
+    fn observe(
+        &self,
+        _store: &dyn ObjectStore,
+        op: StoreOp,
+        path: &RelPath,
+        outcome: Result<u64, &StorageError>,
+    ) {
+        self.calls.lock().unwrap().push(Call {
+            op: op.name(),
+            path: path.as_str().to_string(),
+        });
+        let content = matches!(
+            op,
+            StoreOp::Read | StoreOp::ReadLimited | StoreOp::ReadRange
+        );
+        if let (true, Ok(bytes)) = (content, outcome) {
+            self.bytes_read.fetch_add(bytes, Ordering::SeqCst);
         }
     }
+}
 
-    /// Counts the bytes of a successful content read.
-    fn counted(&self, result: Result<Bytes, StorageError>) -> Result<Bytes, StorageError> {
-        if let Ok(bytes) = &result {
-            self.bytes_read
-                .fetch_add(bytes.len() as u64, Ordering::SeqCst);
-        }
-        result
+/// The counting store's constructor and queries.
+pub trait Counting {
+    fn new(inner: Arc<dyn ObjectStore>) -> Self;
+    fn take_bytes_and_reads(&self) -> (u64, u64);
+    fn calls(&self) -> Vec<Call>;
+    fn clear(&self);
+    fn take_paths(&self) -> Vec<String>;
+    fn touched(&self) -> BTreeSet<String>;
+    fn content_reads(&self) -> Vec<String>;
+    fn whole_reads(&self, path: &str) -> usize;
+}
+
+impl Counting for CountingStore {
+    fn new(inner: Arc<dyn ObjectStore>) -> CountingStore {
+        Observed::opaque(inner, CallLog::default())
     }
 
     /// Bytes returned by content reads and the number of content reads since the last take;
     /// then starts both counts afresh.
-    pub fn take_bytes_and_reads(&self) -> (u64, u64) {
-        let calls = std::mem::take(&mut *self.calls.lock().unwrap());
+    fn take_bytes_and_reads(&self) -> (u64, u64) {
+        let calls = std::mem::take(&mut *self.observer().calls.lock().unwrap());
         let reads = calls
             .iter()
             .filter(|c| matches!(c.op, "read" | "read_limited" | "read_range"))
             .count() as u64;
-        (self.bytes_read.swap(0, Ordering::SeqCst), reads)
+        (self.observer().bytes_read.swap(0, Ordering::SeqCst), reads)
     }
 
-    fn log(&self, op: &'static str, path: &RelPath) {
-        self.calls.lock().unwrap().push(Call {
-            op,
-            path: path.as_str().to_string(),
-        });
+    fn calls(&self) -> Vec<Call> {
+        self.observer().calls.lock().unwrap().clone()
     }
 
-    pub fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap().clone()
-    }
-
-    pub fn clear(&self) {
-        self.calls.lock().unwrap().clear();
+    fn clear(&self) {
+        self.observer().calls.lock().unwrap().clear();
     }
 
     /// Paths of every call since the last clear, in order; then clears.
-    pub fn take_paths(&self) -> Vec<String> {
-        let calls = std::mem::take(&mut *self.calls.lock().unwrap());
+    fn take_paths(&self) -> Vec<String> {
+        let calls = std::mem::take(&mut *self.observer().calls.lock().unwrap());
         calls.into_iter().map(|c| c.path).collect()
     }
 
     /// Every object touched by any call since the last clear.
-    pub fn touched(&self) -> BTreeSet<String> {
+    fn touched(&self) -> BTreeSet<String> {
         self.calls().into_iter().map(|c| c.path).collect()
     }
 
     /// Objects whose content was read (not just stat'ed).
-    pub fn content_reads(&self) -> Vec<String> {
+    fn content_reads(&self) -> Vec<String> {
         self.calls()
             .into_iter()
             .filter(|c| c.op != "info")
@@ -471,75 +485,10 @@ impl CountingStore {
     }
 
     /// How many whole-object reads of `path` happened.
-    pub fn whole_reads(&self, path: &str) -> usize {
+    fn whole_reads(&self, path: &str) -> usize {
         self.calls()
             .iter()
             .filter(|c| c.path == path && (c.op == "read" || c.op == "read_limited"))
             .count()
-    }
-}
-
-impl ObjectStore for CountingStore {
-    fn describe(&self, path: &RelPath) -> String {
-        self.inner.describe(path)
-    }
-
-    fn read(&self, path: &RelPath, generation: Option<u64>) -> Result<Bytes, StorageError> {
-        self.log("read", path);
-        self.counted(self.inner.read(path, generation))
-    }
-
-    fn read_limited(
-        &self,
-        path: &RelPath,
-        generation: Option<u64>,
-        max_bytes: u64,
-    ) -> Result<Bytes, StorageError> {
-        self.log("read_limited", path);
-        self.counted(self.inner.read_limited(path, generation, max_bytes))
-    }
-
-    fn read_range(
-        &self,
-        path: &RelPath,
-        range: Range<u64>,
-        generation: Option<u64>,
-    ) -> Result<Bytes, StorageError> {
-        self.log("read_range", path);
-        self.counted(self.inner.read_range(path, range, generation))
-    }
-
-    fn info(&self, path: &RelPath, generation: Option<u64>) -> Result<ObjectInfo, StorageError> {
-        self.log("info", path);
-        self.inner.info(path, generation)
-    }
-
-    fn create(&self, path: &RelPath, data: &[u8]) -> Result<CreateOutcome, StorageError> {
-        self.log("create", path);
-        self.inner.create(path, data)
-    }
-
-    fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
-        self.log("create_from_file", path);
-        self.inner.create_from_file(path, file)
-    }
-
-    fn read_versioned(&self, path: &RelPath) -> Result<Option<(Bytes, Version)>, StorageError> {
-        self.log("read_versioned", path);
-        self.inner.read_versioned(path)
-    }
-
-    fn compare_and_swap(
-        &self,
-        path: &RelPath,
-        data: &[u8],
-        expected: Option<&Version>,
-    ) -> Result<Version, StorageError> {
-        self.log("compare_and_swap", path);
-        self.inner.compare_and_swap(path, data, expected)
-    }
-
-    fn supports_generations(&self) -> bool {
-        self.inner.supports_generations()
     }
 }

@@ -10,7 +10,7 @@ use sdsfs::fs::inode::Ino;
 use sdsfs::fs::namespace::{Attr, Namespace, NamespaceConfig};
 use sdsfs::storage::{LocalStore, ObjectStore};
 
-use super::datasets::CountingStore;
+use super::datasets::{Counting as _, CountingStore};
 
 /// A namespace over the dataset in `dir`, with the store that counts its reads.
 pub fn counting_namespace(dir: &Path) -> (Arc<CountingStore>, Namespace) {

@@ -23,7 +23,7 @@ use crate::annotations::rows::{parse_rows, resolve_rows, Fill};
 use crate::annotations::{
     publish_annotations, publish_set, write_annotation_shard, AnnotationOptions, PublishedSet,
 };
-use crate::cli::location::open_dataset;
+use crate::cli::location::StoreArgs;
 use crate::dataset::Dataset;
 use crate::format::json::{parse_object, JsonLimits, Object};
 
@@ -146,7 +146,7 @@ fn read_rows(
 }
 
 /// Runs `sds annotate`; returns the text for stdout.
-pub fn run(args: AnnotateArgs) -> Result<String, String> {
+pub fn run(store: &StoreArgs, args: AnnotateArgs) -> Result<String, String> {
     match args.action {
         Some(AnnotateAction::WriteShard {
             set,
@@ -154,7 +154,7 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
             shard,
             fill: fill_arg,
         }) => {
-            let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
+            let dataset = store.open_dataset(&set.dataset).map_err(|e| e.0)?;
             let options = options(&set)?;
             let publication_id = options
                 .publication_id_for(&dataset, &set.name)
@@ -186,7 +186,7 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
             metadata: text,
             no_verify_receipts,
         }) => {
-            let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
+            let dataset = store.open_dataset(&set.dataset).map_err(|e| e.0)?;
             let options = AnnotationOptions {
                 verify_pointers: !no_verify_receipts,
                 ..options(&set)?
@@ -209,7 +209,7 @@ pub fn run(args: AnnotateArgs) -> Result<String, String> {
                 .set
                 .ok_or("sds annotate needs DATASET and --name (or a subcommand)")?;
             let rows = args.rows.ok_or("sds annotate needs --rows ROWS.jsonl")?;
-            let dataset = open_dataset(&set.dataset).map_err(|e| e.0)?;
+            let dataset = store.open_dataset(&set.dataset).map_err(|e| e.0)?;
             let options = options(&set)?;
             let rows = read_rows(&dataset, &rows, 0..dataset.len(), fill(args.fill))?;
             let published = publish_annotations(

@@ -79,8 +79,10 @@ pub fn run(args: &CreateArgs) -> Result<String, String> {
         .map(|s| s.payload_bytes())
         .fold(0, u64::saturating_add);
     let reporter = Reporter::new(sources.len() as u64, total, args.quiet);
-    let summary =
-        import::create(&args.out, &sources, &options, &reporter).map_err(|e| e.to_string());
+    let summary = import::check_options(&options)
+        .and_then(|()| import::open_output(&args.out))
+        .and_then(|store| import::create(store.as_ref(), &sources, &options, &reporter));
+    let summary = summary.map_err(|e| e.to_string());
     reporter.finish();
     // The process exits next: freeing every record's parsed `record.json` one by one (tens of
     // thousands of small maps) would only delay that.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::inputs::{RecordInputs, NO_INPUTS};
 use crate::arrayrecord::WriterOptions;
-use crate::cli::location::{self, open_dataset};
+use crate::cli::location::{self, StoreArgs};
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
 use crate::format::json::{self, JsonLimits, Object};
 use crate::format::record::Record;
@@ -83,13 +83,18 @@ pub fn parse_range(text: &str) -> Result<(u64, u64), String> {
 }
 
 /// Opens the store a dataset is written into (a local directory is created if missing).
-pub fn writable_root(argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
-    location::open_writable_store(argument).map_err(|e| e.0)
+pub fn writable_root(store: &StoreArgs, argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    store.open_writable_store(argument).map_err(|e| e.0)
 }
 
 /// Reads records `start..stop` of the dataset `source` (all of them, in order).
-fn dataset_records(source: &str, start: u64, stop: u64) -> Result<Vec<Record>, String> {
-    let dataset = open_dataset(source).map_err(|e| e.0)?;
+fn dataset_records(
+    store: &StoreArgs,
+    source: &str,
+    start: u64,
+    stop: u64,
+) -> Result<Vec<Record>, String> {
+    let dataset = store.open_dataset(source).map_err(|e| e.0)?;
     if stop > dataset.len() {
         return Err(format!(
             "--range {start}:{stop} is not within the {} records of {source}",
@@ -126,6 +131,7 @@ pub fn parse_metadata(text: &str) -> Result<Object, String> {
 
 /// Runs `sds write-shard`: returns the receipt line (also written to `receipt_out`).
 pub fn write(
+    args: &StoreArgs,
     root: &str,
     work_id: &str,
     attempt: u64,
@@ -140,8 +146,8 @@ pub fn write(
             start,
             stop,
         } => {
-            let records = dataset_records(source, *start, *stop)?;
-            let store = writable_root(root)?;
+            let records = dataset_records(args, source, *start, *stop)?;
+            let store = writable_root(args, root)?;
             write_shard(store.as_ref(), records, work_id, attempt, options)
                 .map_err(|e| failed(&e))?
         }
@@ -151,7 +157,7 @@ pub fn write(
             if sources.is_empty() {
                 return Err(format!("work {work_id}: the inputs hold no record"));
             }
-            let store = writable_root(root)?;
+            let store = writable_root(args, root)?;
             write_sources_shard(store.as_ref(), &sources, work_id, attempt, options, &())
                 .map_err(|e| failed(&e))?
         }
@@ -206,12 +212,13 @@ pub fn read_receipts(files: &[PathBuf]) -> Result<Vec<ShardReceipt>, String> {
 
 /// Runs `sds publish`: returns the summary line.
 pub fn commit(
+    args: &StoreArgs,
     root: &str,
     receipt_files: &[PathBuf],
     options: &PublishOptions,
 ) -> Result<String, String> {
     let receipts = read_receipts(receipt_files)?;
-    let store = writable_root(root)?;
+    let store = writable_root(args, root)?;
     let summary = publish(store.as_ref(), &receipts, options).map_err(|e| e.to_string())?;
     Ok(format!(
         "published {} ({}) in {root}: {} records, {} shards, {} manifest pages, {} bytes\n",

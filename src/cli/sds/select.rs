@@ -15,7 +15,7 @@
 use std::collections::BTreeSet;
 
 use crate::annotations::{self, AnnotationOptions, AnnotationRecord};
-use crate::cli::location::{self, open_dataset};
+use crate::cli::location::{self, StoreArgs};
 use crate::dataset::{
     materialize, parse_indices, select_view, Dataset, PublishOptions, ShardOptions,
 };
@@ -63,6 +63,7 @@ pub fn ordinals(dataset: &Dataset, selection: &Selection) -> Result<Vec<u64>, St
 
 /// Runs `sds select`: returns the summary line.
 pub fn run(
+    args: &StoreArgs,
     source: &str,
     dest: &str,
     selection: &Selection,
@@ -71,9 +72,9 @@ pub fn run(
     if selection.indices.is_none() && selection.scenes.is_empty() {
         return Err("nothing selected: give --indices SPEC and/or --scene ID".into());
     }
-    let dataset = open_dataset(source).map_err(|e| e.0)?;
+    let dataset = args.open_dataset(source).map_err(|e| e.0)?;
     let chosen = ordinals(&dataset, selection)?;
-    let store = super::distributed::writable_root(dest)?;
+    let store = super::distributed::writable_root(args, dest)?;
     let describe = |e: crate::dataset::DatasetError| location::describe(&e, store.as_ref());
     let published = if selection.materialize {
         let summary = materialize(
@@ -98,7 +99,7 @@ pub fn run(
             summary.publication.manifest_pages
         )
     };
-    let sets = republish_annotations(&dataset, &chosen, dest)?;
+    let sets = republish_annotations(args, &dataset, &chosen, dest)?;
     Ok(match sets {
         0 => published,
         n => format!("{published}re-published {n} annotation sets for the selection\n"),
@@ -108,13 +109,18 @@ pub fn run(
 /// Publishes every sound annotation set of `source` again on the dataset just published at
 /// `dest`, projected onto `chosen`; returns how many. A set the source cannot read is an error
 /// naming it: a view silently missing its labels is worse than no view.
-fn republish_annotations(source: &Dataset, chosen: &[u64], dest: &str) -> Result<usize, String> {
+fn republish_annotations(
+    args: &StoreArgs,
+    source: &Dataset,
+    chosen: &[u64],
+    dest: &str,
+) -> Result<usize, String> {
     let catalog = annotations::read_catalog(source)
         .map_err(|e| format!("cannot read the annotation catalog of the source: {e}"))?;
     if catalog.sets.is_empty() {
         return Ok(0);
     }
-    let view = open_dataset(dest).map_err(|e| e.0)?;
+    let view = args.open_dataset(dest).map_err(|e| e.0)?;
     let options = AnnotationOptions {
         root_location: Some(dest.to_string()),
         ..AnnotationOptions::default()
