@@ -231,9 +231,9 @@ impl Objects {
                 ))
             }
         };
-        let bad = |why: String| DatasetError::corrupt(location.as_str(), why);
-        let (store_location, name) = split_location(location).map_err(bad)?;
-        let path = RelPath::new(name).map_err(|e| bad(e.to_string()))?;
+        let (store_location, name) = split_location(location)?;
+        let path = RelPath::new(name)
+            .map_err(|e| DatasetError::corrupt(location.as_str(), e.to_string()))?;
         let store = self.store(opener.as_ref(), &store_location)?;
         Ok(Resolved {
             store,
@@ -292,27 +292,28 @@ fn has_generations(store: &dyn ObjectStore) -> bool {
 
 /// Splits an absolute location into the location of the store to open and the object's
 /// path in it: `scheme://bucket` + key for object stores, directory + file name for local
-/// paths.
-fn split_location(location: &Location) -> Result<(String, String), String> {
+/// paths. An unusable location is a corruption error naming it.
+fn split_location(location: &Location) -> Result<(String, String), DatasetError> {
     let text = location.as_str();
+    let bad = |why: String| DatasetError::corrupt(text, why);
     if let Some((scheme, rest)) = text.split_once("://") {
         if scheme != "file" {
             let (bucket, key) = rest
                 .split_once('/')
-                .ok_or_else(|| "the location names a bucket, not an object".to_string())?;
+                .ok_or_else(|| bad("the location names a bucket, not an object".into()))?;
             return Ok((format!("{scheme}://{bucket}"), key.to_string()));
         }
     }
-    let path = local_path(text)?;
+    let path = local_path(text).map_err(|e| bad(e.to_string()))?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
-        .ok_or_else(|| "the location names no file".to_string())?
+        .ok_or_else(|| bad("the location names no file".into()))?
         .to_string();
     let dir = path
         .parent()
         .map(|p| p.display().to_string())
-        .ok_or_else(|| "the location names no file".to_string())?;
+        .ok_or_else(|| bad("the location names no file".into()))?;
     Ok((dir, name))
 }
 
@@ -320,7 +321,7 @@ fn split_location(location: &Location) -> Result<(String, String), String> {
 mod tests {
     use super::*;
 
-    fn split(text: &str) -> Result<(String, String), String> {
+    fn split(text: &str) -> Result<(String, String), DatasetError> {
         split_location(&Location::new(text).unwrap())
     }
 
