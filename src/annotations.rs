@@ -46,8 +46,13 @@ pub use verify::{verify_dataset, verify_sets, Problem};
 
 pub use crate::format::documents::AnnotationStatus;
 
+use crate::arrayrecord;
+use crate::budget::BudgetError;
 use crate::dataset::DatasetError;
 use crate::format::documents::DocumentError;
+use crate::format::json::JsonError;
+use crate::format::npy::NpyError;
+use crate::format::record::RecordError;
 use crate::storage::StorageError;
 
 /// Why an annotation operation failed. Every message names the object (and the ordinal where
@@ -72,6 +77,36 @@ pub enum AnnotationError {
     /// The set name is already published (another root under that name).
     #[error("annotation publication refused: {0}")]
     Collision(String),
+    /// An annotation object (or a worker pointer's object) is unreadable, damaged, or disagrees
+    /// with its source; the cause keeps the lower layer's error.
+    #[error("{object}: {cause}")]
+    Object {
+        object: String,
+        #[source]
+        cause: Cause,
+    },
+    /// An annotation object could not be encoded.
+    #[error("annotation publication refused: {object}: {source}")]
+    Encode {
+        object: String,
+        #[source]
+        source: arrayrecord::Error,
+    },
+    /// A row file of `sds annotate` was refused; `at` is the file, and the line when one
+    /// line is at fault.
+    #[error("{at}: {cause}")]
+    Rows {
+        at: String,
+        #[source]
+        cause: Cause,
+    },
+    /// The source row an annotation row is checked against could not be read.
+    #[error("cannot read the source row of record {ordinal}: {source}")]
+    SourceRow {
+        ordinal: u64,
+        #[source]
+        source: DatasetError,
+    },
     /// The catalog kept changing under us.
     #[error("{object}: compare-and-swap failed {attempts} times in a row (other writers kept changing it); retry later")]
     Contention { object: String, attempts: u32 },
@@ -87,5 +122,70 @@ impl AnnotationError {
 
     pub(crate) fn refused(detail: impl Into<String>) -> Self {
         AnnotationError::Refused(detail.into())
+    }
+
+    pub(crate) fn rows(at: impl Into<String>, cause: impl Into<Cause>) -> Self {
+        AnnotationError::Rows {
+            at: at.into(),
+            cause: cause.into(),
+        }
+    }
+}
+
+/// What is wrong inside one annotation object, carrier or row file: a broken rule (the text
+/// names it) or the lower layer's error, kept as the source. The message is the cause alone;
+/// the [`AnnotationError`] around it names the object or file.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    /// A rule of the carrier, pointer or row format is broken.
+    #[error("{0}")]
+    Rule(String),
+    /// Where inside the object or file the cause was found (a field, a line, a pointer).
+    #[error("{context}: {source}")]
+    At {
+        context: String,
+        #[source]
+        source: Box<Cause>,
+    },
+    /// The object could not be read.
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    /// The ArrayRecord container is unreadable or damaged.
+    #[error("{0}")]
+    Container(#[from] arrayrecord::Error),
+    /// A carrier or row tensor breaks a record rule.
+    #[error("{0}")]
+    Record(#[from] RecordError),
+    /// The source record a pointer or carrier is checked against could not be read.
+    #[error("{0}")]
+    Dataset(#[from] DatasetError),
+    /// The memory budget refused to decode a carrier's chunk.
+    #[error("{0} (--cache-size)")]
+    Budget(#[from] BudgetError),
+    /// A row is not strict JSON.
+    #[error("{0}")]
+    Json(#[from] JsonError),
+    /// A row file is not UTF-8.
+    #[error("not UTF-8: {0}")]
+    Utf8(#[from] std::str::Utf8Error),
+    /// A tensor file named by a row could not be read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A tensor file named by a row is not an NPY file the layout can store.
+    #[error("{0}")]
+    Npy(#[from] NpyError),
+}
+
+impl Cause {
+    pub(crate) fn rule(text: impl Into<String>) -> Cause {
+        Cause::Rule(text.into())
+    }
+
+    /// This cause, found at `context` (prefixed to the message).
+    pub(crate) fn at(self, context: impl Into<String>) -> Cause {
+        Cause::At {
+            context: context.into(),
+            source: Box::new(self),
+        }
     }
 }

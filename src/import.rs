@@ -63,9 +63,19 @@ pub enum ImportError {
         #[source]
         source: RecordError,
     },
+    /// A `.sigmf-meta` file cannot be imported.
+    #[error("{path}: {source}")]
+    Meta {
+        path: String,
+        #[source]
+        source: sigmf::MetaError,
+    },
     /// A command-line option is unusable.
     #[error("{0}")]
     Option(String),
+    /// `--datatype` names a sample datatype that cannot be imported.
+    #[error("{0}")]
+    Datatype(#[from] samples::DatatypeError),
     /// Writing shards or publishing failed.
     #[error("{0}")]
     Dataset(#[from] DatasetError),

@@ -17,7 +17,7 @@ use crate::format::dtype::DType;
 use crate::format::json::{object_to_pretty, Object, Value};
 use crate::format::record::{Axis, Field, FieldMeta, Record};
 
-use super::AnnotationStatus;
+use super::{AnnotationError, AnnotationStatus, Cause};
 
 /// The synthetic field of a carrier without tensor fields.
 pub const EMPTY_FIELD: &str = "__empty__";
@@ -64,23 +64,24 @@ impl AnnotationRecord {
     }
 
     /// Checks what a writer must not emit: an empty id, an empty `detail_status`, a field named
-    /// `__empty__`.
-    pub fn check(&self) -> Result<(), String> {
-        let at = || format!("annotation row for source ordinal {}", self.source_index);
+    /// `__empty__`. The refusal names the row's ordinal.
+    pub fn check(&self) -> Result<(), AnnotationError> {
+        let refuse = |rule: &str| {
+            AnnotationError::refused(format!(
+                "annotation row for source ordinal {}: {rule}",
+                self.source_index
+            ))
+        };
         if self.source_record_id.is_empty() {
-            return Err(format!("{}: source_record_id must be nonempty", at()));
+            return Err(refuse("source_record_id must be nonempty"));
         }
         if self.detail_status.as_deref() == Some("") {
-            return Err(format!(
-                "{}: detail_status must be a nonempty string or null",
-                at()
-            ));
+            return Err(refuse("detail_status must be a nonempty string or null"));
         }
         if self.fields.contains_key(EMPTY_FIELD) {
-            return Err(format!(
-                "{}: field name {EMPTY_FIELD:?} is reserved for carriers without tensor fields",
-                at()
-            ));
+            return Err(refuse(&format!(
+                "field name {EMPTY_FIELD:?} is reserved for carriers without tensor fields"
+            )));
         }
         Ok(())
     }
@@ -119,68 +120,82 @@ impl AnnotationRecord {
 
     /// Reads a carrier stored at source ordinal `ordinal`; the error is the broken rule.
     /// Alignment with the source record's id is the caller's check (it needs the source row).
-    pub fn from_carrier(record: Record, ordinal: u64) -> Result<AnnotationRecord, String> {
+    pub fn from_carrier(record: Record, ordinal: u64) -> Result<AnnotationRecord, Cause> {
         if let Some(scene) = &record.scene_id {
-            return Err(format!("carrier scene_id must be null, not {scene:?}"));
+            return Err(Cause::rule(format!(
+                "carrier scene_id must be null, not {scene:?}"
+            )));
         }
         let mut metadata = record.metadata;
         let annotation = match (metadata.remove("annotation"), metadata.keys().next()) {
             (_, Some(extra)) => {
-                return Err(format!(
+                return Err(Cause::rule(format!(
                     "carrier metadata must hold exactly the key \"annotation\"; found {extra:?}"
-                ))
+                )))
             }
             (Some(Value::Object(a)), None) => a,
             (Some(_), None) => {
-                return Err("carrier metadata \"annotation\" must be an object".into())
+                return Err(Cause::rule(
+                    "carrier metadata \"annotation\" must be an object",
+                ))
             }
-            (None, None) => return Err("carrier metadata lacks the key \"annotation\"".into()),
+            (None, None) => {
+                return Err(Cause::rule("carrier metadata lacks the key \"annotation\""))
+            }
         };
         if let Some(key) = annotation.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(format!("annotation has unknown key {key:?}"));
+            return Err(Cause::rule(format!("annotation has unknown key {key:?}")));
         }
         if let Some(key) = KEYS.iter().find(|k| !annotation.contains_key(**k)) {
-            return Err(format!("annotation lacks the key {key:?}"));
+            return Err(Cause::rule(format!("annotation lacks the key {key:?}")));
         }
         let get = |key: &str| annotation.get(key).unwrap_or(&Value::Null);
         let source_index = get("source_index")
             .as_u64()
-            .ok_or("annotation source_index must be a nonnegative integer")?;
+            .ok_or_else(|| Cause::rule("annotation source_index must be a nonnegative integer"))?;
         if source_index != ordinal {
-            return Err(format!(
+            return Err(Cause::rule(format!(
                 "annotation source_index {source_index} is not the ordinal {ordinal} it is stored at"
-            ));
+            )));
         }
         let status = get("status")
             .as_str()
             .and_then(AnnotationStatus::from_wire)
-            .ok_or("annotation status must be \"success\", \"skipped\" or \"failed\"")?;
+            .ok_or_else(|| {
+                Cause::rule("annotation status must be \"success\", \"skipped\" or \"failed\"")
+            })?;
         let object = |key: &str| match get(key) {
             Value::Object(o) => Ok(o.clone()),
-            _ => Err(format!("annotation {key} must be a JSON object")),
+            _ => Err(Cause::rule(format!(
+                "annotation {key} must be a JSON object"
+            ))),
         };
         let detail_status = match get("detail_status") {
             Value::Null => None,
             Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => return Err("annotation detail_status must be a nonempty string or null".into()),
+            _ => {
+                return Err(Cause::rule(
+                    "annotation detail_status must be a nonempty string or null",
+                ))
+            }
         };
         let Value::Bool(empty_fields) = get("empty_fields") else {
-            return Err("annotation empty_fields must be a boolean".into());
+            return Err(Cause::rule("annotation empty_fields must be a boolean"));
         };
         let mut fields = record.fields;
         if *empty_fields {
             let empty = fields.remove(EMPTY_FIELD);
             let sound = empty.as_ref().is_some_and(is_empty_field);
             if !sound || !fields.is_empty() {
-                return Err(format!(
+                return Err(Cause::rule(format!(
                     "empty_fields is true, so the carrier must hold exactly one field {EMPTY_FIELD:?} \
                      (uint8, shape [0], one axis \"empty\")"
-                ));
+                )));
             }
         } else if fields.contains_key(EMPTY_FIELD) {
-            return Err(format!(
+            return Err(Cause::rule(format!(
                 "empty_fields is false, but the carrier holds {EMPTY_FIELD:?}"
-            ));
+            )));
         }
         Ok(AnnotationRecord {
             source_record_id: record.id,
@@ -255,7 +270,10 @@ mod tests {
         let back = AnnotationRecord::from_carrier(carrier.clone(), 3).unwrap();
         assert_eq!(back, row);
         let misplaced = AnnotationRecord::from_carrier(carrier, 4).unwrap_err();
-        assert!(misplaced.contains("source_index 3"), "{misplaced}");
+        assert!(
+            misplaced.to_string().contains("source_index 3"),
+            "{misplaced}"
+        );
     }
 
     #[test]
@@ -266,12 +284,15 @@ mod tests {
             a.insert("extra".into(), Value::Null);
         }
         let e = AnnotationRecord::from_carrier(carrier, 0).unwrap_err();
-        assert!(e.contains("unknown key \"extra\""), "{e}");
+        assert!(e.to_string().contains("unknown key \"extra\""), "{e}");
         let mut carrier = row.to_carrier();
         if let Some(Value::Object(a)) = carrier.metadata.get_mut("annotation") {
             a.remove("provenance");
         }
         let e = AnnotationRecord::from_carrier(carrier, 0).unwrap_err();
-        assert!(e.contains("lacks the key \"provenance\""), "{e}");
+        assert!(
+            e.to_string().contains("lacks the key \"provenance\""),
+            "{e}"
+        );
     }
 }

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use super::carrier::AnnotationRecord;
 use super::read::{read_catalog_state, read_worker_pointer};
-use super::{AnnotationError, AnnotationStatus};
+use super::{AnnotationError, AnnotationStatus, Cause};
 use crate::arrayrecord::{ArrayRecordReader, ArrayRecordWriter, WriterOptions};
 use crate::dataset::Dataset;
 use crate::format::documents::annotation::layout::{
@@ -256,7 +256,7 @@ fn encode_rows(
                 row.source_index
             )));
         }
-        row.check().map_err(AnnotationError::refused)?;
+        row.check()?;
         let source = dataset.record_meta(ordinal)?;
         if source.id != row.source_record_id {
             return Err(AnnotationError::refused(format!(
@@ -281,8 +281,12 @@ fn write_object(
     payloads: &[Vec<u8>],
     options: &AnnotationOptions,
 ) -> Result<u64, AnnotationError> {
-    let bytes = encode_object(payloads, &options.writer_options)
-        .map_err(|e| AnnotationError::refused(format!("{}: {e}", store.describe(path))))?;
+    let bytes = encode_object(payloads, &options.writer_options).map_err(|source| {
+        AnnotationError::Encode {
+            object: store.describe(path),
+            source,
+        }
+    })?;
     store.create(path, &bytes).map_err(|e| match e {
         StorageError::Collision { object } => AnnotationError::corrupt(
             object,
@@ -294,12 +298,15 @@ fn write_object(
     Ok(bytes.len() as u64)
 }
 
-fn encode_object(payloads: &[Vec<u8>], options: &WriterOptions) -> Result<Vec<u8>, String> {
-    let mut writer = ArrayRecordWriter::new(Vec::new(), *options).map_err(|e| e.to_string())?;
+fn encode_object(
+    payloads: &[Vec<u8>],
+    options: &WriterOptions,
+) -> Result<Vec<u8>, crate::arrayrecord::Error> {
+    let mut writer = ArrayRecordWriter::new(Vec::new(), *options)?;
     for payload in payloads {
-        writer.write(payload).map_err(|e| e.to_string())?;
+        writer.write(payload)?;
     }
-    writer.finish().map_err(|e| e.to_string())
+    writer.finish()
 }
 
 /// Worker step: writes logical shard `shard_index` of a distributed publication (its rows, in
@@ -402,11 +409,14 @@ pub fn publish_set(
             .and_then(|object| {
                 if options.verify_pointers {
                     check_pointer_object(dataset, &pointer, &object)
-                        .map_err(|detail| format!("worker pointer of {shard_id}: {detail}"))?;
+                        .map_err(|cause| cause.at(format!("worker pointer of {shard_id}")))?;
                 }
                 Ok(object)
             })
-            .map_err(|detail| AnnotationError::corrupt(described, detail))?;
+            .map_err(|cause| AnnotationError::Object {
+                object: described,
+                cause,
+            })?;
         statuses.extend(pointer.statuses.iter().copied());
         let count = pointer.record_ids.len() as u64;
         shards.push(SetShard {
@@ -438,52 +448,49 @@ fn check_pointer(
     publication_id: &str,
     first_ordinal: u64,
     root: &str,
-) -> Result<RelPath, String> {
+) -> Result<RelPath, Cause> {
     let snapshot = &dataset.snapshot().snapshot_id;
     if pointer.name != name
         || pointer.publication_id != publication_id
         || &pointer.source_snapshot_id != snapshot
     {
-        return Err(format!(
+        return Err(Cause::rule(format!(
             "the pointer is for set {:?}, publication {:?}, snapshot {:?}, not set {name:?}, \
              publication {publication_id:?}, snapshot {snapshot:?}",
             pointer.name, pointer.publication_id, pointer.source_snapshot_id
-        ));
+        )));
     }
     if pointer.first_ordinal != first_ordinal {
-        return Err(format!(
+        return Err(Cause::rule(format!(
             "first_ordinal {} is not {first_ordinal}: the pointers do not tile the ordinals",
             pointer.first_ordinal
-        ));
+        )));
     }
     for (k, id) in pointer.record_ids.iter().enumerate() {
         let ordinal = first_ordinal.saturating_add(k as u64);
         if ordinal >= dataset.len() {
-            return Err(format!(
+            return Err(Cause::rule(format!(
                 "record_ids runs past the dataset's {} records",
                 dataset.len()
-            ));
+            )));
         }
-        let source = dataset.record_meta(ordinal).map_err(|e| e.to_string())?;
+        let source = dataset.record_meta(ordinal)?;
         if &source.id != id {
-            return Err(format!(
+            return Err(Cause::rule(format!(
                 "record_ids[{k}] is {id:?} but the source record at ordinal {ordinal} is {:?}",
                 source.id
-            ));
+            )));
         }
     }
     let object = pointer_object_path(&pointer.uri, root, name, publication_id)?;
-    let info = dataset
-        .store()
-        .info(&object, None)
-        .map_err(|e| e.to_string())?;
+    let info = dataset.store().info(&object, None)?;
     if info.size != pointer.stored_bytes {
-        return Err(format!(
+        return Err(Cause::rule(format!(
             "its object {} is {} bytes, not the {} the pointer records",
             dataset.store().describe(&object),
             info.size,
             pointer.stored_bytes
-        ));
+        )));
     }
     Ok(object)
 }
@@ -495,34 +502,33 @@ fn check_pointer_object(
     dataset: &Dataset,
     pointer: &WorkerPointer,
     object: &RelPath,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     let described = dataset.store().describe(object);
-    let source = crate::storage::ObjectReader::open(dataset.store().clone(), object.clone(), None)
-        .map_err(|e| e.to_string())?;
-    let reader = ArrayRecordReader::open(source, described.clone()).map_err(|e| e.to_string())?;
+    let source = crate::storage::ObjectReader::open(dataset.store().clone(), object.clone(), None)?;
+    let reader = ArrayRecordReader::open(source, described.clone())?;
     let claimed = pointer.record_ids.len() as u64;
     for (key, count) in [
         ("statuses", pointer.statuses.len()),
         ("terminal_statuses", pointer.terminal_statuses.len()),
     ] {
         if count as u64 != claimed {
-            return Err(format!(
+            return Err(Cause::rule(format!(
                 "{key} has {count} entries but record_ids has {claimed} (the pointer is checked \
                  against its object unless --no-verify-receipts is given)"
-            ));
+            )));
         }
     }
     if reader.len() != claimed {
-        return Err(format!(
+        return Err(Cause::rule(format!(
             "its object {described} holds {} carriers but the pointer names {claimed} records \
              (the pointer is checked against its object unless --no-verify-receipts is given)",
             reader.len()
-        ));
+        )));
     }
     let payloads = (0..reader.len())
         .map(|k| reader.read(k))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("its object {described}: {e}"))?;
+        .map_err(|e| Cause::from(e).at(format!("its object {described}")))?;
     let hash = content_hash(payloads.iter().map(|p| p.as_ref()));
     let id = distributed_object_id(
         &pointer.name,
@@ -532,11 +538,11 @@ fn check_pointer_object(
     );
     let leaf = object.as_str().rsplit('/').next().unwrap_or_default();
     if leaf.strip_suffix(".arrayrecord") != Some(id.as_str()) {
-        return Err(format!(
+        return Err(Cause::rule(format!(
             "its object {described} is not the one its carriers name: objects/{}/{id}.arrayrecord \
              (the pointer is checked against its object unless --no-verify-receipts is given)",
             &id[..2]
-        ));
+        )));
     }
     Ok(())
 }
@@ -551,7 +557,7 @@ fn pointer_object_path(
     root: &str,
     name: &str,
     publication_id: &str,
-) -> Result<RelPath, String> {
+) -> Result<RelPath, Cause> {
     let prefix = format!("annotations/sets/{name}/{publication_id}/objects/");
     let relative = uri
         .strip_prefix(root)
@@ -561,7 +567,11 @@ fn pointer_object_path(
             uri.rfind(&format!("/{prefix}"))
                 .and_then(|at| uri.get(at + 1..))
         })
-        .ok_or_else(|| format!("uri {uri:?} is outside the publication's prefix {prefix}"))?;
+        .ok_or_else(|| {
+            Cause::rule(format!(
+                "uri {uri:?} is outside the publication's prefix {prefix}"
+            ))
+        })?;
     let parts: Vec<&str> = relative.split('/').collect();
     let hex = |s: &str, n: usize| {
         s.len() == n
@@ -571,11 +581,11 @@ fn pointer_object_path(
     let shaped = matches!(parts.as_slice(), [_, _, _, _, "objects", dir, leaf]
         if hex(dir, 2) && leaf.strip_suffix(".arrayrecord").is_some_and(|id| hex(id, 32)));
     if !shaped {
-        return Err(format!(
+        return Err(Cause::rule(format!(
             "uri {uri:?} is not {prefix}<xx>/<32 hex digits>.arrayrecord"
-        ));
+        )));
     }
-    RelPath::new(relative).map_err(|e| format!("uri {uri:?}: {e}"))
+    RelPath::new(relative).map_err(|e| Cause::rule(format!("uri {uri:?}: {e}")))
 }
 
 /// Writes the set root (create-only; identical bytes already there is a resume) and swings the

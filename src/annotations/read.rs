@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::carrier::AnnotationRecord;
-use super::{AnnotationError, AnnotationStatus};
+use super::{AnnotationError, AnnotationStatus, Cause};
 use crate::dataset::reader::read_control;
 use crate::dataset::shards::ShardCache;
 use crate::dataset::Dataset;
@@ -348,18 +348,26 @@ impl AnnotationSet {
                 ),
             ));
         }
-        let at = |detail: String| {
-            AnnotationError::corrupt(
-                object.clone(),
-                format!("set {:?}, ordinal {ordinal}: {detail}", self.name),
-            )
-        };
         let index = ordinal - shard.first_ordinal;
-        let _decoding = charge_decode(dataset, &reader, index).map_err(at)?;
-        let payload = reader.read(index).map_err(|e| at(e.to_string()))?;
-        let carrier = record::decode(payload, &dataset.options().record_limits)
-            .map_err(|e| at(e.to_string()))?;
-        AnnotationRecord::from_carrier(carrier, ordinal).map_err(at)
+        self.carrier(dataset, &reader, index, ordinal)
+            .map_err(|cause| AnnotationError::Object {
+                object,
+                cause: cause.at(format!("set {:?}, ordinal {ordinal}", self.name)),
+            })
+    }
+
+    /// Decodes carrier `index` of `reader`, the row at `ordinal`, under the memory budget.
+    fn carrier(
+        &self,
+        dataset: &Dataset,
+        reader: &crate::dataset::ShardReader,
+        index: u64,
+        ordinal: u64,
+    ) -> Result<AnnotationRecord, Cause> {
+        let _decoding = charge_decode(dataset, reader, index)?;
+        let payload = reader.read(index)?;
+        let carrier = record::decode(payload, &dataset.options().record_limits)?;
+        AnnotationRecord::from_carrier(carrier, ordinal)
     }
 
     /// Every row in ordinal order, each checked for alignment.
@@ -396,11 +404,11 @@ fn charge_decode(
     dataset: &Dataset,
     reader: &crate::dataset::ShardReader,
     index: u64,
-) -> Result<crate::budget::Charge, String> {
-    let decoded = reader.chunk_decoded_len(index).map_err(|e| e.to_string())?;
-    let span = reader.chunk_span(index).map_err(|e| e.to_string())?;
-    dataset
+) -> Result<crate::budget::Charge, Cause> {
+    let decoded = reader.chunk_decoded_len(index)?;
+    let span = reader.chunk_span(index)?;
+    let charge = dataset
         .memory()
-        .charge(decoded.saturating_add(span.end - span.start))
-        .map_err(|e| format!("{e} (--cache-size)"))
+        .charge(decoded.saturating_add(span.end - span.start))?;
+    Ok(charge)
 }

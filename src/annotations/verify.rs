@@ -6,7 +6,7 @@
 //! repair needs. A shard object that cannot be opened is reported once, not once per record.
 
 use super::read::{read_catalog, shard_reference, AnnotationSet};
-use super::AnnotationError;
+use super::{AnnotationError, Cause};
 use crate::arrayrecord::ArrayRecordReader;
 use crate::dataset::Dataset;
 use crate::format::documents::annotation::layout::{content_hash, single_process_object_id};
@@ -137,11 +137,11 @@ fn deep_problems(dataset: &Dataset, set: &AnnotationSet) -> Vec<crate::dataset::
     let mut problems = Vec::new();
     for shard in &set.root().shards {
         let object = dataset.store().describe(&shard.object.path);
-        if let Err(rule) = check_object_deep(dataset, set, shard) {
+        if let Err(cause) = check_object_deep(dataset, set, shard) {
             problems.push(crate::dataset::Problem {
                 object,
                 ordinal: None,
-                rule,
+                rule: cause.to_string(),
             });
         }
     }
@@ -152,16 +152,15 @@ fn check_object_deep(
     dataset: &Dataset,
     set: &AnnotationSet,
     shard: &crate::format::documents::SetShard,
-) -> Result<(), String> {
+) -> Result<(), Cause> {
     let source = crate::storage::ObjectReader::open(
         dataset.store().clone(),
         shard.object.path.clone(),
         shard.object.generation,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let name = dataset.store().describe(&shard.object.path);
-    let reader = ArrayRecordReader::open(source, name).map_err(|e| e.to_string())?;
-    reader.verify_all().map_err(|e| e.to_string())?;
+    let reader = ArrayRecordReader::open(source, name)?;
+    reader.verify_all()?;
     let leaf = shard
         .object
         .path
@@ -175,15 +174,14 @@ fn check_object_deep(
     }
     let payloads = (0..reader.len())
         .map(|k| reader.read(k))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .collect::<Result<Vec<_>, _>>()?;
     let hash = content_hash(payloads.iter().map(|p| p.as_ref()));
     let id = single_process_object_id(set.publication_id(), shard.first_ordinal, &hash);
     if id == stem {
         Ok(())
     } else {
-        Err(format!(
+        Err(Cause::rule(format!(
             "its name is not the id of its carriers: SHA-256 of \"<publication_id>:<first_ordinal>:<content hash>\" is {id}"
-        ))
+        )))
     }
 }

@@ -294,8 +294,8 @@ pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Object {
 mod tests {
     use super::*;
 
-    fn tiling(ranges: &[(u64, u64)], start: u64, end: u64) -> Result<(), String> {
-        check_tiling(ranges.iter().copied(), start, end, "items").map_err(|r| r.0)
+    fn tiling(ranges: &[(u64, u64)], start: u64, end: u64) -> RuleResult<()> {
+        check_tiling(ranges.iter().copied(), start, end, "items")
     }
 
     #[test]
@@ -305,18 +305,21 @@ mod tests {
         assert_eq!(tiling(&[(0, 2), (2, 0), (2, 3)], 0, 5), Ok(()));
         assert_eq!(
             tiling(&[(0, 2), (3, 2)], 0, 5),
-            Err("items do not tile [0, 5): entry 1 starts at 3, expected 2".into())
+            Err(Rule::new(
+                "items do not tile [0, 5): entry 1 starts at 3, expected 2"
+            ))
         );
         assert_eq!(
             tiling(&[(0, 6)], 0, 5),
-            Err("items do not tile [0, 5): entry 0 ends past the range (0 + 6 records)".into())
+            Err(Rule::new(
+                "items do not tile [0, 5): entry 0 ends past the range (0 + 6 records)"
+            ))
         );
         assert_eq!(
             tiling(&[(0, 4)], 0, 5),
-            Err(
+            Err(Rule::new(
                 "items do not tile [0, 5): the entries end at 4, but record_count puts the end at 5"
-                    .into()
-            )
+            ))
         );
         assert!(tiling(&[(u64::MAX, 1)], u64::MAX, u64::MAX).is_err());
     }

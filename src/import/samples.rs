@@ -11,6 +11,22 @@
 
 use crate::format::dtype::DType;
 
+/// Why a SigMF datatype (named in the error) cannot be imported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatatypeError {
+    /// Not a SigMF datatype at all.
+    #[error("unknown SigMF datatype {0:?}")]
+    Unknown(String),
+    /// A SigMF datatype that no layout dtype holds without loss.
+    #[error("SigMF datatype {0:?} cannot be stored without loss (supported: cf32, ci16, cu16, ci8, cu8, rf32, rf64, ri16, ru16, ri8, ru8; _le or _be)")]
+    Lossy(String),
+    /// A byte-order suffix on an 8-bit type, or none on a wider one.
+    #[error(
+        "SigMF datatype {0:?}: 8-bit types have no byte-order suffix, wider ones need _le or _be"
+    )]
+    ByteOrder(String),
+}
+
 /// Element kind of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -30,8 +46,8 @@ pub struct SampleFormat {
 
 impl SampleFormat {
     /// Parses a SigMF `core:datatype`; the error says why it is not importable.
-    pub fn parse(name: &str) -> Result<SampleFormat, String> {
-        let bad = || format!("unknown SigMF datatype {name:?}");
+    pub fn parse(name: &str) -> Result<SampleFormat, DatatypeError> {
+        let bad = || DatatypeError::Unknown(name.to_string());
         let (body, big_endian) = match name.rsplit_once('_') {
             Some((body, "le")) => (body, false),
             Some((body, "be")) => (body, true),
@@ -61,20 +77,16 @@ impl SampleFormat {
         Ok(format)
     }
 
-    fn check(&self, name: &str) -> Result<(), String> {
+    fn check(&self, name: &str) -> Result<(), DatatypeError> {
         let supported = match self.kind {
             Kind::Float => self.bits == 32 || (self.bits == 64 && !self.complex),
             Kind::Int | Kind::Uint => self.bits == 8 || self.bits == 16,
         };
         if !supported {
-            return Err(format!(
-                "SigMF datatype {name:?} cannot be stored without loss (supported: cf32, ci16, cu16, ci8, cu8, rf32, rf64, ri16, ru16, ri8, ru8; _le or _be)"
-            ));
+            return Err(DatatypeError::Lossy(name.to_string()));
         }
         if (self.bits == 8) == name.contains('_') {
-            return Err(format!(
-                "SigMF datatype {name:?}: 8-bit types have no byte-order suffix, wider ones need _le or _be"
-            ));
+            return Err(DatatypeError::ByteOrder(name.to_string()));
         }
         Ok(())
     }

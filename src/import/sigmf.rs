@@ -25,14 +25,42 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::open::read_exactly;
-use super::samples::SampleFormat;
+use super::samples::{DatatypeError, SampleFormat};
 use super::{checked, open_input, read_input, stem_of, ImportError, RecordSource, Sources};
 use crate::format::dtype::DType;
-use crate::format::json::{parse_object, JsonLimits, Object, Value};
+use crate::format::json::{parse_object, JsonError, JsonLimits, Object, Value};
 use crate::format::record::{Axis, Coordinate, Field, FieldMeta, Record};
 
 pub const EXTENT_FIELD: &str = "labels/boxes/extent";
 pub const IDENTITY_FIELD: &str = "labels/boxes/identity";
+
+/// Why a `.sigmf-meta` file cannot be imported; the message is the problem alone (the
+/// [`ImportError::Meta`] around it names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    /// Not strict JSON under the control-document limits.
+    #[error("invalid JSON: {0}")]
+    Json(#[from] JsonError),
+    /// A key breaks a SigMF rule this importer follows; the text names the key and the rule.
+    #[error("{0}")]
+    Rule(String),
+    /// `core:datatype` names a datatype that cannot be imported.
+    #[error("{0}")]
+    Datatype(#[from] DatatypeError),
+    /// Annotation `index` (in file order) is malformed.
+    #[error("annotation {index}: {source}")]
+    Annotation {
+        index: usize,
+        #[source]
+        source: Box<MetaError>,
+    },
+}
+
+impl MetaError {
+    fn rule(text: impl Into<String>) -> MetaError {
+        MetaError::Rule(text.into())
+    }
+}
 
 /// One annotation as the box fields need it, plus the object as written.
 #[derive(Debug, Clone)]
@@ -95,19 +123,17 @@ fn open(file: &Path) -> Result<Recording, ImportError> {
     let base = base_of(file)?;
     let meta_path = PathBuf::from(format!("{}.sigmf-meta", base.display()));
     let data_path = PathBuf::from(format!("{}.sigmf-data", base.display()));
-    let object = parse_object(
-        &read_input(&meta_path, None, JsonLimits::CONTROL.max_bytes)?,
-        &JsonLimits::CONTROL,
-    )
-    .map_err(|e| ImportError::invalid(&meta_path, format!("invalid JSON: {e}")))?;
-    let bad = |problem: String| ImportError::invalid(&meta_path, problem);
-    let sigmf = parse_meta(&object).map_err(bad)?;
-    let datatype = match sigmf.global.get("core:datatype") {
-        Some(Value::String(s)) => s.clone(),
-        _ => return Err(bad("global \"core:datatype\" must be a string".into())),
+    let bytes = read_input(&meta_path, None, JsonLimits::CONTROL.max_bytes)?;
+    let bad = |source: MetaError| ImportError::Meta {
+        path: meta_path.display().to_string(),
+        source,
     };
-    let format = SampleFormat::parse(&datatype).map_err(bad)?;
-    let sample_rate = sample_rate(&sigmf.global).map_err(bad)?;
+    let MetaFile {
+        sigmf,
+        datatype,
+        format,
+        sample_rate,
+    } = read_meta(&bytes).map_err(bad)?;
     let name = stem_of(&PathBuf::from(format!("{}.x", base.display())))?;
     let total_samples = sample_count(&data_path, &format)?;
     Ok(Recording {
@@ -124,7 +150,7 @@ fn open(file: &Path) -> Result<Recording, ImportError> {
 impl Recording {
     /// A headerless recording (`--from-raw`).
     pub fn raw(path: &Path, datatype: &str, rate: f64) -> Result<Recording, ImportError> {
-        let format = SampleFormat::parse(datatype).map_err(ImportError::Option)?;
+        let format = SampleFormat::parse(datatype)?;
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ImportError::Option(format!(
                 "--sample-rate {rate} must be a positive number of samples per second"
@@ -152,40 +178,74 @@ fn sample_count(data_path: &Path, format: &SampleFormat) -> Result<u64, ImportEr
     Ok(len / size)
 }
 
-fn sample_rate(global: &Object) -> Result<Option<f64>, String> {
+/// What a `.sigmf-meta` file says, with its datatype (as written and parsed) and sample rate.
+struct MetaFile {
+    sigmf: SigmfMeta,
+    datatype: String,
+    format: SampleFormat,
+    sample_rate: Option<f64>,
+}
+
+fn read_meta(bytes: &[u8]) -> Result<MetaFile, MetaError> {
+    let object = parse_object(bytes, &JsonLimits::CONTROL)?;
+    let sigmf = parse_meta(&object)?;
+    let datatype = match sigmf.global.get("core:datatype") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(MetaError::rule("global \"core:datatype\" must be a string")),
+    };
+    let format = SampleFormat::parse(&datatype)?;
+    let sample_rate = sample_rate(&sigmf.global)?;
+    Ok(MetaFile {
+        sigmf,
+        datatype,
+        format,
+        sample_rate,
+    })
+}
+
+fn sample_rate(global: &Object) -> Result<Option<f64>, MetaError> {
     match global.get("core:sample_rate") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v.as_f64() {
             Some(rate) if rate.is_finite() && rate > 0.0 => Ok(Some(rate)),
-            _ => Err("global \"core:sample_rate\" must be a positive number".into()),
+            _ => Err(MetaError::rule(
+                "global \"core:sample_rate\" must be a positive number",
+            )),
         },
     }
 }
 
-fn parse_meta(object: &Object) -> Result<SigmfMeta, String> {
+fn parse_meta(object: &Object) -> Result<SigmfMeta, MetaError> {
     let global = match object.get("global") {
         Some(Value::Object(g)) => g.clone(),
-        _ => return Err("\"global\" must be an object".into()),
+        _ => return Err(MetaError::rule("\"global\" must be an object")),
     };
     if let Some(channels) = global.get("core:num_channels") {
         if channels.as_u64() != Some(1) {
-            return Err(
-                "only single-channel recordings are supported (core:num_channels 1)".into(),
-            );
+            return Err(MetaError::rule(
+                "only single-channel recordings are supported (core:num_channels 1)",
+            ));
         }
     }
     let captures = array_of(object, "captures")?;
     for capture in &captures {
         let header = capture.as_object().and_then(|c| c.get("core:header_bytes"));
         if header.is_some_and(|h| h.as_u64() != Some(0)) {
-            return Err("captures with core:header_bytes are not supported".into());
+            return Err(MetaError::rule(
+                "captures with core:header_bytes are not supported",
+            ));
         }
     }
     let annotations = array_of(object, "annotations")?
         .iter()
         .enumerate()
-        .map(|(i, a)| annotation(a).map_err(|p| format!("annotation {i}: {p}")))
-        .collect::<Result<Vec<_>, String>>()?;
+        .map(|(index, a)| {
+            annotation(a).map_err(|source| MetaError::Annotation {
+                index,
+                source: Box::new(source),
+            })
+        })
+        .collect::<Result<Vec<_>, MetaError>>()?;
     let mut labels: Vec<String> = annotations.iter().filter_map(|a| a.label.clone()).collect();
     labels.sort();
     labels.dedup();
@@ -197,25 +257,26 @@ fn parse_meta(object: &Object) -> Result<SigmfMeta, String> {
     })
 }
 
-fn array_of(object: &Object, key: &str) -> Result<Vec<Value>, String> {
+fn array_of(object: &Object, key: &str) -> Result<Vec<Value>, MetaError> {
     match object.get(key) {
         None => Ok(Vec::new()),
         Some(Value::Array(items)) => Ok(items.clone()),
-        Some(_) => Err(format!("{key:?} must be an array")),
+        Some(_) => Err(MetaError::rule(format!("{key:?} must be an array"))),
     }
 }
 
-fn annotation(value: &Value) -> Result<Annotation, String> {
-    let object = value.as_object().ok_or("must be an object")?;
+fn annotation(value: &Value) -> Result<Annotation, MetaError> {
+    let rule = MetaError::rule;
+    let object = value.as_object().ok_or_else(|| rule("must be an object"))?;
     let start = object
         .get("core:sample_start")
         .and_then(Value::as_u64)
-        .ok_or("\"core:sample_start\" must be a nonnegative integer")?;
+        .ok_or_else(|| rule("\"core:sample_start\" must be a nonnegative integer"))?;
     let count = match object.get("core:sample_count") {
         None => None,
         Some(v) => Some(
             v.as_u64()
-                .ok_or("\"core:sample_count\" must be a nonnegative integer")?,
+                .ok_or_else(|| rule("\"core:sample_count\" must be a nonnegative integer"))?,
         ),
     };
     let edge = |key: &str| match object.get(key) {
@@ -223,12 +284,12 @@ fn annotation(value: &Value) -> Result<Annotation, String> {
         Some(v) => v
             .as_f64()
             .map(Some)
-            .ok_or(format!("{key:?} must be a number")),
+            .ok_or_else(|| MetaError::rule(format!("{key:?} must be a number"))),
     };
     let label = match object.get("core:label") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("\"core:label\" must be a string".into()),
+        Some(_) => return Err(rule("\"core:label\" must be a string")),
     };
     Ok(Annotation {
         object: object.clone(),

@@ -141,8 +141,8 @@ fn read_rows(
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {name}: {e}"))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let rows = parse_rows(&bytes, &name, base)?;
-    resolve_rows(dataset, rows, range, fill, &name)
+    let rows = parse_rows(&bytes, &name, base).map_err(|e| e.to_string())?;
+    resolve_rows(dataset, rows, range, fill, &name).map_err(|e| e.to_string())
 }
 
 /// Runs `sds annotate`; returns the text for stdout.

@@ -403,18 +403,16 @@ fn header_entry(
     value: &Value,
     limits: &RecordLimits,
 ) -> Result<TensorEntry, RecordError> {
-    let bad_entry =
-        |what: String| RecordError::corrupt(rule::HEADER_ENTRY, format!("tensor {name:?}: {what}"));
     let entry = value
         .as_object()
-        .ok_or_else(|| bad_entry("entry is not an object".into()))?;
-    check_entry_keys(entry).map_err(bad_entry)?;
+        .ok_or_else(|| entry_fault(rule::HEADER_ENTRY, name, "entry is not an object"))?;
+    check_entry_keys(entry, name)?;
     let dtype_name = entry
         .req_str("dtype")
-        .map_err(|e| bad_entry(e.to_string()))?;
+        .map_err(|e| entry_fault(rule::HEADER_ENTRY, name, e))?;
     let dtype = DType::from_safetensors_name(dtype_name)
         .ok_or_else(|| RecordError::UnsupportedDtype(dtype_name.to_string()))?;
-    let shape = u64_list(entry, "shape").map_err(bad_entry)?;
+    let shape = u64_list(entry, "shape", name, rule::HEADER_ENTRY)?;
     let max_axes = to_u64(limits.max_axes_per_field);
     RecordError::check_limit(limit::AXES_PER_FIELD, to_u64(shape.len()), max_axes)?;
     let meta = FieldMeta {
@@ -424,9 +422,7 @@ fn header_entry(
         metadata: Object::new(),
     };
     let byte_len = field_bytes(&meta, limits)?;
-    let range = entry_range(entry, byte_len).map_err(|what| {
-        RecordError::corrupt(rule::DATA_OFFSETS, format!("tensor {name:?}: {what}"))
-    })?;
+    let range = entry_range(entry, name, byte_len)?;
     Ok(TensorEntry {
         dtype,
         shape: meta.shape,
@@ -434,35 +430,62 @@ fn header_entry(
     })
 }
 
-fn check_entry_keys(entry: &Object) -> Result<(), String> {
+/// A framing error about tensor `name`'s header entry.
+fn entry_fault(rule: &'static str, name: &str, what: impl std::fmt::Display) -> RecordError {
+    RecordError::corrupt(rule, format!("tensor {name:?}: {what}"))
+}
+
+fn check_entry_keys(entry: &Object, name: &str) -> Result<(), RecordError> {
     const KEYS: [&str; 3] = ["dtype", "shape", "data_offsets"];
-    entry.only_keys(&KEYS).map_err(|e| e.to_string())?;
+    let fault = |what: String| entry_fault(rule::HEADER_ENTRY, name, what);
+    entry.only_keys(&KEYS).map_err(|e| fault(e.to_string()))?;
     match KEYS.iter().find(|key| !entry.contains_key(**key)) {
-        Some(missing) => Err(format!("missing key {missing:?}")),
+        Some(missing) => Err(fault(format!("missing key {missing:?}"))),
         None => Ok(()),
     }
 }
 
-fn u64_list(entry: &Object, key: &str) -> Result<Vec<u64>, String> {
-    let items = entry.req_array(key).map_err(|e| e.to_string())?;
+/// The nonnegative integers of `entry[key]`; a broken list breaks `rule`.
+fn u64_list(
+    entry: &Object,
+    key: &str,
+    name: &str,
+    rule: &'static str,
+) -> Result<Vec<u64>, RecordError> {
+    let items = entry
+        .req_array(key)
+        .map_err(|e| entry_fault(rule, name, e))?;
     items
         .iter()
         .map(|item| {
-            item.as_u64()
-                .ok_or_else(|| format!("{key} entries must be nonnegative integers"))
+            item.as_u64().ok_or_else(|| {
+                entry_fault(
+                    rule,
+                    name,
+                    format!("{key} entries must be nonnegative integers"),
+                )
+            })
         })
         .collect()
 }
 
 /// The data-relative range, which must hold exactly the tensor's bytes.
-fn entry_range(entry: &Object, byte_len: u64) -> Result<Range<u64>, String> {
-    let offsets = u64_list(entry, "data_offsets")?;
+fn entry_range(entry: &Object, name: &str, byte_len: u64) -> Result<Range<u64>, RecordError> {
+    let offsets = u64_list(entry, "data_offsets", name, rule::DATA_OFFSETS)?;
     let [start, end] = offsets[..] else {
-        return Err("data_offsets must hold two integers".into());
+        return Err(entry_fault(
+            rule::DATA_OFFSETS,
+            name,
+            "data_offsets must hold two integers",
+        ));
     };
     if end < start || end - start != byte_len {
-        return Err(format!(
-            "data_offsets [{start}, {end}] do not hold the {byte_len} bytes its shape needs"
+        return Err(entry_fault(
+            rule::DATA_OFFSETS,
+            name,
+            format!(
+                "data_offsets [{start}, {end}] do not hold the {byte_len} bytes its shape needs"
+            ),
         ));
     }
     Ok(start..end)
