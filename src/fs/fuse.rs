@@ -55,6 +55,7 @@ use fuser::{
 };
 
 use super::catalog_watch::KnownRecords;
+use super::error::Failure;
 use super::inode::Ino;
 use super::log_limit;
 use super::namespace::{Attr, FsError, Kind, Namespace};
@@ -456,16 +457,25 @@ impl SdsFuse {
             FsError::IsDir => Errno::EISDIR,
             FsError::NotLink => Errno::EINVAL,
             FsError::Interrupted(_) => Errno::EINTR,
-            FsError::Io(message) => {
-                let object = self.namespace.object_of(ino);
-                if log_limit::admit("EIO") {
-                    tracing::error!(op, ino, object = %object, error = %message, "EIO");
-                }
-                self.stats.eio.fetch_add(1, Ordering::Relaxed);
-                self.stats.record_error(&object, &message);
-                Errno::EIO
-            }
+            FsError::Failed(failure) => self.failed(op, ino, &failure),
         }
+    }
+
+    /// The errno of a failure of storage or data (see [`super::error`]), logged once with
+    /// its chain of causes (rate-limited per errno) and charged to the object it concerns.
+    fn failed(&self, op: &str, ino: u64, failure: &Failure) -> Errno {
+        let errno = failure.errno();
+        let name = errno_name(errno);
+        let object = self.namespace.object_of(ino);
+        let chain = failure.chain();
+        if log_limit::admit(name) {
+            tracing::error!(op, ino, object = %object, error = %chain, "{name}");
+        }
+        if errno == libc::EIO {
+            self.stats.eio.fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats.record_error(&object, &chain);
+        Errno::from_i32(errno)
     }
 }
 
@@ -751,7 +761,7 @@ impl Filesystem for SdsFuse {
                     // object fails) is listed all the same, with attributes valid for no
                     // time: every `stat`, lookup or open of it asks again and gets the EIO,
                     // and only it does.
-                    Err(FsError::Io(_)) => {
+                    Err(FsError::Failed(_)) => {
                         let unknown = Attr {
                             ino: entry.ino,
                             kind: entry.kind,
@@ -1093,5 +1103,16 @@ impl SdsFuse {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(self.errno("readlink", ino.0, e)),
         }
+    }
+}
+
+/// The name a log line gives errno `errno` (one of those [`super::error`] chooses).
+fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::ESTALE => "ESTALE",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EACCES => "EACCES",
+        libc::EINTR => "EINTR",
+        _ => "EIO",
     }
 }
