@@ -248,9 +248,9 @@ impl Objects {
         if target == self.home {
             return Ok(());
         }
-        Err(DatasetError::corrupt(
-            location.as_str(),
-            format!(
+        Err(DatasetError::Refused {
+            object: location.as_str().to_string(),
+            detail: format!(
                 "cross-store reference refused: the dataset lives in {} and this reference \
                  leaves it for {}; the mount admits other users (allow_other), and the daemon's \
                  credentials are not theirs (allow with --cross-store-references or \
@@ -258,7 +258,7 @@ impl Objects {
                 self.home.describe(),
                 target.describe()
             ),
-        ))
+        })
     }
 
     fn store(

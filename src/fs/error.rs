@@ -13,7 +13,8 @@
 //!   mount would serve are not the ones the dataset names; reading again will not help.
 //! - ETIMEDOUT: storage did not answer in time (after the retries of the storage layer).
 //! - EACCES: a reference or path refused by confinement (a symbolic link on the path, outside
-//!   the storage root, or not readable by the owner of `root.json`), or storage denied access.
+//!   the storage root, not readable by the owner of `root.json`, or a reference leaving the
+//!   dataset's store on a mount for other users), or storage denied access.
 //! - EINTR: the requester was interrupted while the request waited for memory.
 //! - EIO: everything else, a corrupt or truncated object and a missing one included. An object
 //!   the dataset names but storage lacks is a defect of the dataset, not an absent file of the
@@ -68,6 +69,9 @@ fn chain_errno(err: &(dyn StdError + 'static)) -> Option<i32> {
     while let Some(e) = current {
         if let Some(storage) = e.downcast_ref::<StorageError>() {
             return Some(storage.to_errno());
+        }
+        if let Some(DatasetError::Refused { .. }) = e.downcast_ref::<DatasetError>() {
+            return Some(libc::EACCES);
         }
         if let Some(BudgetError::Interrupted { .. }) = e.downcast_ref::<BudgetError>() {
             return Some(libc::EINTR);
@@ -330,6 +334,15 @@ mod tests {
         assert!(line.starts_with("record 5: "), "{line}");
         assert_eq!(line.matches("generation 8 found").count(), 1, "{line}");
         assert!(line.contains(&object()), "{line}");
+    }
+
+    #[test]
+    fn a_refused_reference_is_eacces() {
+        let refused = DatasetError::Refused {
+            object: "s3://bucket/src/objects/data/x".into(),
+            detail: "cross-store reference refused".into(),
+        };
+        assert_eq!(errno(FsError::in_record(0, refused)), libc::EACCES);
     }
 
     #[test]
