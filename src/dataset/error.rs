@@ -39,8 +39,9 @@ pub enum DatasetError {
     /// The dataset's documents or shards disagree with each other.
     #[error("{object}: {detail}")]
     Corrupt { object: String, detail: String },
-    /// A reference the dataset may not follow here (one leaving its store on a mount for other
-    /// users): the same every time, and no defect of the objects.
+    /// A reference the dataset may not follow here (an absolute one when they are turned off,
+    /// one leaving its store on a mount for other users): the same every time, and no defect
+    /// of the objects.
     #[error("{object}: {detail}")]
     Refused { object: String, detail: String },
     /// An ordinal past the end of the dataset.

@@ -224,11 +224,12 @@ impl Objects {
                 opener
             }
             AbsoluteReferences::Refuse => {
-                return Err(DatasetError::corrupt(
-                    location.as_str(),
-                    "absolute reference refused: following absolute references is turned off \
-                     (--no-absolute-references)",
-                ))
+                return Err(DatasetError::Refused {
+                    object: location.as_str().to_string(),
+                    detail: "absolute reference refused: following absolute references is \
+                             turned off (--no-absolute-references)"
+                        .to_string(),
+                })
             }
         };
         let bad = |why: String| DatasetError::corrupt(location.as_str(), why);

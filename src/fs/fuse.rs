@@ -488,11 +488,11 @@ impl SdsFuse {
 /// is a property of the mount's backing device (`/sys/class/bdi/MAJ:MIN/read_ahead_kb`), which
 /// root may raise after `INIT`; reads then arrive in `max_pages` units (1 MiB), a quarter of
 /// the requests. Best effort: without the permission, nothing changes.
-pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, String> {
+pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, FsError> {
     use std::os::unix::fs::MetadataExt;
     // The stat is answered only once `INIT` is done, which would otherwise reset the window.
     let dev = std::fs::metadata(mountpoint)
-        .map_err(|e| format!("stat {}: {e}", mountpoint.display()))?
+        .map_err(|e| FsError::at(format!("stat {}", mountpoint.display()), e))?
         .dev();
     let file = format!(
         "/sys/class/bdi/{}:{}/read_ahead_kb",
@@ -500,11 +500,11 @@ pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, String> {
         libc::minor(dev)
     );
     let want = u64::from(MAX_READ / 1024);
-    std::fs::write(&file, want.to_string()).map_err(|e| format!("{file}: {e}"))?;
-    let now = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
+    std::fs::write(&file, want.to_string()).map_err(|e| FsError::at(&file, e))?;
+    let now = std::fs::read_to_string(&file).map_err(|e| FsError::at(&file, e))?;
     now.trim()
         .parse()
-        .map_err(|_| format!("{file}: unexpected content {now:?}"))
+        .map_err(|_| FsError::failed(format!("{file}: unexpected content {now:?}")))
 }
 
 /// Whether this process may register backing files (`CAP_SYS_ADMIN` in its effective set),
