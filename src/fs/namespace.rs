@@ -1139,9 +1139,8 @@ impl Namespace {
 
     /// The index of `columns/` (see [`super::columns`]).
     fn column_index(&self) -> Result<Arc<ColumnIndex>, FsError> {
-        Ok(self
-            .columns
-            .get(&self.dataset, columns::price, columns::build)?)
+        self.columns
+            .get(&self.dataset, columns::price, columns::build)
     }
 
     fn read_column(&self, node: u32, offset: u64, size: u32) -> Result<Bytes, FsError> {
@@ -1287,7 +1286,7 @@ impl Namespace {
 
     /// `by-id/` and `by-scene/` (see [`super::row_index`]).
     fn indexes(&self) -> Result<Arc<Indexes>, FsError> {
-        Ok(self.indexes.get(&self.dataset)?)
+        self.indexes.get(&self.dataset)
     }
 
     /// The index of the scene directory holding `by-scene/<scene>/<ordinal>`, from the
