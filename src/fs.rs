@@ -8,6 +8,7 @@
 //! - [`spill`]: writing a large record into temporary files, large tensors in files of their own.
 //! - [`background`]: structures that need every row, built once in a thread of their own.
 //! - [`row_index`]: `by-id/` and `by-scene/`, built in the background within a memory limit.
+//! - [`error`]: the layer's one error, its cause kept, and the errno of each cause.
 //! - [`namespace`]: the FUSE-free core: lookup, getattr, readdir, readlink, read.
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 //! - [`status_file`]: the hidden `.sdsfs-status`, a fresh immutable report per lookup.
@@ -18,6 +19,7 @@ pub mod background;
 pub mod cache;
 pub mod catalog_watch;
 pub mod columns;
+pub mod error;
 pub mod fuse;
 pub mod inode;
 pub mod log_limit;

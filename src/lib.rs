@@ -16,7 +16,8 @@
 //!
 //! Below every layer, `memory` holds one helper for large fresh buffers (huge pages).
 //!
-//! Every layer has one error enum; the FUSE boundary maps them to errno values.
+//! Every layer has one error enum. `fs` keeps the errors of the layers below as the sources of
+//! its own ([`fs::error`]), and the FUSE boundary picks the errno from that cause.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod annotations;

@@ -134,32 +134,48 @@ fn assert_verify_names(dir: &Path, needles: &[&str]) {
     }
 }
 
-fn assert_eio(path: &Path) {
+/// Reading `path` fails with `errno`.
+fn assert_fails(path: &Path, errno: i32) {
     match std::fs::read(path) {
         Ok(bytes) => panic!(
-            "{} read {} bytes, expected EIO",
+            "{} read {} bytes, expected errno {errno}",
             path.display(),
             bytes.len()
         ),
-        Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EIO), "{}: {e}", path.display()),
+        Err(e) => assert_eq!(e.raw_os_error(), Some(errno), "{}: {e}", path.display()),
     }
 }
 
 /// Mounts `dir`; the `.raw` files of `affected` ordinals fail with EIO, every other record is
 /// exactly the pristine library's; the mount stays up. Returns the mount for more checks.
 fn assert_mount_eio(dir: &Path, pristine: &Published, affected: &[u64]) -> MountGuard {
+    assert_mount_fails(dir, pristine, affected, libc::EIO)
+}
+
+/// [`assert_mount_eio`] with `errno` for the affected records.
+fn assert_mount_fails(
+    dir: &Path,
+    pristine: &Published,
+    affected: &[u64],
+    errno: i32,
+) -> MountGuard {
     let mount = MountGuard::mount(dir, &["--cache-size", "1M"]);
-    assert_records_eio(&mount, pristine, affected);
+    assert_records_fail(&mount, pristine, affected, errno);
     mount
 }
 
 /// [`assert_mount_eio`] on a mount already made (with other options).
 fn assert_records_eio(mount: &MountGuard, pristine: &Published, affected: &[u64]) {
+    assert_records_fail(mount, pristine, affected, libc::EIO)
+}
+
+/// [`assert_records_eio`] with `errno` for the affected records.
+fn assert_records_fail(mount: &MountGuard, pristine: &Published, affected: &[u64], errno: i32) {
     let count = pristine.open().len();
     for &ordinal in affected {
         let record_dir = mount.path(&format!("records/{ordinal}"));
-        assert_eio(&record_dir.join("fields/iq.raw"));
-        assert_eio(&record_dir.join("fields/label.npy"));
+        assert_fails(&record_dir.join("fields/iq.raw"), errno);
+        assert_fails(&record_dir.join("fields/label.npy"), errno);
     }
     let unaffected: Vec<u64> = (0..count).filter(|o| !affected.contains(o)).collect();
     assert_records_read_as_library(pristine.root(), &mount.mountpoint, &unaffected);
@@ -511,9 +527,10 @@ fn absolute_shard_reference_is_followed_and_fails_as_a_corrupt_shard_or_is_refus
         drop(mount);
         assert_verify_names(dir.path(), &[location]);
 
-        // `-o no_absolute_references`: refused, naming the reference, for the same records.
+        // `-o no_absolute_references`: refused (EACCES), naming the reference, for the same
+        // records.
         let mount = MountGuard::mount(dir.path(), &["-o", "no_absolute_references"]);
-        assert_records_eio(&mount, &published, &[5, 6, 7, 8]);
+        assert_records_fail(&mount, &published, &[5, 6, 7, 8], libc::EACCES);
         let log = mount.log_text();
         assert!(log.contains(location), "{location} not in the log: {log}");
         assert!(log.contains("absolute reference refused"), "{log}");
@@ -523,7 +540,7 @@ fn absolute_shard_reference_is_followed_and_fails_as_a_corrupt_shard_or_is_refus
 }
 
 #[test]
-fn symlinked_shard_and_shard_directory_give_eio() {
+fn symlinked_shard_and_shard_directory_give_eacces() {
     let published = pristine();
     // A shard file that is a symlink to a copy outside the root.
     let dir = damaged_copy(&published);
@@ -532,7 +549,7 @@ fn symlinked_shard_and_shard_directory_give_eio() {
     let target = outside.path().join("shard.arrayrecord");
     std::fs::rename(dir.path().join(&shard), &target).unwrap();
     std::os::unix::fs::symlink(&target, dir.path().join(&shard)).unwrap();
-    let mount = assert_mount_eio(dir.path(), &published, &[5, 6, 7, 8]);
+    let mount = assert_mount_fails(dir.path(), &published, &[5, 6, 7, 8], libc::EACCES);
     assert!(mount.log_text().contains(&shard), "{}", mount.log_text());
     drop(mount);
     assert_verify_names(dir.path(), &[&shard]);
@@ -546,7 +563,7 @@ fn symlinked_shard_and_shard_directory_give_eio() {
     std::os::unix::fs::symlink(&target, dir.path().join(&shard_dir)).unwrap();
     let affected: Vec<u64> = shards_under(dir.path(), shard_dir.to_str().unwrap());
     assert!(affected.contains(&5));
-    let mount = assert_mount_eio(dir.path(), &published, &affected);
+    let mount = assert_mount_fails(dir.path(), &published, &affected, libc::EACCES);
     drop(mount);
     assert_verify_names(dir.path(), &[&shard]);
 }
@@ -846,7 +863,7 @@ fn out_of_range_record_indices_give_eio() {
     let mount = MountGuard::mount(dir.path(), &[]);
     // The entry is invalid as a whole or only its last record: either way ordinal 8 fails
     // and records of the first page are untouched.
-    assert_eio(&mount.path("records/8/fields/iq.raw"));
+    assert_fails(&mount.path("records/8/fields/iq.raw"), libc::EIO);
     assert_records_read_as_library(published.root(), &mount.mountpoint, &[0, 1, 2, 3, 4]);
     assert_mount_up(&mount);
     drop(mount);

@@ -153,6 +153,29 @@ fn a_pinned_generation_that_is_gone_fails_its_records_clearly() {
             && err.contains(&format!("generation {pinned} was required")),
         "{err}"
     );
+    // Through a mount: the record's data answers ESTALE, logged with the object and the
+    // generations; its row still reads.
+    let env = gcs.env();
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mount = MountGuard::mount_with_env(std::ffi::OsStr::new("gs://stale/ds"), &[], &env_refs);
+    let fields = mount.path("records/4/fields");
+    let raw = std::fs::read_dir(&fields)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "raw"))
+        .unwrap_or_else(|| panic!("no .raw file in {}", fields.display()));
+    let error = std::fs::read(&raw).unwrap_err();
+    assert_eq!(error.raw_os_error(), Some(libc::ESTALE), "{error}");
+    assert!(std::fs::read(mount.path("records/4/record.json")).is_ok());
+    let log = mount.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("ESTALE"))
+        .unwrap_or_else(|| panic!("no ESTALE line: {log}"));
+    assert!(
+        line.contains("record 4") && line.contains(&format!("generation {pinned} was required")),
+        "{line}"
+    );
 }
 
 #[test]

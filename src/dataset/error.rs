@@ -39,6 +39,11 @@ pub enum DatasetError {
     /// The dataset's documents or shards disagree with each other.
     #[error("{object}: {detail}")]
     Corrupt { object: String, detail: String },
+    /// A reference the dataset may not follow here (an absolute one when they are turned off,
+    /// one leaving its store on a mount for other users): the same every time, and no defect
+    /// of the objects.
+    #[error("{object}: {detail}")]
+    Refused { object: String, detail: String },
     /// An ordinal past the end of the dataset.
     #[error("ordinal {ordinal} is out of range: the dataset has {record_count} records")]
     OutOfRange { ordinal: u64, record_count: u64 },
@@ -87,6 +92,10 @@ impl DatasetError {
                 actual: *actual,
             },
             DatasetError::Corrupt { object, detail } => DatasetError::corrupt(object, detail),
+            DatasetError::Refused { object, detail } => DatasetError::Refused {
+                object: object.clone(),
+                detail: detail.clone(),
+            },
             DatasetError::Storage(StorageError::NotFound { object }) => {
                 DatasetError::Storage(StorageError::NotFound {
                     object: object.clone(),

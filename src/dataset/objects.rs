@@ -191,11 +191,12 @@ impl Objects {
                 opener
             }
             AbsoluteReferences::Refuse => {
-                return Err(DatasetError::corrupt(
-                    location.as_str(),
-                    "absolute reference refused: following absolute references is turned off \
-                     (--no-absolute-references)",
-                ))
+                return Err(DatasetError::Refused {
+                    object: location.as_str().to_string(),
+                    detail: "absolute reference refused: following absolute references is \
+                             turned off (--no-absolute-references)"
+                        .to_string(),
+                })
             }
         };
         let path = RelPath::new(name).map_err(|e| bad(e.to_string()))?;
@@ -217,9 +218,9 @@ impl Objects {
         if target == self.home {
             return Ok(());
         }
-        Err(DatasetError::corrupt(
-            location.as_str(),
-            format!(
+        Err(DatasetError::Refused {
+            object: location.as_str().to_string(),
+            detail: format!(
                 "cross-store reference refused: the dataset lives in {} and this reference \
                  leaves it for {}; the mount admits other users (allow_other), and the daemon's \
                  credentials are not theirs (allow with --cross-store-references or \
@@ -227,7 +228,7 @@ impl Objects {
                 self.home.describe(),
                 target.describe()
             ),
-        ))
+        })
     }
 
     fn store(

@@ -513,7 +513,8 @@ fn split_error(error: &DatasetError, fallback: &str, store: &dyn ObjectStore) ->
         }
         DatasetError::SizeMismatch { object, .. }
         | DatasetError::Shard { object, .. }
-        | DatasetError::Corrupt { object, .. } => object.clone(),
+        | DatasetError::Corrupt { object, .. }
+        | DatasetError::Refused { object, .. } => object.clone(),
         _ => fallback.to_string(),
     };
     let rule = text

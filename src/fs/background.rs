@@ -15,25 +15,17 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::error::FsError;
 use crate::dataset::Dataset;
-use crate::interrupt::{self, Interrupted};
-
-/// Why a background structure cannot be had.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum IndexError {
-    #[error(transparent)]
-    Interrupted(#[from] Interrupted),
-    /// Refused or failed for good (the message says why, naming the count and the limit).
-    #[error("{0}")]
-    Unavailable(String),
-}
+use crate::interrupt;
 
 #[derive(Debug)]
 enum State<T> {
     NotStarted,
     Building,
     Ready(Arc<T>),
-    Failed(String),
+    /// Refused or failed for good (the error says why, naming the count and the limit).
+    Failed(FsError),
 }
 
 #[derive(Debug)]
@@ -45,9 +37,9 @@ struct Shared<T> {
 }
 
 /// Checks, before anything is read, that the dataset's claims fit the budget.
-pub type Price = fn(&Dataset) -> Result<(), String>;
+pub type Price = fn(&Dataset) -> Result<(), FsError>;
 /// Builds the structure; returns early with an error once the flag is set.
-pub type Build<T> = fn(&Dataset, &AtomicBool) -> Result<T, String>;
+pub type Build<T> = fn(&Dataset, &AtomicBool) -> Result<T, FsError>;
 
 /// One structure of one mount, built at most once.
 #[derive(Debug)]
@@ -82,12 +74,12 @@ impl<T: Send + Sync + 'static> Background<T> {
         dataset: &Arc<Dataset>,
         price: Price,
         build: Build<T>,
-    ) -> Result<Arc<T>, IndexError> {
+    ) -> Result<Arc<T>, FsError> {
         let mut state = self.lock();
         loop {
             match &*state {
                 State::Ready(built) => return Ok(built.clone()),
-                State::Failed(why) => return Err(IndexError::Unavailable(why.clone())),
+                State::Failed(why) => return Err(why.clone()),
                 State::NotStarted => {
                     *state = match price(dataset).and_then(|()| self.start(dataset, build)) {
                         Ok(()) => State::Building,
@@ -123,7 +115,7 @@ impl<T: Send + Sync + 'static> Background<T> {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn start(&self, dataset: &Arc<Dataset>, build: Build<T>) -> Result<(), String> {
+    fn start(&self, dataset: &Arc<Dataset>, build: Build<T>) -> Result<(), FsError> {
         tracing::info!(
             records = dataset.len(),
             "building {} from every metadata row",
@@ -145,6 +137,6 @@ impl<T: Send + Sync + 'static> Background<T> {
                 shared.changed.notify_all();
             })
             .map(|_| ())
-            .map_err(|e| format!("cannot start the builder of {}: {e}", self.what))
+            .map_err(|e| FsError::at(format!("cannot start the builder of {}", self.what), e))
     }
 }

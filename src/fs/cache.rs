@@ -46,11 +46,12 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use bytes::Bytes;
 use lru::LruCache;
 
-use crate::budget::{Budget, BudgetError, Charge, Gates, Reclaim};
+use crate::budget::{Budget, Charge, Gates, Reclaim};
 use crate::dataset::{Dataset, DatasetError, Held};
 use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
+use crate::fs::error::FsError;
 use crate::fs::log_limit;
-use crate::fs::record_tree::{DatasetIds, RecordTree, TreeError};
+use crate::fs::record_tree::{DatasetIds, RecordTree};
 use crate::fs::spill::{self, SpillSink, Spilled};
 use crate::sync::lock;
 
@@ -218,15 +219,6 @@ pub struct CacheCounters {
     pub loaded_bytes: AtomicU64,
 }
 
-/// Why a record's bytes could not be had.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("{0}")]
-    Dataset(#[from] DatasetError),
-    #[error("record {ordinal}: {detail}")]
-    Other { ordinal: u64, detail: String },
-}
-
 impl RecordCache {
     /// A cache with `config`'s sizes, giving its entries back when `memory` needs room.
     pub fn new(config: CacheConfig, memory: &Budget) -> Arc<RecordCache> {
@@ -288,7 +280,7 @@ impl RecordCache {
         dataset: &Dataset,
         ordinal: u64,
         row: &RecordMeta,
-    ) -> Result<Arc<RecordBytes>, LoadError> {
+    ) -> Result<Arc<RecordBytes>, FsError> {
         if let Some(hit) = self.lookup(ordinal) {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(hit);
@@ -368,11 +360,7 @@ impl RecordCache {
 
     /// The decoded bytes of record `ordinal`; its row, which a decode checks the payload
     /// against, is read from the metadata shard only on a miss (a column read needs no tree).
-    pub fn get_by_row(
-        &self,
-        dataset: &Dataset,
-        ordinal: u64,
-    ) -> Result<Arc<RecordBytes>, LoadError> {
+    pub fn get_by_row(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<RecordBytes>, FsError> {
         if let Some(hit) = self.lookup(ordinal) {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(hit);
@@ -393,7 +381,7 @@ impl RecordCache {
         dataset: &Dataset,
         ordinal: u64,
         row: &RecordMeta,
-    ) -> Result<Arc<RecordBytes>, LoadError> {
+    ) -> Result<Arc<RecordBytes>, FsError> {
         let location = dataset.locate(ordinal)?;
         let claimed = dataset.payload_len(&location)?;
         self.counters
@@ -439,12 +427,12 @@ impl RecordCache {
         row: &RecordMeta,
         claimed: u64,
         working_set: u64,
-    ) -> Result<Arc<RecordBytes>, LoadError> {
+    ) -> Result<Arc<RecordBytes>, FsError> {
         let ordinal = location.ordinal;
-        let disk = self.spill.charge(claimed).map_err(|e| LoadError::Other {
-            ordinal,
-            detail: format!("temporary files: {e} (--spill-size)"),
-        })?;
+        let disk = self
+            .spill
+            .charge(claimed)
+            .map_err(|e| FsError::in_record_at(ordinal, "temporary files (--spill-size)", e))?;
         let working_set = charge_memory(dataset, ordinal, working_set, "decoding it")?;
         let bytes = Arc::new(load_into_file(dataset, location, row, disk, working_set)?);
         lock(&self.files).put(ordinal, bytes.clone());
@@ -482,13 +470,13 @@ impl Reclaim for RecordCache {
     }
 }
 
-fn record_error(dataset: &Dataset, ordinal: u64, source: record::RecordError) -> LoadError {
+fn record_error(dataset: &Dataset, ordinal: u64, source: record::RecordError) -> FsError {
     let object = dataset
         .locate(ordinal)
         .ok()
         .and_then(|l| l.entry().map(|e| dataset.describe_object(&e.data.path)))
         .unwrap_or_default();
-    LoadError::Dataset(DatasetError::Record {
+    FsError::from(DatasetError::Record {
         ordinal,
         object,
         source,
@@ -500,7 +488,7 @@ fn decode_checked(
     ordinal: u64,
     payload: Bytes,
     row: &RecordMeta,
-) -> Result<record::Record, LoadError> {
+) -> Result<record::Record, FsError> {
     let limits = &dataset.options().record_limits;
     let record = record::decode(payload, limits).map_err(|e| record_error(dataset, ordinal, e))?;
     record::check_row_agrees(row, &record.meta()).map_err(|e| record_error(dataset, ordinal, e))?;
@@ -514,14 +502,11 @@ fn charge_memory(
     ordinal: u64,
     bytes: u64,
     what: &str,
-) -> Result<Charge, LoadError> {
-    dataset
-        .memory()
-        .charge(bytes)
-        .map_err(|e| LoadError::Other {
-            ordinal,
-            detail: format!("{what} into temporary files: {e} (--cache-size)"),
-        })
+) -> Result<Charge, FsError> {
+    dataset.memory().charge(bytes).map_err(|e| {
+        let detail = format!("{what} into temporary files (--cache-size)");
+        FsError::in_record_at(ordinal, detail, e)
+    })
 }
 
 /// Streams the payload into unnamed temporary files (large tensors in files of their own, see
@@ -533,11 +518,12 @@ fn load_into_file(
     row: &RecordMeta,
     disk: Charge,
     working_set: Charge,
-) -> Result<RecordBytes, LoadError> {
+) -> Result<RecordBytes, FsError> {
     let ordinal = location.ordinal;
-    let other = |detail: String| LoadError::Other { ordinal, detail };
+    let other = |detail: String| FsError::record(ordinal, detail);
+    let failed = |detail: &str, e: std::io::Error| FsError::in_record_at(ordinal, detail, e);
     let limits = &dataset.options().record_limits;
-    let temporary = |e: std::io::Error| other(format!("temporary file: {e}"));
+    let temporary = |e: std::io::Error| failed("temporary file", e);
     let mut sink = SpillSink::new(limits).map_err(temporary)?;
     let written = dataset.read_payload_into(location, &mut sink)?;
     let spilled = sink.finish().map_err(temporary)?;
@@ -545,7 +531,7 @@ fn load_into_file(
     let file = spilled.payload.as_ref();
     let mut first8 = [0u8; 8];
     file.read_exact_at(&mut first8, 0)
-        .map_err(|e| other(format!("payload shorter than its header: {e}")))?;
+        .map_err(|e| failed("payload shorter than its header", e))?;
     let header_len =
         record::header_len(&first8, limits).map_err(|e| record_error(dataset, ordinal, e))?;
     let prefix_len =
@@ -553,7 +539,7 @@ fn load_into_file(
     let _prefix = charge_memory(dataset, ordinal, prefix_len as u64, "reading its header")?;
     let mut prefix = vec![0u8; prefix_len];
     file.read_exact_at(&mut prefix, 0)
-        .map_err(|e| other(format!("payload shorter than its header: {e}")))?;
+        .map_err(|e| failed("payload shorter than its header", e))?;
     let header = parse_header(&prefix, limits).map_err(|e| record_error(dataset, ordinal, e))?;
     if header.total_len != written {
         return Err(other(format!(
@@ -566,7 +552,7 @@ fn load_into_file(
     let _descriptor = charge_memory(dataset, ordinal, descriptor_len, "reading its descriptor")?;
     let mut descriptor = vec![0u8; descriptor_len as usize];
     file.read_exact_at(&mut descriptor, range.start)
-        .map_err(|e| other(format!("descriptor: {e}")))?;
+        .map_err(|e| failed("descriptor", e))?;
     let layout = RecordLayout::from_parts(header, &descriptor, limits)
         .map_err(|e| record_error(dataset, ordinal, e))?;
     record::check_row_agrees(row, &layout.meta).map_err(|e| record_error(dataset, ordinal, e))?;
@@ -629,18 +615,6 @@ impl Reclaim for TreeCache {
     }
 }
 
-/// Why a record tree could not be had.
-#[derive(Debug, thiserror::Error)]
-pub enum TreeLoadError {
-    /// The row could not be read (the message names the record and the object).
-    #[error(transparent)]
-    Row(#[from] DatasetError),
-    #[error("record {ordinal}: {source}")]
-    Tree { ordinal: u64, source: TreeError },
-    #[error("record {ordinal}: its file tree: {source} (--cache-size)")]
-    Budget { ordinal: u64, source: BudgetError },
-}
-
 impl TreeCache {
     /// A cache of at most `capacity` trees (at least one), charged to `memory`.
     pub fn new(capacity: usize, memory: Arc<Budget>) -> Arc<TreeCache> {
@@ -656,7 +630,7 @@ impl TreeCache {
     }
 
     /// The tree of record `ordinal`, built from its row on a miss.
-    pub fn get(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, TreeLoadError> {
+    pub fn get(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, FsError> {
         if let Some(tree) = lock(&self.trees).get(&ordinal) {
             return Ok(tree.clone());
         }
@@ -669,18 +643,17 @@ impl TreeCache {
         })
     }
 
-    fn build(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, TreeLoadError> {
+    fn build(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, FsError> {
         let meta = dataset.record_meta(ordinal)?;
         let ids = DatasetIds {
             dataset_id: &dataset.root().dataset_id,
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
         let tree = RecordTree::build(ordinal, meta, ids)
-            .map_err(|source| TreeLoadError::Tree { ordinal, source })?;
-        let charge = self
-            .memory
-            .charge(tree_bytes(&tree))
-            .map_err(|source| TreeLoadError::Budget { ordinal, source })?;
+            .map_err(|source| FsError::in_record(ordinal, source))?;
+        let charge = self.memory.charge(tree_bytes(&tree)).map_err(|source| {
+            FsError::in_record_at(ordinal, "its file tree (--cache-size)", source)
+        })?;
         for clash in &tree.clashes {
             if log_limit::admit("path-clash") {
                 tracing::warn!(ordinal, path = %clash, "field path clashes with another and is not shown");

@@ -25,6 +25,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::error::FsError;
 use super::log_limit::thousands;
 use super::record_tree::{Builder, FileView, Node, TreeError};
 use crate::budget::Charge;
@@ -306,19 +307,19 @@ pub fn record_line(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
 }
 
 /// Refuses a record count whose least index the memory budget cannot hold.
-pub fn price(dataset: &Dataset) -> Result<(), String> {
+pub fn price(dataset: &Dataset) -> Result<(), FsError> {
     let records = dataset.len();
     let least = records.saturating_mul(MIN_RECORD_BYTES);
     let limit = dataset.memory().capacity();
     if least > limit {
-        return Err(format!(
+        return Err(FsError::failed(format!(
             "{}: record_count {} needs at least {} bytes of index for columns/, more than the \
              memory budget of {} bytes (--cache-size)",
             dataset.root().snapshot.path,
             thousands(records),
             thousands(least),
             thousands(limit)
-        ));
+        )));
     }
     Ok(())
 }
@@ -362,9 +363,9 @@ struct Row {
 /// Why a block of rows could not be read.
 enum BlockError {
     /// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
-    Row(u64, String),
+    Row(u64, FsError),
     /// The rows outgrew the memory budget: the index fails, like its own growth.
-    Budget(String),
+    Budget(FsError),
 }
 
 /// A block of rows, charged to the budget while it is held.
@@ -376,7 +377,7 @@ struct Block {
 /// Reads every row and builds the index (see the module docs). Reading and parsing the rows
 /// is most of the work, so one reader per core parses a block of rows while the index takes
 /// in the blocks in ordinal order.
-pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String> {
+pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsError> {
     let records = dataset.len();
     let mut scan = Scan {
         candidates: Vec::new(),
@@ -392,7 +393,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
     let stride = ROWS_PER_BLOCK * readers;
     for first in (0..records).step_by(stride.max(1) as usize) {
         if stop.load(Ordering::Relaxed) {
-            return Err("the mount is ending".into());
+            return Err(FsError::failed("the mount is ending"));
         }
         let blocks = read_blocks(dataset, first..first.saturating_add(stride).min(records));
         for block in blocks {
@@ -400,7 +401,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
                 Ok(block) => block,
                 Err(BlockError::Row(ordinal, e)) => {
                     let charges = scan.meter.charges;
-                    return Ok(unreadable(records, ordinal, &e, charges));
+                    return Ok(unreadable(records, ordinal, &e.to_string(), charges));
                 }
                 Err(BlockError::Budget(e)) => return Err(e),
             };
@@ -409,7 +410,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, String
             }
         }
     }
-    finish(records, scan).map_err(|e| format!("columns/: {e}"))
+    finish(records, scan).map_err(|e| FsError::at("columns/", e))
 }
 
 /// The rows of `range`, read in blocks of [`ROWS_PER_BLOCK`] by a thread each, in order; a
@@ -428,9 +429,10 @@ fn read_blocks(dataset: &Dataset, range: std::ops::Range<u64>) -> Vec<Result<Blo
             .into_iter()
             .zip(&starts)
             .map(|(reader, &start)| {
-                reader
-                    .join()
-                    .unwrap_or_else(|_| Err(BlockError::Row(start, "a row reader panicked".into())))
+                reader.join().unwrap_or_else(|_| {
+                    let panicked = FsError::record(start, "a row reader panicked");
+                    Err(BlockError::Row(start, panicked))
+                })
             })
             .collect()
     })
@@ -453,8 +455,8 @@ fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, B
 }
 
 /// Record `ordinal`'s row, stripped (see [`Row`]), and the memory it holds (estimated).
-fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), String> {
-    let mut meta = dataset.record_meta(ordinal).map_err(|e| e.to_string())?;
+fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), FsError> {
+    let mut meta = dataset.record_meta(ordinal)?;
     let line = record_line(&meta, ordinal);
     meta.metadata = Default::default();
     let mut held = line.len() as u64 + 256;
@@ -468,15 +470,16 @@ fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), String> {
 
 impl Meter {
     /// Accounts for `bytes` more, charging the budget before they are allocated.
-    fn grow(&mut self, dataset: &Dataset, ordinal: u64, bytes: u64) -> Result<(), String> {
+    fn grow(&mut self, dataset: &Dataset, ordinal: u64, bytes: u64) -> Result<(), FsError> {
         self.bytes = self.bytes.saturating_add(bytes);
         while self.bytes > self.charges.len() as u64 * CHARGE_STEP {
             let charge = dataset.memory().charge(CHARGE_STEP).map_err(|e| {
-                format!(
-                    "columns/: the index outgrew the memory budget at record {ordinal} of {}: \
-                     {e} (--cache-size)",
+                let detail = format!(
+                    "columns/: the index outgrew the memory budget at record {ordinal} of {} \
+                     (--cache-size)",
                     thousands(dataset.len())
-                )
+                );
+                FsError::at(detail, e)
             })?;
             self.charges.push(charge);
         }
@@ -486,7 +489,7 @@ impl Meter {
 
 impl Scan {
     /// Takes in record `ordinal`'s row.
-    fn take(&mut self, dataset: &Dataset, ordinal: u64, row: Row) -> Result<(), String> {
+    fn take(&mut self, dataset: &Dataset, ordinal: u64, row: Row) -> Result<(), FsError> {
         self.meter.grow(dataset, ordinal, MIN_RECORD_BYTES)?;
         if ordinal == 0 {
             self.start(&row.meta);
@@ -533,20 +536,20 @@ impl Scan {
     }
 
     /// Checks every candidate against record `ordinal`'s row.
-    fn step(&mut self, dataset: &Dataset, ordinal: u64, meta: &RecordMeta) -> Result<(), String> {
+    fn step(&mut self, dataset: &Dataset, ordinal: u64, meta: &RecordMeta) -> Result<(), FsError> {
         let mut dropped = Vec::new();
         for (name, candidate) in &mut self.candidates {
-            let kept = match meta.fields.get(name) {
-                None => Err(format!("missing from record {ordinal}")),
-                Some(field) => candidate.check(ordinal, field),
+            let no_column = match meta.fields.get(name) {
+                None => Some(format!("missing from record {ordinal}")),
+                Some(field) => candidate.no_column(ordinal, field),
             };
-            match kept {
-                Ok(()) => {
+            match no_column {
+                None => {
                     let growth = candidate.growth(ordinal, &meta.fields[name]);
                     self.meter.grow(dataset, ordinal, growth)?;
                     candidate.add(ordinal, &meta.fields[name]);
                 }
-                Err(why) => dropped.push((name.clone(), why)),
+                Some(why) => dropped.push((name.clone(), why)),
             }
         }
         self.candidates
@@ -576,16 +579,16 @@ fn ragged_bytes(rank: usize) -> u64 {
 
 impl Candidate {
     /// Why record `ordinal`'s field makes this no column, if it does.
-    fn check(&self, ordinal: u64, field: &FieldMeta) -> Result<(), String> {
+    fn no_column(&self, ordinal: u64, field: &FieldMeta) -> Option<String> {
         if field.dtype != self.dtype {
-            return Err(format!(
+            return Some(format!(
                 "dtype changes at record {ordinal}: {} before, {} there",
                 self.dtype.numpy_name(),
                 field.dtype.numpy_name()
             ));
         }
         if field.shape.len() != self.first_shape.len() {
-            return Err(format!(
+            return Some(format!(
                 "rank changes at record {ordinal}: {} before, {} there",
                 self.first_shape.len(),
                 field.shape.len()
@@ -593,8 +596,8 @@ impl Candidate {
         }
         field
             .byte_len()
-            .map(|_| ())
-            .map_err(|e| format!("record {ordinal}: {e}"))
+            .err()
+            .map(|e| format!("record {ordinal}: {e}"))
     }
 
     /// The memory taking record `ordinal`'s field in will add.

@@ -55,6 +55,7 @@ use fuser::{
 };
 
 use super::catalog_watch::KnownRecords;
+use super::error::Failure;
 use super::inode::Ino;
 use super::log_limit;
 use super::namespace::{Attr, FsError, Kind, Namespace};
@@ -456,16 +457,25 @@ impl SdsFuse {
             FsError::IsDir => Errno::EISDIR,
             FsError::NotLink => Errno::EINVAL,
             FsError::Interrupted(_) => Errno::EINTR,
-            FsError::Io(message) => {
-                let object = self.namespace.object_of(ino);
-                if log_limit::admit("EIO") {
-                    tracing::error!(op, ino, object = %object, error = %message, "EIO");
-                }
-                self.stats.eio.fetch_add(1, Ordering::Relaxed);
-                self.stats.record_error(&object, &message);
-                Errno::EIO
-            }
+            FsError::Failed(failure) => self.failed(op, ino, &failure),
         }
+    }
+
+    /// The errno of a failure of storage or data (see [`super::error`]), logged once with
+    /// its chain of causes (rate-limited per errno) and charged to the object it concerns.
+    fn failed(&self, op: &str, ino: u64, failure: &Failure) -> Errno {
+        let errno = failure.errno();
+        let name = errno_name(errno);
+        let object = self.namespace.object_of(ino);
+        let chain = failure.chain();
+        if log_limit::admit(name) {
+            tracing::error!(op, ino, object = %object, error = %chain, "{name}");
+        }
+        if errno == libc::EIO {
+            self.stats.eio.fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats.record_error(&object, &chain);
+        Errno::from_i32(errno)
     }
 }
 
@@ -478,11 +488,11 @@ impl SdsFuse {
 /// is a property of the mount's backing device (`/sys/class/bdi/MAJ:MIN/read_ahead_kb`), which
 /// root may raise after `INIT`; reads then arrive in `max_pages` units (1 MiB), a quarter of
 /// the requests. Best effort: without the permission, nothing changes.
-pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, String> {
+pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, FsError> {
     use std::os::unix::fs::MetadataExt;
     // The stat is answered only once `INIT` is done, which would otherwise reset the window.
     let dev = std::fs::metadata(mountpoint)
-        .map_err(|e| format!("stat {}: {e}", mountpoint.display()))?
+        .map_err(|e| FsError::at(format!("stat {}", mountpoint.display()), e))?
         .dev();
     let file = format!(
         "/sys/class/bdi/{}:{}/read_ahead_kb",
@@ -490,11 +500,11 @@ pub fn raise_read_ahead(mountpoint: &Path) -> Result<u64, String> {
         libc::minor(dev)
     );
     let want = u64::from(MAX_READ / 1024);
-    std::fs::write(&file, want.to_string()).map_err(|e| format!("{file}: {e}"))?;
-    let now = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
+    std::fs::write(&file, want.to_string()).map_err(|e| FsError::at(&file, e))?;
+    let now = std::fs::read_to_string(&file).map_err(|e| FsError::at(&file, e))?;
     now.trim()
         .parse()
-        .map_err(|_| format!("{file}: unexpected content {now:?}"))
+        .map_err(|_| FsError::failed(format!("{file}: unexpected content {now:?}")))
 }
 
 /// Whether this process may register backing files (`CAP_SYS_ADMIN` in its effective set),
@@ -752,7 +762,7 @@ impl Filesystem for SdsFuse {
                     // object fails) is listed all the same, with attributes valid for no
                     // time: every `stat`, lookup or open of it asks again and gets the EIO,
                     // and only it does.
-                    Err(FsError::Io(_)) => {
+                    Err(FsError::Failed(_)) => {
                         let unknown = Attr {
                             ino: entry.ino,
                             kind: entry.kind,
@@ -1094,5 +1104,16 @@ impl SdsFuse {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(self.errno("readlink", ino.0, e)),
         }
+    }
+}
+
+/// The name a log line gives errno `errno` (one of those [`super::error`] chooses).
+fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::ESTALE => "ESTALE",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EACCES => "EACCES",
+        libc::EINTR => "EINTR",
+        _ => "EIO",
     }
 }

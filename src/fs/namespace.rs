@@ -29,21 +29,20 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::background::Background;
-use super::cache::{
-    CacheConfig, CachedTree, DecodeAhead, LoadError, RecordCache, TreeCache, TreeLoadError, Window,
-};
+use super::cache::{CacheConfig, CachedTree, DecodeAhead, RecordCache, TreeCache, Window};
 use super::columns::{self, ColumnIndex, ColumnView};
+pub use super::error::FsError;
 use super::inode::{Ino, MAX_ORDINAL};
 use super::overlay::{Carrier, Overlay, VisibleSet};
 use super::record_tree::{child_named, Node, RecordTree};
-use super::row_index::{IndexError, Indexes, RowIndexes};
+use super::row_index::{Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
 use super::views::picture::{self, IqAxes};
 use super::views::sigmf::{self, BoxPlan, BoxTensors, Provenance, Stream};
 use super::views::View;
-use crate::dataset::{Dataset, DatasetError};
+use crate::dataset::Dataset;
 use crate::format::labels::Annotation;
-use crate::interrupt::{self, Interrupted};
+use crate::interrupt;
 
 /// The kind of a node, as `stat` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,46 +66,6 @@ pub struct DirEntry {
     pub ino: u64,
     pub kind: Kind,
     pub name: String,
-}
-
-/// Why an operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum FsError {
-    #[error("no such entry")]
-    NotFound,
-    #[error("not a directory")]
-    NotDir,
-    #[error("is a directory")]
-    IsDir,
-    #[error("not a symbolic link")]
-    NotLink,
-    /// Storage or data failed for this record or object; the message names both.
-    #[error("{0}")]
-    Io(String),
-    /// The requester has a signal pending (see [`crate::interrupt`]): EINTR.
-    #[error(transparent)]
-    Interrupted(#[from] Interrupted),
-}
-
-impl From<IndexError> for FsError {
-    fn from(e: IndexError) -> Self {
-        match e {
-            IndexError::Interrupted(i) => FsError::Interrupted(i),
-            IndexError::Unavailable(why) => FsError::Io(why),
-        }
-    }
-}
-
-impl From<DatasetError> for FsError {
-    fn from(e: DatasetError) -> Self {
-        FsError::Io(e.to_string())
-    }
-}
-
-impl From<LoadError> for FsError {
-    fn from(e: LoadError) -> Self {
-        FsError::Io(e.to_string())
-    }
 }
 
 /// Tuning of the core.
@@ -269,10 +228,7 @@ impl Namespace {
 
     /// The record tree of `ordinal` (its metadata row, parsed and laid out), cached.
     pub fn record_tree(&self, ordinal: u64) -> Result<Arc<CachedTree>, FsError> {
-        self.trees.get(&self.dataset, ordinal).map_err(|e| match e {
-            TreeLoadError::Row(e) => with_ordinal(ordinal, e.to_string()),
-            tree => FsError::Io(tree.to_string()),
-        })
+        self.trees.get(&self.dataset, ordinal)
     }
 
     fn check_ordinal(&self, ordinal: u64) -> Result<(), FsError> {
@@ -378,7 +334,6 @@ impl Namespace {
         let tree = self.record_tree(ordinal)?;
         self.overlay
             .carrier(&self.dataset, &set, ordinal, &tree.meta)
-            .map_err(|e| with_ordinal(ordinal, e))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -844,9 +799,9 @@ impl Namespace {
                 match carrier.tree.node(n).ok_or(FsError::NotFound)? {
                     Node::Dir { .. } => Err(FsError::IsDir),
                     Node::File { .. } => {
-                        let bytes = carrier.file_bytes(n).ok_or_else(|| {
-                            FsError::Io(format!("record {o}: annotation field data missing"))
-                        })?;
+                        let bytes = carrier
+                            .file_bytes(n)
+                            .ok_or_else(|| FsError::record(o, "annotation field data missing"))?;
                         Ok(slice(&bytes, offset, size))
                     }
                 }
@@ -983,12 +938,12 @@ impl Namespace {
         let bytes = self
             .records
             .get(&self.dataset, tree.ordinal, &tree.meta)
-            .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
+            .map_err(|e| FsError::in_record(tree.ordinal, e))?;
         self.ahead
             .after_read(&self.records, &self.trees, &self.dataset, tree.ordinal);
         bytes
             .read_field(field, offset, size as usize)
-            .map_err(|e| FsError::Io(format!("record {}: field {field:?}: {e}", tree.ordinal)))
+            .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {field:?}"), e))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1011,7 +966,7 @@ impl Namespace {
         let bytes = self
             .records
             .get(&self.dataset, tree.ordinal, &tree.meta)
-            .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
+            .map_err(|e| FsError::in_record(tree.ordinal, e))?;
         let read = |name: &str| -> Result<Bytes, FsError> {
             let len = tree
                 .meta
@@ -1022,7 +977,7 @@ impl Namespace {
                 .ok_or(FsError::NotFound)?;
             bytes
                 .read_field(name, 0, len)
-                .map_err(|e| FsError::Io(format!("record {}: field {name:?}: {e}", tree.ordinal)))
+                .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
         };
         Ok(BoxTensors {
             extent: read(&plan.extent_field)?,
@@ -1057,20 +1012,20 @@ impl Namespace {
         &self,
         tree: &RecordTree,
         expected: u64,
-        draw: impl FnOnce(&picture::ReadField) -> Result<Vec<u8>, String>,
+        draw: impl FnOnce(&picture::ReadField) -> Result<Vec<u8>, FsError>,
     ) -> Result<Vec<u8>, FsError> {
         let bytes = self
             .records
             .get(&self.dataset, tree.ordinal, &tree.meta)
-            .map_err(|e| with_ordinal(tree.ordinal, e.to_string()))?;
+            .map_err(|e| FsError::in_record(tree.ordinal, e))?;
         let read = |name: &str, offset: u64, len: usize| {
             bytes
                 .read_field(name, offset, len)
-                .map_err(|e| format!("field {name:?}: {e}"))
+                .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
         };
-        let png = draw(&read).map_err(|e| with_ordinal(tree.ordinal, format!("picture: {e}")))?;
+        let png = draw(&read).map_err(|e| FsError::in_record_at(tree.ordinal, "picture", e))?;
         if png.len() as u64 != expected {
-            return Err(with_ordinal(
+            return Err(FsError::record(
                 tree.ordinal,
                 format!("picture of {} bytes, {expected} expected", png.len()),
             ));
@@ -1161,7 +1116,7 @@ impl Namespace {
         for &ordinal in ordinals {
             let tree = self.record_tree(ordinal)?;
             if streams.len() + tree.sigmf_streams.len() > MAX_COLLECTION_STREAMS {
-                return Err(FsError::Io(format!(
+                return Err(FsError::failed(format!(
                     "by-scene/{scene}/{SCENE_COLLECTION}: more than {MAX_COLLECTION_STREAMS} \
                      recordings"
                 )));
@@ -1184,9 +1139,8 @@ impl Namespace {
 
     /// The index of `columns/` (see [`super::columns`]).
     fn column_index(&self) -> Result<Arc<ColumnIndex>, FsError> {
-        Ok(self
-            .columns
-            .get(&self.dataset, columns::price, columns::build)?)
+        self.columns
+            .get(&self.dataset, columns::price, columns::build)
     }
 
     fn read_column(&self, node: u32, offset: u64, size: u32) -> Result<Bytes, FsError> {
@@ -1278,7 +1232,7 @@ impl Namespace {
         let bytes = self
             .records
             .get_by_row(&self.dataset, piece.ordinal)
-            .map_err(|e| with_ordinal(piece.ordinal, e.to_string()))?;
+            .map_err(|e| FsError::in_record(piece.ordinal, e))?;
         if scan {
             let (cache, trees, dataset) = (&self.records, &self.trees, &self.dataset);
             let window = Window::COLUMNS;
@@ -1290,14 +1244,17 @@ impl Namespace {
         let stretch = bytes
             .read_field(&column.name, piece.offset, piece.len as usize)
             .map_err(|e| {
-                let field = &column.name;
-                FsError::Io(format!("record {}: field {field:?}: {e}", piece.ordinal))
+                let field = format!("field {:?}", column.name);
+                FsError::in_record_at(piece.ordinal, field, e)
             })?;
         if stretch.len() as u64 != piece.len {
-            return Err(FsError::Io(format!(
-                "record {}: field {:?} holds fewer bytes than its row says",
-                piece.ordinal, column.name
-            )));
+            return Err(FsError::record(
+                piece.ordinal,
+                format!(
+                    "field {:?} holds fewer bytes than its row says",
+                    column.name
+                ),
+            ));
         }
         Ok(stretch)
     }
@@ -1317,7 +1274,7 @@ impl Namespace {
             let row = self
                 .dataset
                 .record_meta(ordinal)
-                .map_err(|e| with_ordinal(ordinal, e.to_string()))?;
+                .map_err(|e| FsError::in_record(ordinal, e))?;
             lines.extend_from_slice(&columns::record_line(&row, ordinal));
         }
         Ok(slice_vec(&lines, skip, size))
@@ -1329,7 +1286,7 @@ impl Namespace {
 
     /// `by-id/` and `by-scene/` (see [`super::row_index`]).
     fn indexes(&self) -> Result<Arc<Indexes>, FsError> {
-        Ok(self.indexes.get(&self.dataset)?)
+        self.indexes.get(&self.dataset)
     }
 
     /// The index of the scene directory holding `by-scene/<scene>/<ordinal>`, from the
@@ -1359,15 +1316,6 @@ fn tree_child<V>(nodes: &[Node<V>], dir: u32, index: u64) -> Result<(u32, Kind, 
         Some(Node::Dir { name, .. }) => Ok((child, Kind::Dir, name.clone())),
         Some(Node::File { name, .. }) => Ok((child, Kind::File, name.clone())),
         None => Err(FsError::NotFound),
-    }
-}
-
-/// An I/O error naming the record, unless the message already does.
-fn with_ordinal(ordinal: u64, message: String) -> FsError {
-    if message.starts_with("record ") {
-        FsError::Io(message)
-    } else {
-        FsError::Io(format!("record {ordinal}: {message}"))
     }
 }
 

@@ -35,6 +35,7 @@ use lru::LruCache;
 
 use crate::budget::{Budget, Charge, Reclaim};
 
+use super::error::FsError;
 use super::inode::MAX_CARRIER_NODE;
 use super::record_tree::{DatasetIds, FieldEntry, Node, RecordTree};
 use super::views::picture::{self, IqAxes};
@@ -136,8 +137,12 @@ impl Carrier {
                 ))
             })
             .unwrap_or_default();
-        let read = |name: &str, offset: u64, len: usize| -> Result<Bytes, String> {
-            let data = self.row.fields.get(name).ok_or("field missing")?;
+        let read = |name: &str, offset: u64, len: usize| -> Result<Bytes, FsError> {
+            let data = self
+                .row
+                .fields
+                .get(name)
+                .ok_or_else(|| FsError::failed("field missing"))?;
             let start = usize::try_from(offset)
                 .unwrap_or(usize::MAX)
                 .min(data.data.len());
@@ -308,19 +313,23 @@ impl Overlay {
         set: &VisibleSet,
         ordinal: u64,
         source: &RecordMeta,
-    ) -> Result<Arc<Carrier>, String> {
+    ) -> Result<Arc<Carrier>, FsError> {
         let key = (set.set.reference().path.to_string(), ordinal);
         if let Some(carrier) = lock(&self.carriers.0).get(&key) {
             return Ok(carrier.clone());
         }
+        let in_set = format!("set {:?}", set.name);
         let row = set
             .set
             .get_unaligned(dataset, ordinal)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
         if row.source_record_id != source.id {
-            return Err(format!(
-                "set {:?}, record {ordinal}: carrier id {:?} is not the source record's id {:?}",
-                set.name, row.source_record_id, source.id
+            return Err(FsError::record(
+                ordinal,
+                format!(
+                    "{in_set}: carrier id {:?} is not the source record's id {:?}",
+                    row.source_record_id, source.id
+                ),
             ));
         }
         let meta = RecordMeta {
@@ -338,11 +347,11 @@ impl Overlay {
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
         let tree = RecordTree::build_carrier(ordinal, meta, Some(source), ids)
-            .map_err(|e| format!("set {:?}, record {ordinal}: {e}", set.name))?;
+            .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
         if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
-            return Err(format!(
-                "set {:?}, record {ordinal}: the carrier's fields need more than {} files",
-                set.name, MAX_CARRIER_NODE
+            return Err(FsError::record(
+                ordinal,
+                format!("{in_set}: the carrier's fields need more than {MAX_CARRIER_NODE} files"),
             ));
         }
         for clash in &tree.clashes {
@@ -352,9 +361,10 @@ impl Overlay {
         let tensors: usize = row.fields.values().map(|f| f.data.len()).sum();
         let held = super::cache::tree_bytes(&tree) + (annotation_json.len() + tensors) as u64;
         let charge = self.memory.charge(held).map_err(|e| {
-            format!(
-                "set {:?}, record {ordinal}: its annotation: {e} (--cache-size)",
-                set.name
+            FsError::in_record_at(
+                ordinal,
+                format!("{in_set}: its annotation (--cache-size)"),
+                e,
             )
         })?;
         let carrier = Arc::new(Carrier {

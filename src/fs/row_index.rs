@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::background::Background;
-pub use super::background::IndexError;
+use super::error::FsError;
 use super::log_limit::{self, thousands};
 use crate::budget::Charge;
 use crate::dataset::Dataset;
@@ -74,25 +74,25 @@ impl RowIndexes {
 
     /// The indexes, building them first (in the background) if needed; waits for the build,
     /// ending early when the requester is interrupted.
-    pub fn get(&self, dataset: &Arc<Dataset>) -> Result<Arc<Indexes>, IndexError> {
+    pub fn get(&self, dataset: &Arc<Dataset>) -> Result<Arc<Indexes>, FsError> {
         self.0.get(dataset, price, build)
     }
 }
 
 /// Refuses a record count whose least index the memory budget cannot hold.
-fn price(dataset: &Dataset) -> Result<(), String> {
+fn price(dataset: &Dataset) -> Result<(), FsError> {
     let records = dataset.len();
     let least = records.saturating_mul(MIN_ENTRY_BYTES);
     let limit = dataset.memory().capacity();
     if least > limit {
-        return Err(format!(
+        return Err(FsError::failed(format!(
             "{}: record_count {} needs at least {} bytes of index for by-id/ and by-scene/, \
              more than the memory budget of {} bytes (--cache-size)",
             snapshot_name(dataset),
             thousands(records),
             thousands(least),
             thousands(limit)
-        ));
+        )));
     }
     Ok(())
 }
@@ -102,14 +102,14 @@ fn snapshot_name(dataset: &Dataset) -> String {
 }
 
 /// Reads every row; unreadable rows are left out (logged, rate-limited).
-fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<Indexes, String> {
+fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<Indexes, FsError> {
     let mut ids: Vec<(String, u64)> = Vec::new();
     let mut scenes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut bytes = 0u64;
     let mut charges: Vec<Charge> = Vec::new();
     for ordinal in 0..dataset.len() {
         if stop.load(Ordering::Relaxed) {
-            return Err("the mount is ending".into());
+            return Err(FsError::failed("the mount is ending"));
         }
         let meta = match dataset.record_meta(ordinal) {
             Ok(meta) => meta,
@@ -136,11 +136,12 @@ fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<Indexes, String> {
         }
         while bytes > charges.len() as u64 * CHARGE_STEP {
             let charge = dataset.memory().charge(CHARGE_STEP).map_err(|e| {
-                format!(
+                let detail = format!(
                     "by-id/ and by-scene/: the index outgrew the memory budget at record \
-                     {ordinal} of {}: {e} (--cache-size)",
+                     {ordinal} of {} (--cache-size)",
                     thousands(dataset.len())
-                )
+                );
+                FsError::at(detail, e)
             })?;
             charges.push(charge);
         }

@@ -30,6 +30,7 @@ use crate::format::dtype::DType;
 use crate::format::labels::{self, Annotation};
 use crate::format::png::{png_len, Canvas, Rgb, GLYPH_H, GLYPH_W};
 use crate::format::record::{FieldMeta, RecordMeta};
+use crate::fs::error::FsError;
 
 /// FFT size, and the plot's width in pixels (one column per frequency bin).
 pub const FFT_LEN: usize = 256;
@@ -67,7 +68,7 @@ const STOPS: [(f32, Rgb); 5] = [
 ];
 
 /// Reads `len` bytes of field `name` from byte `offset` (fewer at its end).
-pub type ReadField<'a> = dyn Fn(&str, u64, usize) -> Result<Bytes, String> + 'a;
+pub type ReadField<'a> = dyn Fn(&str, u64, usize) -> Result<Bytes, FsError> + 'a;
 
 /// The size of every spectrogram PNG.
 pub fn spectrogram_len() -> u64 {
@@ -155,7 +156,7 @@ pub fn spectrogram_png(
     axes: &IqAxes,
     boxes: &[Annotation],
     read: &ReadField,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, FsError> {
     let grid = power_grid(name, axes.samples, PLOT_ROWS, read)?;
     let mut canvas = Canvas::new(SPECTROGRAM_W, SPECTROGRAM_H, BACKGROUND);
     let origin = (i64::from(PLOT_LEFT), i64::from(PLOT_TOP));
@@ -175,7 +176,7 @@ pub fn preview_png(
     panels: &[(String, PanelKind)],
     boxes: &[Vec<Annotation>],
     read: &ReadField,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, FsError> {
     let shown = &panels[..panels.len().min(MAX_PANELS)];
     let mut canvas = Canvas::new(PREVIEW_W, preview_height(shown.len()), BACKGROUND);
     let chars = (PREVIEW_W / GLYPH_W - 1) as usize;
@@ -185,7 +186,10 @@ pub fn preview_png(
     for (index, (name, kind)) in shown.iter().enumerate() {
         let top = 4 + i64::from(PANEL_H) * index as i64;
         let origin = (i64::from(PANEL_LEFT), top + 10);
-        let field = record.fields.get(name).ok_or("field of a panel missing")?;
+        let field = record
+            .fields
+            .get(name)
+            .ok_or_else(|| FsError::failed("field of a panel missing"))?;
         let title = match kind {
             PanelKind::Spectrogram => {
                 let axes = IqAxes::of(field);
@@ -225,7 +229,7 @@ struct Grid {
 
 /// Power in dB per time row and frequency bin (zero frequency in the middle) of the complex64
 /// field `name` of `samples` samples.
-fn power_grid(name: &str, samples: u64, rows: u32, read: &ReadField) -> Result<Grid, String> {
+fn power_grid(name: &str, samples: u64, rows: u32, read: &ReadField) -> Result<Grid, FsError> {
     let mut cells = Vec::with_capacity(rows as usize * FFT_LEN);
     for row in 0..u64::from(rows) {
         let starts = window_starts(samples, row, u64::from(rows));
@@ -245,14 +249,14 @@ fn mean_spectrum(
     (base, end): (u64, u64),
     starts: &[u64],
     read: &ReadField,
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, FsError> {
     let mut power = [0f64; FFT_LEN];
     for &start in starts {
         let take = end.saturating_sub(start).min(FFT_LEN as u64) as usize;
         let offset = base
             .checked_add(start)
             .and_then(|sample| sample.checked_mul(BYTES_PER_SAMPLE))
-            .ok_or("sample offset overflows")?;
+            .ok_or_else(|| FsError::failed("sample offset overflows"))?;
         let bytes = read(name, offset, take * BYTES_PER_SAMPLE as usize)?;
         let spectrum = fft(&windowed(&bytes));
         for (bin, value) in spectrum.iter().enumerate() {
@@ -342,19 +346,23 @@ fn fft(input: &[(f64, f64)]) -> Vec<(f64, f64)> {
 /// pulse rows (every axis but the last flattened), each the fast-time power spectrum of its
 /// pulse (what [`mean_spectrum`] gives for up to [`MAX_WINDOWS`] windows spread over the
 /// pulse), so a beat tone (a target's range) is a bright column and noise is speckle.
-fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, String> {
-    let (fast, leading) = shape.split_last().ok_or("pulsed field without axes")?;
+fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, FsError> {
+    let (fast, leading) = shape
+        .split_last()
+        .ok_or_else(|| FsError::failed("pulsed field without axes"))?;
     let pulses = leading
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .ok_or("pulse count overflows")?;
+        .ok_or_else(|| FsError::failed("pulse count overflows"))?;
     let starts = window_starts(*fast, 0, 1);
     let mut cells = Vec::with_capacity(PANEL_ROWS as usize * FFT_LEN);
     let mut last: Option<(u64, Vec<f32>)> = None;
     for row in 0..u64::from(PANEL_ROWS) {
         let pulse = (u128::from(pulses) * u128::from(row) / u128::from(PANEL_ROWS)) as u64;
         if last.as_ref().map(|(p, _)| *p) != Some(pulse) {
-            let base = pulse.checked_mul(*fast).ok_or("pulse offset overflows")?;
+            let base = pulse
+                .checked_mul(*fast)
+                .ok_or_else(|| FsError::failed("pulse offset overflows"))?;
             last = Some((pulse, mean_spectrum(name, (base, *fast), &starts, read)?));
         }
         if let Some((_, values)) = &last {
@@ -523,7 +531,7 @@ mod tests {
             .collect()
     }
 
-    fn reader(data: Vec<u8>) -> impl Fn(&str, u64, usize) -> Result<Bytes, String> {
+    fn reader(data: Vec<u8>) -> impl Fn(&str, u64, usize) -> Result<Bytes, FsError> {
         let data = Bytes::from(data);
         move |_, offset, len| {
             let start = (offset as usize).min(data.len());
@@ -569,7 +577,7 @@ mod tests {
     /// A reader of zeros that counts the bytes asked for.
     fn counting(
         asked: &std::cell::Cell<u64>,
-    ) -> impl Fn(&str, u64, usize) -> Result<Bytes, String> + '_ {
+    ) -> impl Fn(&str, u64, usize) -> Result<Bytes, FsError> + '_ {
         move |_, _, len| {
             asked.set(asked.get() + len as u64);
             Ok(Bytes::from(vec![0u8; len]))
