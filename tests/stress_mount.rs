@@ -117,6 +117,22 @@ fn thirty_two_readers_tiny_cache_exact_bytes_no_deadlock_bounded_memory() {
                     since = Instant::now();
                 } else if since.elapsed() > STALL {
                     stalled.store(true, Ordering::SeqCst);
+                    // The daemon's threads, for whoever reads the failure (gdb if present).
+                    if let Ok(stacks) = std::process::Command::new("gdb")
+                        .args([
+                            "-p",
+                            &pid.to_string(),
+                            "-batch",
+                            "-ex",
+                            "thread apply all bt 40",
+                        ])
+                        .output()
+                    {
+                        eprintln!(
+                            "daemon stacks:\n{}",
+                            String::from_utf8_lossy(&stacks.stdout)
+                        );
+                    }
                     // SAFETY: signalling the test's own child daemon so stuck reads return.
                     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                     return;
