@@ -173,19 +173,28 @@ impl Budget {
                 capacity: self.capacity,
             });
         }
+        if let Some(charge) = self.try_charge(bytes) {
+            return Ok(charge);
+        }
+        // From here on this thread waits on others: it counts as waiting throughout, so that
+        // threads polling for room do not look like work that could give memory back.
+        crate::interrupt::waiting(|| self.wait_for_room(bytes))
+    }
+
+    /// [`Budget::charge`] once reclaiming alone did not make room: waits for releases, ending
+    /// on an interrupt, after [`WAIT_LIMIT`], or after [`STUCK_LIMIT`] without a release when
+    /// no work in flight could give any back.
+    fn wait_for_room(self: &Arc<Self>, bytes: u64) -> Result<Charge, BudgetError> {
         let started = Instant::now();
         // Since when no work in flight could make room, and the releases seen then.
         let mut stuck: Option<(Instant, u64)> = None;
         loop {
-            if let Some(charge) = self.try_take(bytes) {
+            if let Some(charge) = self.try_charge(bytes) {
                 return Ok(charge);
-            }
-            if self.reclaim_one() {
-                continue;
             }
             // Work in flight elsewhere gives memory back, and so does a reader closing a file
             // whose record it held open. Without either for STUCK_LIMIT, waiting cannot end:
-            // what is held belongs to this request or to structures kept for the mount.
+            // what is held belongs to waiting requests or to structures kept for the mount.
             let releases = self.releases.load(std::sync::atomic::Ordering::SeqCst);
             stuck = match stuck {
                 _ if crate::interrupt::others_at_work() > 0 => None,
@@ -211,13 +220,11 @@ impl Budget {
             }
             let used = self.lock();
             if used.saturating_add(bytes) > self.capacity {
-                crate::interrupt::waiting(|| {
-                    drop(
-                        self.released
-                            .wait_timeout(used, POLL)
-                            .unwrap_or_else(|e| e.into_inner()),
-                    )
-                });
+                drop(
+                    self.released
+                        .wait_timeout(used, POLL)
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
             }
         }
     }
