@@ -112,7 +112,7 @@ impl<T: Send + Sync + 'static> Background<T> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.shared.state)
     }
 
     fn start(&self, dataset: &Arc<Dataset>, build: Build<T>) -> Result<(), FsError> {
@@ -126,7 +126,7 @@ impl<T: Send + Sync + 'static> Background<T> {
             .name("sdsfs-index".into())
             .spawn(move || {
                 let outcome = crate::interrupt::background(|| build(&dataset, &shared.stop));
-                let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                let mut state = crate::sync::lock(&shared.state);
                 *state = match outcome {
                     Ok(built) => State::Ready(Arc::new(built)),
                     Err(why) => {

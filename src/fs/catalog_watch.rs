@@ -55,7 +55,7 @@ impl KnownRecords {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Box<[u64; BLOCK_WORDS]>>> {
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.blocks)
     }
 
     /// Records that the kernel was given `records/<ordinal>/annotations`; false when the

@@ -32,7 +32,7 @@ pub fn admit(kind: &'static str) -> bool {
 }
 
 fn admit_at(kind: &'static str, now: Instant) -> bool {
-    let mut guard = WINDOWS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = crate::sync::lock(&WINDOWS);
     let window = guard
         .get_or_insert_with(HashMap::new)
         .entry(kind)
@@ -61,7 +61,7 @@ fn admit_at(kind: &'static str, now: Instant) -> bool {
 /// Logs the count of every kind whose window has ended with lines suppressed.
 pub fn flush() {
     let now = Instant::now();
-    let mut guard = WINDOWS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = crate::sync::lock(&WINDOWS);
     for (kind, window) in guard.get_or_insert_with(HashMap::new).iter_mut() {
         if now.duration_since(window.started) >= WINDOW && window.suppressed > 0 {
             report_suppressed(kind, window.suppressed);

@@ -131,16 +131,11 @@ impl PictureCache {
         ino: u64,
         render: impl FnOnce() -> Result<Vec<u8>, FsError>,
     ) -> Result<Bytes, FsError> {
-        let lock = || {
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        if let Some(bytes) = lock().get(&ino) {
+        if let Some(bytes) = crate::sync::lock(&self.0).get(&ino) {
             return Ok(bytes.clone());
         }
         let bytes = Bytes::from(render()?);
-        lock().put(ino, bytes.clone());
+        crate::sync::lock(&self.0).put(ino, bytes.clone());
         Ok(bytes)
     }
 }
@@ -1180,7 +1175,7 @@ impl Namespace {
     /// Whether a read of column node `node` at `offset` starts where the last column read
     /// ended (remembering where this one ends).
     fn continues_column_scan(&self, node: u32, offset: u64, size: u32) -> bool {
-        let mut last = self.column_scan.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = crate::sync::lock(&self.column_scan);
         let continues = *last == (node, offset);
         *last = (node, offset.saturating_add(size.into()));
         continues

@@ -58,7 +58,7 @@ pub struct ReadAhead {
 
 impl ReadAhead {
     fn lock(&self) -> MutexGuard<'_, Vec<Slot>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.slots)
     }
 
     /// Notes an access to `key` (a record index, for the dataset layer) and says whether it
