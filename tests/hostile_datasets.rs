@@ -608,6 +608,13 @@ fn a_row_that_disagrees_with_its_record_gives_eio_on_that_record() {
         rows[1] = serde_json::to_vec(&row).unwrap();
     });
     let mount = assert_mount_eio(dir.path(), &published, &[6]);
+    // The log says what differs (the record's metadata), not only that something does.
+    let log = mount.log_text();
+    assert!(
+        log.contains("record 6")
+            && log.contains("metadata row disagrees with its record: metadata differs"),
+        "{log}"
+    );
     // record.json comes from the row alone, so it stays readable.
     let text = std::fs::read_to_string(mount.path("records/6/record.json")).unwrap();
     assert!(text.contains("999"), "{text}");

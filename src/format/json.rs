@@ -64,6 +64,23 @@ pub enum Value {
     Object(Object),
 }
 
+/// Consistent with `==`: values that compare equal hash alike (`0.0` and `-0.0` included).
+impl std::hash::Hash for Value {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Value::Null => {}
+            Value::Bool(b) => b.hash(state),
+            Value::Int(i) => i.hash(state),
+            Value::BigInt(digits) => digits.hash(state),
+            Value::Float(f) => (if *f == 0.0 { 0 } else { f.to_bits() }).hash(state),
+            Value::String(text) => text.hash(state),
+            Value::Array(items) => items.hash(state),
+            Value::Object(members) => members.hash(state),
+        }
+    }
+}
+
 /// Why a document was refused, with the byte offset where the problem was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} at byte {offset}")]

@@ -274,12 +274,13 @@ impl RecordCache {
         payload_len > self.config.file_threshold
     }
 
-    /// The decoded bytes of record `ordinal`, whose row is `row`.
+    /// The decoded bytes of record `ordinal`. The caller holds nothing charged to the memory
+    /// budget while it may wait here for room (see [`TreeCache::row`]).
     pub fn get(
         &self,
         dataset: &Dataset,
+        trees: &TreeCache,
         ordinal: u64,
-        row: &RecordMeta,
     ) -> Result<Arc<RecordBytes>, FsError> {
         if let Some(hit) = self.lookup(ordinal) {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
@@ -293,7 +294,7 @@ impl RecordCache {
                 }
                 None => {
                     self.counters.misses.fetch_add(1, Ordering::Relaxed);
-                    self.load(dataset, ordinal, row)
+                    self.load(dataset, trees, ordinal)
                 }
             })
     }
@@ -347,26 +348,15 @@ impl RecordCache {
             }
             // A record that cannot be decoded ends this round: it stays uncached, so trying
             // again at once would read and fail on it in a loop until the scan moved.
-            return match window.columns {
-                true => self.get_by_row(dataset, ordinal).is_ok(),
-                false => match trees.get(dataset, ordinal) {
-                    Ok(tree) => self.get(dataset, ordinal, &tree.meta).is_ok(),
-                    Err(_) => false,
-                },
-            };
+            // A record scan's lookups that follow want the tree: build it first (and let it
+            // go, so that the decode's wait for room holds nothing); the decode finds its row
+            // there. A column scan's decode reads the row, building no tree.
+            if !window.columns && trees.get(dataset, ordinal).is_err() {
+                return false;
+            }
+            return self.get(dataset, trees, ordinal).is_ok();
         }
         false
-    }
-
-    /// The decoded bytes of record `ordinal`; its row, which a decode checks the payload
-    /// against, is read from the metadata shard only on a miss (a column read needs no tree).
-    pub fn get_by_row(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<RecordBytes>, FsError> {
-        if let Some(hit) = self.lookup(ordinal) {
-            self.counters.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(hit);
-        }
-        let row = dataset.record_meta(ordinal)?;
-        self.get(dataset, ordinal, &row)
     }
 
     fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
@@ -379,8 +369,8 @@ impl RecordCache {
     fn load(
         &self,
         dataset: &Dataset,
+        trees: &TreeCache,
         ordinal: u64,
-        row: &RecordMeta,
     ) -> Result<Arc<RecordBytes>, FsError> {
         let location = dataset.locate(ordinal)?;
         let claimed = dataset.payload_len(&location)?;
@@ -396,12 +386,13 @@ impl RecordCache {
             // records); one that fits neither is refused by the charge below.
             let capacity = dataset.memory().capacity();
             if working_set <= capacity || claimed > capacity {
-                return self.load_spilled(dataset, &location, row, claimed, working_set);
+                return self.load_spilled(dataset, trees, &location, claimed, working_set);
             }
         }
+        let expected = trees.row_fingerprint(dataset, ordinal)?;
         let payload = dataset.read_payload(&location)?;
         let weight = payload.value.len() as u64;
-        let record = decode_checked(dataset, ordinal, payload.value, row)?;
+        let record = decode_checked(dataset, trees, ordinal, payload.value, expected)?;
         let fields = record
             .fields
             .into_iter()
@@ -423,18 +414,25 @@ impl RecordCache {
     fn load_spilled(
         &self,
         dataset: &Dataset,
+        trees: &TreeCache,
         location: &crate::dataset::RecordLocation,
-        row: &RecordMeta,
         claimed: u64,
         working_set: u64,
     ) -> Result<Arc<RecordBytes>, FsError> {
         let ordinal = location.ordinal;
+        // Found before anything is charged, as the charges below may wait for room.
+        let expected = trees.row_fingerprint(dataset, ordinal)?;
         let disk = self
             .spill
             .charge(claimed)
             .map_err(|e| FsError::in_record_at(ordinal, "temporary files (--spill-size)", e))?;
         let working_set = charge_memory(dataset, ordinal, working_set, "decoding it")?;
-        let bytes = Arc::new(load_into_file(dataset, location, row, disk, working_set)?);
+        let start = SpillStart {
+            disk,
+            working_set,
+            expected,
+        };
+        let bytes = Arc::new(load_into_file(dataset, trees, location, start)?);
         lock(&self.files).put(ordinal, bytes.clone());
         Ok(bytes)
     }
@@ -485,14 +483,31 @@ fn record_error(dataset: &Dataset, ordinal: u64, source: record::RecordError) ->
 
 fn decode_checked(
     dataset: &Dataset,
+    trees: &TreeCache,
     ordinal: u64,
     payload: Bytes,
-    row: &RecordMeta,
+    expected: u64,
 ) -> Result<record::Record, FsError> {
     let limits = &dataset.options().record_limits;
     let record = record::decode(payload, limits).map_err(|e| record_error(dataset, ordinal, e))?;
-    record::check_row_agrees(row, &record.meta()).map_err(|e| record_error(dataset, ordinal, e))?;
+    check_against_row(dataset, trees, ordinal, &record.meta(), expected)?;
     Ok(record)
+}
+
+/// Checks a decoded record's `meta` against its row, whose fingerprint is `expected`: equal
+/// fingerprints say they agree; otherwise the row is read again to say what differs.
+fn check_against_row(
+    dataset: &Dataset,
+    trees: &TreeCache,
+    ordinal: u64,
+    meta: &RecordMeta,
+    expected: u64,
+) -> Result<(), FsError> {
+    if meta.fingerprint() == expected {
+        return Ok(());
+    }
+    let row = trees.row(dataset, ordinal)?;
+    record::check_row_agrees(&row, meta).map_err(|e| record_error(dataset, ordinal, e))
 }
 
 /// Charges `bytes` of what decoding record `ordinal` into temporary files takes (`what`) to
@@ -509,16 +524,28 @@ fn charge_memory(
     })
 }
 
+/// What a decoding into temporary files starts with: its charges, and the fingerprint of the
+/// row it is checked against.
+struct SpillStart {
+    disk: Charge,
+    working_set: Charge,
+    expected: u64,
+}
+
 /// Streams the payload into unnamed temporary files (large tensors in files of their own, see
 /// [`crate::fs::spill`]) while `working_set` is charged, and reads its layout from there,
 /// charging the header and descriptor it reads.
 fn load_into_file(
     dataset: &Dataset,
+    trees: &TreeCache,
     location: &crate::dataset::RecordLocation,
-    row: &RecordMeta,
-    disk: Charge,
-    working_set: Charge,
+    start: SpillStart,
 ) -> Result<RecordBytes, FsError> {
+    let SpillStart {
+        disk,
+        working_set,
+        expected,
+    } = start;
     let ordinal = location.ordinal;
     let other = |detail: String| FsError::record(ordinal, detail);
     let failed = |detail: &str, e: std::io::Error| FsError::in_record_at(ordinal, detail, e);
@@ -555,7 +582,7 @@ fn load_into_file(
         .map_err(|e| failed("descriptor", e))?;
     let layout = RecordLayout::from_parts(header, &descriptor, limits)
         .map_err(|e| record_error(dataset, ordinal, e))?;
-    record::check_row_agrees(row, &layout.meta).map_err(|e| record_error(dataset, ordinal, e))?;
+    check_against_row(dataset, trees, ordinal, &layout.meta, expected)?;
     Ok(RecordBytes::File {
         spilled,
         layout,
@@ -580,6 +607,8 @@ pub struct TreeCache {
 #[derive(Debug)]
 pub struct CachedTree {
     tree: RecordTree,
+    /// Its row's [`RecordMeta::fingerprint`], which decodes check payloads against.
+    fingerprint: u64,
     _charge: Charge,
 }
 
@@ -587,6 +616,23 @@ impl std::ops::Deref for CachedTree {
     type Target = RecordTree;
     fn deref(&self) -> &RecordTree {
         &self.tree
+    }
+}
+
+/// A record's row, kept in its tree or read ([`TreeCache::row`]).
+#[derive(Debug)]
+enum Row {
+    Tree(Arc<CachedTree>),
+    Read(RecordMeta),
+}
+
+impl std::ops::Deref for Row {
+    type Target = RecordMeta;
+    fn deref(&self) -> &RecordMeta {
+        match self {
+            Row::Tree(tree) => &tree.meta,
+            Row::Read(meta) => meta,
+        }
     }
 }
 
@@ -629,6 +675,32 @@ impl TreeCache {
         cache
     }
 
+    /// The fingerprint of record `ordinal`'s row ([`RecordMeta::fingerprint`]), which a
+    /// decode checks the payload against: its tree's when the tree is kept, else from the row
+    /// read from the metadata shard and let go (building no tree).
+    ///
+    /// Why a decode finds this before it reads the payload, rather than being handed the tree
+    /// its request found: a request must hold nothing charged to the memory budget while it
+    /// waits there for room. Requests that each held their record's tree (or row) while
+    /// waiting for room for a large payload kept between them the room it needed, and no
+    /// release could come, as each waited for the others: with 32 readers and a budget of a
+    /// little more than one payload, trees of a few KiB each were enough. Eight bytes are
+    /// held instead.
+    pub fn row_fingerprint(&self, dataset: &Dataset, ordinal: u64) -> Result<u64, FsError> {
+        if let Some(tree) = lock(&self.trees).peek(&ordinal) {
+            return Ok(tree.fingerprint);
+        }
+        Ok(dataset.record_meta(ordinal)?.fingerprint())
+    }
+
+    /// Record `ordinal`'s row (its tree's when kept), to say what a payload disagrees with.
+    fn row(&self, dataset: &Dataset, ordinal: u64) -> Result<Row, FsError> {
+        if let Some(tree) = lock(&self.trees).peek(&ordinal) {
+            return Ok(Row::Tree(tree.clone()));
+        }
+        Ok(Row::Read(dataset.record_meta(ordinal)?))
+    }
+
     /// The tree of record `ordinal`, built from its row on a miss.
     pub fn get(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, FsError> {
         if let Some(tree) = lock(&self.trees).get(&ordinal) {
@@ -660,6 +732,7 @@ impl TreeCache {
             }
         }
         let tree = Arc::new(CachedTree {
+            fingerprint: tree.meta.fingerprint(),
             tree,
             _charge: charge,
         });

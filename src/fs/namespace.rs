@@ -29,7 +29,9 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::background::Background;
-use super::cache::{CacheConfig, CachedTree, DecodeAhead, RecordCache, TreeCache, Window};
+use super::cache::{
+    CacheConfig, CachedTree, DecodeAhead, RecordBytes, RecordCache, TreeCache, Window,
+};
 use super::columns::{self, ColumnIndex, ColumnView};
 pub use super::error::FsError;
 use super::inode::{Ino, MAX_ORDINAL};
@@ -226,6 +228,32 @@ impl Namespace {
         self.trees.get(&self.dataset, ordinal)
     }
 
+    /// Record `ordinal` decoded (through the cache).
+    fn decoded(&self, ordinal: u64) -> Result<Arc<RecordBytes>, FsError> {
+        self.records
+            .get(&self.dataset, &self.trees, ordinal)
+            .map_err(|e| FsError::in_record(ordinal, e))
+    }
+
+    /// Record `ordinal`'s tree and, when `needs` says that what is served from the tree reads
+    /// tensors, the record decoded. The record is decoded with no tree held: a request must
+    /// hold nothing charged to the memory budget while it may wait for room for a payload
+    /// (see [`TreeCache::row`]). The tree is found again afterwards (a cache hit unless the
+    /// payload's room was made by evicting it).
+    fn tree_and_record(
+        &self,
+        ordinal: u64,
+        needs: impl FnOnce(&RecordTree) -> bool,
+    ) -> Result<(Arc<CachedTree>, Option<Arc<RecordBytes>>), FsError> {
+        let tree = self.record_tree(ordinal)?;
+        if !needs(&tree) {
+            return Ok((tree, None));
+        }
+        drop(tree);
+        let record = self.decoded(ordinal)?;
+        Ok((self.record_tree(ordinal)?, Some(record)))
+    }
+
     fn check_ordinal(&self, ordinal: u64) -> Result<(), FsError> {
         if ordinal < self.dataset.len() {
             Ok(())
@@ -326,9 +354,8 @@ impl Namespace {
     fn carrier(&self, ordinal: u64, index: u8) -> Result<Arc<Carrier>, FsError> {
         self.check_ordinal(ordinal)?;
         let set = self.set_at(index)?;
-        let tree = self.record_tree(ordinal)?;
         self.overlay
-            .carrier(&self.dataset, &set, ordinal, &tree.meta)
+            .carrier(&self.dataset, &set, ordinal, &self.trees)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -825,27 +852,38 @@ impl Namespace {
         let tree = self.record_tree(ordinal)?;
         let (field, view) = match tree.node(node).ok_or(FsError::NotFound)? {
             Node::Dir { .. } => return Err(FsError::IsDir),
-            Node::File { field, view, .. } => (*field, *view),
+            Node::File { field, view, .. } => (*field as usize, *view),
         };
-        let entry = tree.fields.get(field as usize).ok_or(FsError::NotFound)?;
+        let entry = tree.fields.get(field).ok_or(FsError::NotFound)?;
+        // A tensor's reads need only its name, length and header: the tree is let go before
+        // the record is decoded (see `tree_and_record`).
+        let (name, raw_len) = (entry.name.clone(), entry.raw_len);
         match view {
             View::Json => Ok(slice_vec(&entry.json, offset, size)),
-            View::SigmfMeta => Ok(slice_vec(
-                &self.sigmf_meta(&tree, field as usize)?,
-                offset,
-                size,
-            )),
-            View::Raw | View::SigmfData => {
-                self.read_tensor(&tree, &entry.name, offset, size, entry.raw_len)
+            View::SigmfMeta => {
+                drop(tree);
+                let (tree, record) =
+                    self.tree_and_record(ordinal, |tree| sigmf_needs_tensors(tree, field))?;
+                let meta = self.sigmf_meta(&tree, field, record.as_deref())?;
+                Ok(slice_vec(&meta, offset, size))
             }
-            View::Npy => with_header(&entry.npy_header, offset, size, |offset, size| {
-                self.read_tensor(&tree, &entry.name, offset, size, entry.raw_len)
-            }),
+            View::Raw | View::SigmfData => {
+                drop(tree);
+                self.read_tensor(ordinal, &name, offset, size, raw_len)
+            }
+            View::Npy => {
+                let header = entry.npy_header.clone();
+                drop(tree);
+                with_header(&header, offset, size, |offset, size| {
+                    self.read_tensor(ordinal, &name, offset, size, raw_len)
+                })
+            }
             View::Spectrogram => {
+                drop(tree);
                 let ino = Ino::FieldNode(ordinal, node).encode();
                 let png = self
                     .pictures
-                    .get(ino, || self.spectrogram(&tree, field as usize))?;
+                    .get(ino, || self.spectrogram(ordinal, field))?;
                 Ok(slice(&png, offset, size))
             }
         }
@@ -885,21 +923,20 @@ impl Namespace {
         if field.raw_len < OWN_FILE_MIN_BYTES {
             return None;
         }
-        let location = self.dataset.locate(tree.ordinal).ok()?;
+        let (ordinal, name, raw_len) = (tree.ordinal, field.name.clone(), field.raw_len);
+        drop(tree);
+        let location = self.dataset.locate(ordinal).ok()?;
         if !self
             .records
             .spills(self.dataset.payload_len(&location).ok()?)
         {
             return None;
         }
-        let bytes = self
-            .records
-            .get(&self.dataset, tree.ordinal, &tree.meta)
-            .ok()?;
-        let file = bytes.own_file(&field.name)?;
+        let bytes = self.decoded(ordinal).ok()?;
+        let file = bytes.own_file(&name)?;
         // The view's size as `stat` reports it must be the file's, or reads would disagree.
         let len = file.metadata().ok()?.len();
-        (len == field.raw_len).then(|| file.try_clone().ok())?
+        (len == raw_len).then(|| file.try_clone().ok())?
     }
 
     /// The record tree and field of a `.raw` or `.sigmf-data` view.
@@ -921,7 +958,7 @@ impl Namespace {
 
     fn read_tensor(
         &self,
-        tree: &RecordTree,
+        ordinal: u64,
         field: &str,
         offset: u64,
         size: u32,
@@ -930,129 +967,65 @@ impl Namespace {
         if offset >= len || size == 0 {
             return Ok(Bytes::new());
         }
-        let bytes = self
-            .records
-            .get(&self.dataset, tree.ordinal, &tree.meta)
-            .map_err(|e| FsError::in_record(tree.ordinal, e))?;
+        let bytes = self.decoded(ordinal)?;
         self.ahead
-            .after_read(&self.records, &self.trees, &self.dataset, tree.ordinal);
+            .after_read(&self.records, &self.trees, &self.dataset, ordinal);
         bytes
             .read_field(field, offset, size as usize)
-            .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {field:?}"), e))
+            .map_err(|e| FsError::in_record_at(ordinal, format!("field {field:?}"), e))
     }
 
     // -----------------------------------------------------------------------------------------
     // SigMF documents
     // -----------------------------------------------------------------------------------------
 
-    /// Field `index`'s `.sigmf-meta`, its boxes read from the decoded record when it has any.
-    fn sigmf_meta(&self, tree: &RecordTree, index: usize) -> Result<Vec<u8>, FsError> {
+    /// Field `index`'s `.sigmf-meta`, its boxes read from `record` (decoded when
+    /// [`sigmf_needs_tensors`] says so) when it has any.
+    fn sigmf_meta(
+        &self,
+        tree: &RecordTree,
+        index: usize,
+        record: Option<&RecordBytes>,
+    ) -> Result<Vec<u8>, FsError> {
         let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
         let layout = entry.sigmf_meta.as_ref().ok_or(FsError::NotFound)?;
         let tensors = match layout.needs_tensors() {
-            Some(plan) => Some(self.box_tensors(tree, plan)?),
+            Some(plan) => Some(box_tensors(tree, plan, record)?),
             None => None,
         };
         Ok(layout.render(tensors.as_ref(), tree.ordinal, &entry.name))
     }
 
-    /// The box fields' tensors, from the decoded record (decoded once, through the cache).
-    fn box_tensors(&self, tree: &RecordTree, plan: &BoxPlan) -> Result<BoxTensors, FsError> {
-        let bytes = self
-            .records
-            .get(&self.dataset, tree.ordinal, &tree.meta)
-            .map_err(|e| FsError::in_record(tree.ordinal, e))?;
-        let read = |name: &str| -> Result<Bytes, FsError> {
-            let len = tree
-                .meta
-                .fields
-                .get(name)
-                .and_then(|f| f.byte_len().ok())
-                .and_then(|len| usize::try_from(len).ok())
-                .ok_or(FsError::NotFound)?;
-            bytes
-                .read_field(name, 0, len)
-                .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
-        };
-        Ok(BoxTensors {
-            extent: read(&plan.extent_field)?,
-            identity: match &plan.identity {
-                Some((name, _)) => Some(read(name)?),
-                None => None,
-            },
-        })
-    }
-
-    /// The boxes field `index` shows (those of its `.sigmf-meta`), absolute and sorted.
-    fn boxes_of(&self, tree: &RecordTree, index: usize) -> Result<Vec<Annotation>, FsError> {
-        let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
-        match entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors()) {
-            Some(plan) => {
-                let tensors = self.box_tensors(tree, plan)?;
-                Ok(sigmf::converted_boxes(
-                    plan,
-                    &tensors,
-                    tree.ordinal,
-                    &entry.name,
-                ))
-            }
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// Renders a picture of record `tree` with `draw`, which reads its fields from the record
-    /// decoded once through the cache; a picture whose size is not the one `stat` gave
-    /// (`expected`) is an error, never served.
-    fn render_picture(
-        &self,
-        tree: &RecordTree,
-        expected: u64,
-        draw: impl FnOnce(&picture::ReadField) -> Result<Vec<u8>, FsError>,
-    ) -> Result<Vec<u8>, FsError> {
-        let bytes = self
-            .records
-            .get(&self.dataset, tree.ordinal, &tree.meta)
-            .map_err(|e| FsError::in_record(tree.ordinal, e))?;
-        let read = |name: &str, offset: u64, len: usize| {
-            bytes
-                .read_field(name, offset, len)
-                .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
-        };
-        let png = draw(&read).map_err(|e| FsError::in_record_at(tree.ordinal, "picture", e))?;
-        if png.len() as u64 != expected {
-            return Err(FsError::record(
-                tree.ordinal,
-                format!("picture of {} bytes, {expected} expected", png.len()),
-            ));
-        }
-        Ok(png)
-    }
-
     /// Field `index`'s `.spectrogram.png`.
-    fn spectrogram(&self, tree: &RecordTree, index: usize) -> Result<Vec<u8>, FsError> {
+    fn spectrogram(&self, ordinal: u64, index: usize) -> Result<Vec<u8>, FsError> {
+        let (tree, record) = self.tree_and_record(ordinal, |_| true)?;
         let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
-        let boxes = self.boxes_of(tree, index)?;
+        let boxes = boxes_of(&tree, index, record.as_deref())?;
         let axes = IqAxes::of(&entry.meta);
-        self.render_picture(tree, picture::spectrogram_len(), |read| {
-            picture::spectrogram_png(&entry.name, &axes, &boxes, read)
-        })
+        render_picture(
+            &tree,
+            record.as_deref(),
+            picture::spectrogram_len(),
+            |read| picture::spectrogram_png(&entry.name, &axes, &boxes, read),
+        )
     }
 
     /// `records/<n>/preview.png`.
     fn preview(&self, ordinal: u64) -> Result<Vec<u8>, FsError> {
-        let tree = self.record_tree(ordinal)?;
+        let (tree, record) = self.tree_and_record(ordinal, |_| true)?;
+        let record = record.as_deref();
         let boxes = tree
             .preview_panels
             .iter()
             .map(
                 |(name, _)| match tree.fields.iter().position(|f| &f.name == name) {
-                    Some(index) => self.boxes_of(&tree, index),
+                    Some(index) => boxes_of(&tree, index, record),
                     None => Ok(Vec::new()),
                 },
             )
             .collect::<Result<Vec<_>, FsError>>()?;
         let expected = picture::preview_len(tree.preview_panels.len());
-        self.render_picture(&tree, expected, |read| {
+        render_picture(&tree, record, expected, |read| {
             picture::preview_png(&tree.meta, &tree.preview_panels, &boxes, read)
         })
     }
@@ -1066,20 +1039,29 @@ impl Namespace {
         }
     }
 
-    /// The streams of a record, named below `prefix`, hashed when `hashed` (which reads the
-    /// record's boxes), else with placeholder hashes of the same size.
+    /// The streams of record `ordinal`, named below `prefix`, hashed when `hashed` (which
+    /// reads the record's boxes), else with placeholder hashes of the same size; with its tree.
     fn streams_of(
         &self,
-        tree: &RecordTree,
+        ordinal: u64,
         prefix: &str,
         hashed: bool,
-    ) -> Result<Vec<Stream>, FsError> {
-        tree.sigmf_streams
+    ) -> Result<(Vec<Stream>, Arc<CachedTree>), FsError> {
+        let (tree, record) = self.tree_and_record(ordinal, |tree| {
+            hashed
+                && tree
+                    .sigmf_streams
+                    .iter()
+                    .any(|(_, field)| sigmf_needs_tensors(tree, *field as usize))
+        })?;
+        let streams = tree
+            .sigmf_streams
             .iter()
             .map(|(path, field)| {
                 let name = format!("{prefix}{path}");
+                let meta = || self.sigmf_meta(&tree, *field as usize, record.as_deref());
                 Ok(if hashed {
-                    Stream::hashed(name, &self.sigmf_meta(tree, *field as usize)?)
+                    Stream::hashed(name, &meta()?)
                 } else {
                     Stream {
                         name,
@@ -1087,13 +1069,13 @@ impl Namespace {
                     }
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, FsError>>()?;
+        Ok((streams, tree))
     }
 
     /// `records/<n>/record.sigmf-collection` (see [`sigmf::collection`] for `hashed`).
     fn record_collection(&self, ordinal: u64, hashed: bool) -> Result<Vec<u8>, FsError> {
-        let tree = self.record_tree(ordinal)?;
-        let streams = self.streams_of(&tree, "fields/", hashed)?;
+        let (streams, tree) = self.streams_of(ordinal, "fields/", hashed)?;
         let description = sigmf::record_collection_description(&self.provenance(&tree));
         Ok(sigmf::collection(&description, &streams))
     }
@@ -1109,15 +1091,15 @@ impl Namespace {
             .ok_or(FsError::NotFound)?;
         let mut streams = Vec::new();
         for &ordinal in ordinals {
-            let tree = self.record_tree(ordinal)?;
-            if streams.len() + tree.sigmf_streams.len() > MAX_COLLECTION_STREAMS {
+            let record_streams = self.record_tree(ordinal)?.sigmf_streams.len();
+            if streams.len() + record_streams > MAX_COLLECTION_STREAMS {
                 return Err(FsError::failed(format!(
                     "by-scene/{scene}/{SCENE_COLLECTION}: more than {MAX_COLLECTION_STREAMS} \
                      recordings"
                 )));
             }
             let prefix = format!("{}/fields/", self.ordinal_name(ordinal));
-            streams.extend(self.streams_of(&tree, &prefix, hashed)?);
+            streams.extend(self.streams_of(ordinal, &prefix, hashed)?.0);
         }
         let root = self.dataset.root();
         let description = sigmf::scene_collection_description(
@@ -1224,10 +1206,7 @@ impl Namespace {
         piece: &columns::Piece,
         scan: bool,
     ) -> Result<Bytes, FsError> {
-        let bytes = self
-            .records
-            .get_by_row(&self.dataset, piece.ordinal)
-            .map_err(|e| FsError::in_record(piece.ordinal, e))?;
+        let bytes = self.decoded(piece.ordinal)?;
         if scan {
             let (cache, trees, dataset) = (&self.records, &self.trees, &self.dataset);
             let window = Window::COLUMNS;
@@ -1302,6 +1281,98 @@ impl Namespace {
 const INTERRUPT_CHECK_BYTES: u64 = 1 << 20;
 
 /// The `index`-th child of directory node `dir` of a field tree: its node, kind and name.
+/// Whether field `index`'s `.sigmf-meta` reads tensors (its label boxes).
+fn sigmf_needs_tensors(tree: &RecordTree, index: usize) -> bool {
+    tree.fields
+        .get(index)
+        .and_then(|entry| entry.sigmf_meta.as_ref())
+        .is_some_and(|layout| layout.needs_tensors().is_some())
+}
+
+/// `record`, which a caller decoded because what it serves reads tensors.
+fn at_hand<'a>(
+    tree: &RecordTree,
+    record: Option<&'a RecordBytes>,
+) -> Result<&'a RecordBytes, FsError> {
+    // A caller that did not decode the record where it needed it is a bug in this module,
+    // answered as a failure of the record rather than a panic.
+    record.ok_or_else(|| FsError::record(tree.ordinal, "decoded record not at hand"))
+}
+
+/// The box fields' tensors, from the decoded `record`.
+fn box_tensors(
+    tree: &RecordTree,
+    plan: &BoxPlan,
+    record: Option<&RecordBytes>,
+) -> Result<BoxTensors, FsError> {
+    let bytes = at_hand(tree, record)?;
+    let read = |name: &str| -> Result<Bytes, FsError> {
+        let len = tree
+            .meta
+            .fields
+            .get(name)
+            .and_then(|f| f.byte_len().ok())
+            .and_then(|len| usize::try_from(len).ok())
+            .ok_or(FsError::NotFound)?;
+        bytes
+            .read_field(name, 0, len)
+            .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
+    };
+    Ok(BoxTensors {
+        extent: read(&plan.extent_field)?,
+        identity: match &plan.identity {
+            Some((name, _)) => Some(read(name)?),
+            None => None,
+        },
+    })
+}
+
+/// The boxes field `index` shows (those of its `.sigmf-meta`), absolute and sorted.
+fn boxes_of(
+    tree: &RecordTree,
+    index: usize,
+    record: Option<&RecordBytes>,
+) -> Result<Vec<Annotation>, FsError> {
+    let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
+    match entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors()) {
+        Some(plan) => {
+            let tensors = box_tensors(tree, plan, record)?;
+            Ok(sigmf::converted_boxes(
+                plan,
+                &tensors,
+                tree.ordinal,
+                &entry.name,
+            ))
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Renders a picture of record `tree` with `draw`, which reads its fields from the decoded
+/// `record`; a picture whose size is not the one `stat` gave (`expected`) is an error, never
+/// served.
+fn render_picture(
+    tree: &RecordTree,
+    record: Option<&RecordBytes>,
+    expected: u64,
+    draw: impl FnOnce(&picture::ReadField) -> Result<Vec<u8>, FsError>,
+) -> Result<Vec<u8>, FsError> {
+    let bytes = at_hand(tree, record)?;
+    let read = |name: &str, offset: u64, len: usize| {
+        bytes
+            .read_field(name, offset, len)
+            .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
+    };
+    let png = draw(&read).map_err(|e| FsError::in_record_at(tree.ordinal, "picture", e))?;
+    if png.len() as u64 != expected {
+        return Err(FsError::record(
+            tree.ordinal,
+            format!("picture of {} bytes, {expected} expected", png.len()),
+        ));
+    }
+    Ok(png)
+}
+
 fn tree_child<V>(nodes: &[Node<V>], dir: u32, index: u64) -> Result<(u32, Kind, String), FsError> {
     let Some(Node::Dir { children, .. }) = nodes.get(dir as usize) else {
         return Err(FsError::NotDir);

@@ -35,6 +35,7 @@ use lru::LruCache;
 
 use crate::budget::{Budget, Charge, Reclaim};
 
+use super::cache::TreeCache;
 use super::error::FsError;
 use super::inode::MAX_CARRIER_NODE;
 use super::record_tree::{DatasetIds, FieldEntry, Node, RecordTree};
@@ -306,13 +307,14 @@ impl Overlay {
         Some(index)
     }
 
-    /// The annotation of `ordinal` in `set`, checked against the source record `source`.
+    /// The annotation of `ordinal` in `set`, checked against the source record (its tree from
+    /// `trees`).
     pub fn carrier(
         &self,
         dataset: &Dataset,
         set: &VisibleSet,
         ordinal: u64,
-        source: &RecordMeta,
+        trees: &TreeCache,
     ) -> Result<Arc<Carrier>, FsError> {
         let key = (set.set.reference().path.to_string(), ordinal);
         if let Some(carrier) = lock(&self.carriers.0).get(&key) {
@@ -323,12 +325,15 @@ impl Overlay {
             .set
             .get_unaligned(dataset, ordinal)
             .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
-        if row.source_record_id != source.id {
+        // The source record's tree only now: nothing charged is held while the set's group
+        // may wait for room (see `TreeCache::row`).
+        let source = trees.get(dataset, ordinal)?;
+        if row.source_record_id != source.meta.id {
             return Err(FsError::record(
                 ordinal,
                 format!(
                     "{in_set}: carrier id {:?} is not the source record's id {:?}",
-                    row.source_record_id, source.id
+                    row.source_record_id, source.meta.id
                 ),
             ));
         }
@@ -346,7 +351,7 @@ impl Overlay {
             dataset_id: &dataset.root().dataset_id,
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
-        let tree = RecordTree::build_carrier(ordinal, meta, Some(source), ids)
+        let tree = RecordTree::build_carrier(ordinal, meta, Some(&source.meta), ids)
             .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
         if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
             return Err(FsError::record(

@@ -36,8 +36,10 @@ pub struct Indexes {
     _charges: Vec<Charge>,
 }
 
-/// The indexes are charged to the memory budget in steps of this many bytes as they grow.
-pub const CHARGE_STEP: u64 = 1 << 20;
+/// The indexes are charged to the memory budget in steps of this many bytes as they grow: a
+/// small fraction of the smallest budget ([`crate::fs::cache::MIN_CACHE_BYTES`]), so that
+/// an index of a few records does not take a whole small budget from the records' reads.
+pub const CHARGE_STEP: u64 = 64 << 10;
 
 impl Indexes {
     /// The ordinal `by-id/<name>` points at.

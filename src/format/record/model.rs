@@ -16,7 +16,7 @@ use crate::format::json::{Object, Value};
 
 /// An axis coordinate: explicit `values`, or a regular grid `start + i * step`, or neither
 /// (only a `reference`, `unit` or metadata).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Hash)]
 pub struct Coordinate {
     pub values: Option<Vec<Value>>,
     /// A JSON number (`Int` or `Float`); validation refuses anything else.
@@ -30,7 +30,7 @@ pub struct Coordinate {
 }
 
 /// One named dimension of a field.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Hash)]
 pub struct Axis {
     pub name: String,
     pub length: u64,
@@ -42,7 +42,7 @@ pub struct Axis {
 }
 
 /// A field without its values: what a metadata row says about one tensor.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Hash)]
 pub struct FieldMeta {
     pub dtype: DType,
     pub shape: Vec<u64>,
@@ -60,7 +60,7 @@ pub struct Field {
 }
 
 /// A record without tensor values: a metadata shard row, or a decoded descriptor.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Hash)]
 pub struct RecordMeta {
     pub id: String,
     pub scene_id: Option<String>,

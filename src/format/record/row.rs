@@ -38,6 +38,21 @@ impl RecordMeta {
     }
 }
 
+impl RecordMeta {
+    /// A digest of everything [`check_row_agrees`] compares: metas that agree have equal
+    /// fingerprints, and metas that differ have different ones but with a chance of 2^-64.
+    /// Keyed per process (std's random SipHash keys), so a dataset cannot be made to collide.
+    ///
+    /// Why: a decode checks its payload against the record's row, and the row must not be
+    /// held (charged to the memory budget) while the decode waits for room for the payload;
+    /// eight bytes found beforehand are enough for a check that passes, and only a failing
+    /// one reads the row again to say what differs.
+    pub fn fingerprint(&self) -> u64 {
+        static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
+        std::hash::BuildHasher::hash_one(KEYS.get_or_init(std::hash::RandomState::new), self)
+    }
+}
+
 fn mismatch(what: &'static str, detail: String) -> Result<(), RecordError> {
     Err(RecordError::RowMismatch { what, detail })
 }
@@ -88,4 +103,47 @@ fn check_field_agrees(name: &str, row: &FieldMeta, decoded: &FieldMeta) -> Resul
         return mismatch("metadata", format!("field {name:?}: metadata differs"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::limits::RecordLimits;
+
+    fn row(text: &str) -> RecordMeta {
+        RecordMeta::parse_row(text.as_bytes(), &RecordLimits::default()).unwrap()
+    }
+
+    const FIELD: &str = r#"{"dtype":"complex64","shape":[4],"axes":[{"name":"time","length":4,"coordinate":{"start":0.0,"step":0.5,"unit":"s"}}],"metadata":{"gain_db":-0.0}}"#;
+
+    #[test]
+    fn rows_that_agree_have_one_fingerprint_and_rows_that_differ_do_not() {
+        let text = format!(
+            r#"{{"id":"a","scene_id":null,"metadata":{{"n":1,"f":2.5}},"fields":{{"iq":{FIELD}}}}}"#
+        );
+        // The same row written otherwise: keys in another order, spaces, 0.0 for -0.0.
+        let same = format!(
+            r#"{{ "fields": {{"iq": {}}}, "metadata": {{"f": 2.5, "n": 1}}, "id": "a" }}"#,
+            FIELD.replace("-0.0", "0.0")
+        );
+        let (a, b) = (row(&text), row(&same));
+        assert!(check_row_agrees(&a, &b).is_ok());
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        let edits = [
+            ("\"n\":1", "\"n\":1.0"),
+            ("\"id\":\"a\"", "\"id\":\"b\""),
+            ("\"scene_id\":null", "\"scene_id\":\"s\""),
+            ("\"unit\":\"s\"", "\"unit\":\"ms\""),
+            ("\"step\":0.5", "\"step\":0.25"),
+            ("\"name\":\"time\"", "\"name\":\"t\""),
+            ("\"gain_db\":-0.0", "\"gain_db\":1.0"),
+            ("complex64", "float32"),
+        ];
+        for (from, to) in edits {
+            assert!(text.contains(from), "{from}");
+            let other = row(&text.replacen(from, to, 1));
+            assert!(check_row_agrees(&a, &other).is_err(), "{from} -> {to}");
+            assert_ne!(a.fingerprint(), other.fingerprint(), "{from} -> {to}");
+        }
+    }
 }
