@@ -425,13 +425,20 @@ fn column_sizes_read_no_data_shard_and_a_read_decodes_only_the_records_it_covers
     assert_eq!(&bytes[..], &expected[..]);
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(misses(&ns), decoded + 3, "a random read decoded ahead");
-    let mut data: Vec<String> = store
-        .take_paths()
-        .into_iter()
+    let paths = store.take_paths();
+    let mut data: Vec<&String> = paths
+        .iter()
         .filter(|p| p.starts_with("objects/data/"))
         .collect();
     data.dedup();
     assert_eq!(data.len(), 2, "{data:?}");
+    // The index read every row once: decodes check payloads against the fingerprints it
+    // kept, reading no row again.
+    let rows: Vec<&String> = paths
+        .iter()
+        .filter(|p| p.starts_with("objects/metadata/"))
+        .collect();
+    assert!(rows.is_empty(), "a column read read rows: {rows:?}");
 
     // The next read continues the scan: the records after it are decoded ahead, by bytes
     // (COLUMN_AHEAD_BYTES, far more than these 27 small records) and across shards, to the
@@ -441,6 +448,7 @@ fn column_sizes_read_no_data_shard_and_a_read_decodes_only_the_records_it_covers
     wait_for_misses(&ns, decoded + 4 + 26, "record 39");
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(misses(&ns), decoded + 30, "decoded outside 10..40");
+    assert_eq!(metadata_reads(&store), 0, "a column scan read rows");
 }
 
 /// `columns/records.jsonl` of the `dataset` helper's first `records` records, by hand.

@@ -599,6 +599,9 @@ fn load_into_file(
 #[derive(Debug)]
 pub struct TreeCache {
     trees: Mutex<LruCache<u64, Arc<CachedTree>>>,
+    /// Every record's row fingerprint, by ordinal, once an index that read every row (that
+    /// of `columns/`) has them: a decode then reads no row.
+    fingerprints: OnceLock<Arc<[u64]>>,
     building: Gates<u64>,
     memory: Arc<Budget>,
 }
@@ -669,6 +672,7 @@ impl TreeCache {
                 NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
             )),
             building: Gates::default(),
+            fingerprints: OnceLock::new(),
             memory,
         });
         cache.memory.register(&cache);
@@ -690,7 +694,19 @@ impl TreeCache {
         if let Some(tree) = lock(&self.trees).peek(&ordinal) {
             return Ok(tree.fingerprint);
         }
+        let known = self.fingerprints.get();
+        if let Some(&fingerprint) = known.and_then(|all| all.get(ordinal as usize)) {
+            return Ok(fingerprint);
+        }
         Ok(dataset.record_meta(ordinal)?.fingerprint())
+    }
+
+    /// Takes every record's row fingerprint (`all[ordinal]`, from rows the caller read), for
+    /// the decodes that follow; the first table given is kept.
+    pub fn know_fingerprints(&self, all: &Arc<[u64]>) {
+        if self.fingerprints.get().is_none() && !all.is_empty() {
+            let _ = self.fingerprints.set(all.clone());
+        }
     }
 
     /// Record `ordinal`'s row (its tree's when kept), to say what a payload disagrees with.

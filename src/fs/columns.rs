@@ -24,6 +24,7 @@
 //! says which records a byte range of a column covers.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::error::FsError;
 use super::log_limit::thousands;
@@ -109,6 +110,10 @@ pub struct ColumnIndex {
     pub columns: Vec<Column>,
     /// Where each record's line of `records.jsonl` ends (empty when a row was unreadable).
     line_ends: Vec<u64>,
+    /// Each record's row fingerprint ([`RecordMeta::fingerprint`]; empty when a row was
+    /// unreadable): a column scan's decodes check payloads against them instead of reading
+    /// and parsing every row again.
+    fingerprints: Arc<[u64]>,
     /// The whole of `records.jsonl`, when it fits in [`LINES_TEXT_SHARE`] of the budget.
     lines_text: Option<Text>,
     pub readme: Vec<u8>,
@@ -129,8 +134,9 @@ struct Text {
 /// one copy per read instead of a row parsed per line.
 const LINES_TEXT_SHARE: u64 = 16;
 
-/// The least memory the index takes per record: the end of its JSON line.
-pub const MIN_RECORD_BYTES: u64 = 8;
+/// The least memory the index takes per record: the end of its JSON line and its row's
+/// fingerprint.
+pub const MIN_RECORD_BYTES: u64 = 16;
 /// The index is charged to the memory budget in steps of this many bytes as it grows.
 /// (64 KiB: a small fraction of the smallest budget, so a few meters at once fit in it.)
 const CHARGE_STEP: u64 = 64 << 10;
@@ -219,6 +225,11 @@ fn trim(mut values: Vec<u8>, skip: u64, size: u64) -> Vec<u8> {
 
 impl ColumnIndex {
     /// The record count the index was built for.
+    /// Each record's row fingerprint, by ordinal (empty when a row was unreadable).
+    pub fn fingerprints(&self) -> &Arc<[u64]> {
+        &self.fingerprints
+    }
+
     pub fn records(&self) -> u64 {
         self.records
     }
@@ -345,6 +356,7 @@ struct Scan {
     candidates: Vec<(String, Candidate)>,
     left_out: Vec<(String, String)>,
     line_ends: Vec<u64>,
+    fingerprints: Vec<u64>,
     lines_text: Option<Text>,
     meter: Meter,
 }
@@ -358,6 +370,7 @@ const ROWS_PER_BLOCK: u64 = 512;
 struct Row {
     meta: RecordMeta,
     line: Vec<u8>,
+    fingerprint: u64,
 }
 
 /// Why a block of rows could not be read.
@@ -383,6 +396,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
         candidates: Vec::new(),
         left_out: Vec::new(),
         line_ends: Vec::new(),
+        fingerprints: Vec::new(),
         lines_text: Some(Text {
             bytes: Vec::new(),
             meter: Meter::default(),
@@ -458,6 +472,7 @@ fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, B
 fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), FsError> {
     let mut meta = dataset.record_meta(ordinal)?;
     let line = record_line(&meta, ordinal);
+    let fingerprint = meta.fingerprint();
     meta.metadata = Default::default();
     let mut held = line.len() as u64 + 256;
     for (name, field) in &mut meta.fields {
@@ -465,7 +480,12 @@ fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), FsError> {
         field.metadata = Default::default();
         held += name.len() as u64 + 8 * field.shape.len() as u64 + 128;
     }
-    Ok((Row { meta, line }, held))
+    let row = Row {
+        meta,
+        line,
+        fingerprint,
+    };
+    Ok((row, held))
 }
 
 impl Meter {
@@ -497,6 +517,7 @@ impl Scan {
             self.step(dataset, ordinal, &row.meta)?;
         }
         self.add_line(dataset, &row.line);
+        self.fingerprints.push(row.fingerprint);
         Ok(())
     }
 
@@ -645,6 +666,7 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         records,
         columns: Vec::new(),
         line_ends: Vec::new(),
+        fingerprints: Arc::from(Vec::new()),
         lines_text: None,
         readme: readme.into_bytes(),
         nodes,
@@ -681,6 +703,7 @@ fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
         readme: readme(&columns, &left_out).into_bytes(),
         columns,
         line_ends: scan.line_ends,
+        fingerprints: Arc::from(scan.fingerprints),
         lines_text: scan.lines_text,
         nodes,
         _charges: scan.meter.charges,

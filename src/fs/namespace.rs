@@ -1116,8 +1116,14 @@ impl Namespace {
 
     /// The index of `columns/` (see [`super::columns`]).
     fn column_index(&self) -> Result<Arc<ColumnIndex>, FsError> {
-        self.columns
-            .get(&self.dataset, columns::price, columns::build)
+        let index = self
+            .columns
+            .get(&self.dataset, columns::price, columns::build)?;
+        // The index read every row: its fingerprints spare decodes reading them again.
+        if index.fingerprints().len() as u64 == self.dataset.len() {
+            self.trees.know_fingerprints(index.fingerprints());
+        }
+        Ok(index)
     }
 
     fn read_column(&self, node: u32, offset: u64, size: u32) -> Result<Bytes, FsError> {
