@@ -126,6 +126,47 @@ fn stat_reads_no_data_shard_and_reading_decodes_once() {
     assert_eq!(misses, 1, "record 4 decoded once");
 }
 
+/// The attributes of `path`, if it exists.
+fn lookup_maybe(ns: &Namespace, path: &str) -> Option<Attr> {
+    let mut attr = ns.getattr(sdsfs::fs::inode::Ino::Root.encode()).ok()?;
+    for name in path.split('/') {
+        attr = ns.lookup(attr.ino, name).ok()?;
+    }
+    Some(attr)
+}
+
+/// Every picture of the demo read in 4 KiB pieces by a thread each, all at once (a file
+/// manager drawing thumbnails): each is rendered once, whatever the interleaving.
+#[test]
+fn concurrent_readers_of_many_pictures_render_each_once() {
+    let (_store, ns) = counting_namespace(&demo());
+    let mut paths = Vec::new();
+    for ordinal in 0..8 {
+        paths.push(format!("records/{ordinal}/preview.png"));
+        for rx in 0..2 {
+            let path = format!("records/{ordinal}/{RX}/rx{rx}/iq.spectrogram.png");
+            if lookup_maybe(&ns, &path).is_some() {
+                paths.push(path);
+            }
+        }
+    }
+    // The demo's 8 previews and 10 spectrograms.
+    assert_eq!(paths.len(), 18, "{paths:?}");
+    let attrs: Vec<Attr> = paths.iter().map(|p| lookup_path(&ns, p)).collect();
+    std::thread::scope(|scope| {
+        for (path, attr) in paths.iter().zip(&attrs) {
+            let ns = &ns;
+            scope.spawn(move || {
+                for _ in 0..2 {
+                    let bytes = read_in_pieces(ns, attr.ino, 4096);
+                    assert_eq!(bytes.len() as u64, attr.size, "{path}");
+                }
+            });
+        }
+    });
+    assert_eq!(ns.picture_renders(), 18);
+}
+
 /// Every picture of records 0 and 4 of a mount of `dataset`, by path.
 fn pictures(dataset: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
     let mount = MountGuard::mount(dataset, extra);

@@ -757,6 +757,72 @@ impl TreeCache {
     }
 }
 
+/// Rendered pictures (PNG), by inode. A reader takes a PNG in many reads, and each would
+/// otherwise render it again (decoding its record, if evicted, and drawing it); concurrent
+/// first reads of one picture (a file manager drawing thumbnails of a directory) wait for a
+/// single render. Kept pictures are charged to the memory budget and given back like any
+/// other entry; a picture that does not fit is served without being kept.
+#[derive(Debug)]
+pub struct PictureCache {
+    kept: Mutex<LruCache<u64, (Bytes, Charge)>>,
+    rendering: Gates<u64>,
+    memory: Arc<Budget>,
+    renders: AtomicU64,
+}
+
+impl Reclaim for PictureCache {
+    fn reclaim_one(&self) -> bool {
+        let evicted = lock(&self.kept).pop_lru();
+        evicted.is_some()
+    }
+}
+
+impl PictureCache {
+    /// An empty cache charged to `memory` (its pictures are given back before the mount's
+    /// other entries: it registers after them).
+    pub fn new(memory: Arc<Budget>) -> Arc<PictureCache> {
+        let cache = Arc::new(PictureCache {
+            kept: Mutex::new(LruCache::unbounded()),
+            rendering: Gates::default(),
+            memory,
+            renders: AtomicU64::new(0),
+        });
+        cache.memory.register(&cache);
+        cache
+    }
+
+    /// Pictures rendered so far.
+    pub fn renders(&self) -> u64 {
+        self.renders.load(Ordering::Relaxed)
+    }
+
+    /// Picture `ino`, rendered by `render` unless kept.
+    pub fn get(
+        &self,
+        ino: u64,
+        render: impl FnOnce() -> Result<Vec<u8>, FsError>,
+    ) -> Result<Bytes, FsError> {
+        if let Some(png) = self.kept(ino) {
+            return Ok(png);
+        }
+        self.rendering.one_at_a_time(ino, || {
+            if let Some(png) = self.kept(ino) {
+                return Ok(png);
+            }
+            self.renders.fetch_add(1, Ordering::Relaxed);
+            let png = Bytes::from(render()?);
+            if let Some(charge) = self.memory.try_charge(png.len() as u64) {
+                lock(&self.kept).put(ino, (png.clone(), charge));
+            }
+            Ok(png)
+        })
+    }
+
+    fn kept(&self, ino: u64) -> Option<Bytes> {
+        lock(&self.kept).get(&ino).map(|(png, _)| png.clone())
+    }
+}
+
 /// How many records past the one a scan is reading the workers keep decoded (fewer when
 /// their payloads would fill more than a quarter of the cache). One was not enough: the
 /// worker waited for each step's request while the reader was busy with the kernel, and with

@@ -10,8 +10,8 @@
 //!   boxes for it, or a `.sigmf-collection` (which hashes the `.sigmf-meta`s) touches the data
 //!   shard, once per record while it stays in the decoded-record cache; so do the pictures
 //!   (`.spectrogram.png`, `preview.png`), whose sizes are fixed by their dimensions and whose
-//!   last renders are kept ([`PictureCache`]) so that reading one in small pieces renders it
-//!   once;
+//!   renders are kept within the memory budget ([`PictureCache`]) so that reading one in
+//!   small pieces, or several readers at once, renders it once;
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, in the
 //!   background and within the memory budget, and kept ([`super::row_index`]).
 //!
@@ -30,7 +30,7 @@ use bytes::Bytes;
 
 use super::background::Background;
 use super::cache::{
-    CacheConfig, CachedTree, DecodeAhead, RecordBytes, RecordCache, TreeCache, Window,
+    CacheConfig, CachedTree, DecodeAhead, PictureCache, RecordBytes, RecordCache, TreeCache, Window,
 };
 use super::columns::{self, ColumnIndex, ColumnView};
 pub use super::error::FsError;
@@ -109,37 +109,7 @@ pub struct Namespace {
     /// continues a scan, and only a scan decodes ahead.
     column_scan: std::sync::Mutex<(u32, u64)>,
     overlay: Overlay,
-    pictures: PictureCache,
-}
-
-/// The last pictures rendered, by inode: a reader takes a PNG in many small reads, and each
-/// would otherwise render it again. A few entries of a few hundred KiB each.
-#[derive(Debug)]
-struct PictureCache(std::sync::Mutex<lru::LruCache<u64, Bytes>>);
-
-/// Pictures kept by [`PictureCache`].
-const PICTURES_KEPT: usize = 4;
-
-impl PictureCache {
-    fn new() -> PictureCache {
-        let kept =
-            std::num::NonZeroUsize::new(PICTURES_KEPT).unwrap_or(std::num::NonZeroUsize::MIN);
-        PictureCache(std::sync::Mutex::new(lru::LruCache::new(kept)))
-    }
-
-    /// Picture `ino`, rendered by `render` unless kept.
-    fn get(
-        &self,
-        ino: u64,
-        render: impl FnOnce() -> Result<Vec<u8>, FsError>,
-    ) -> Result<Bytes, FsError> {
-        if let Some(bytes) = crate::sync::lock(&self.0).get(&ino) {
-            return Ok(bytes.clone());
-        }
-        let bytes = Bytes::from(render()?);
-        crate::sync::lock(&self.0).put(ino, bytes.clone());
-        Ok(bytes)
-    }
+    pictures: Arc<PictureCache>,
 }
 
 /// A record's picture of its receivers and pulses, in its directory.
@@ -197,7 +167,7 @@ impl Namespace {
             columns: Background::new("columns/"),
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
-            pictures: PictureCache::new(),
+            pictures: PictureCache::new(dataset.memory().clone()),
             dataset,
         }
     }
@@ -208,6 +178,11 @@ impl Namespace {
 
     pub fn record_cache(&self) -> &RecordCache {
         &self.records
+    }
+
+    /// Pictures rendered so far.
+    pub fn picture_renders(&self) -> u64 {
+        self.pictures.renders()
     }
 
     /// The zero-padded directory name of an ordinal.
