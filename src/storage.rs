@@ -42,7 +42,7 @@ use bytes::Bytes;
 
 use crate::format::path::RelPath;
 
-pub use error::{ErrorKind, StorageError};
+pub use error::{ErrorKind, LocationError, StorageError};
 pub use local::{Identity, LocalObject, LocalRange, LocalStore};
 pub use location::{Location, StoreKey};
 pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};

@@ -188,7 +188,10 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     let mut wrong = (*args).clone();
     wrong.options = vec!["file_opens=sometimes".into()];
     let refused = sdsfs::cli::mount::apply_mount_options(&mut wrong).unwrap_err();
-    assert!(refused.contains("auto, kernel or daemon"), "{refused}");
+    assert!(
+        refused.to_string().contains("auto, kernel or daemon"),
+        "{refused}"
+    );
     // Object-store settings of an fstab line for an S3-compatible server.
     let call = helper_invocation(&argv(&[
         "/sbin/mount.fuse.sdsfs",
@@ -212,12 +215,12 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     assert!(matches!(call, Some(Ok(HelperCall::Fake))), "{call:?}");
     let call = helper_invocation(&argv(&["mount.sdsfs", "/d", "/m", "-o", "rw"]));
     assert!(
-        matches!(call, Some(Err(ref e)) if e.contains("read-only")),
+        matches!(call, Some(Err(ref e)) if e.to_string().contains("read-only")),
         "{call:?}"
     );
     let call = helper_invocation(&argv(&["mount.sdsfs", "/d"]));
     assert!(
-        matches!(call, Some(Err(ref e)) if e.contains("usage")),
+        matches!(call, Some(Err(ref e)) if e.to_string().contains("usage")),
         "{call:?}"
     );
 }

@@ -28,6 +28,8 @@ impl std::fmt::Display for OpenFailure {
     }
 }
 
+impl std::error::Error for OpenFailure {}
+
 /// Explicit object-store settings on the command line, for S3-compatible stores (MinIO, Ceph,
 /// moto) and emulators. Each overrides its environment variable; unset, the standard
 /// environment applies.

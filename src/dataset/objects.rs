@@ -183,7 +183,8 @@ impl Objects {
 
     fn resolve_absolute(&self, location: &path::Location) -> Result<Resolved, DatasetError> {
         let bad = |why: String| DatasetError::corrupt(location.as_str(), why);
-        let (store_location, name) = Location::parse_object(location.as_str()).map_err(bad)?;
+        let (store_location, name) =
+            Location::parse_object(location.as_str()).map_err(|e| bad(e.to_string()))?;
         let opener = match &self.policy {
             AbsoluteReferences::Follow(opener) => opener,
             AbsoluteReferences::FollowSameStore(opener) => {

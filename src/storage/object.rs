@@ -161,7 +161,8 @@ impl CloudStore {
     /// Opens `s3://bucket/prefix` or `gs://bucket/prefix` with credentials from the standard
     /// environment plus `options`. Opening sends no request.
     pub fn open(url: &str, options: &CloudOptions) -> Result<CloudStore, StorageError> {
-        let parsed = CloudUrl::parse(url).map_err(|reason| StorageError::invalid(url, reason))?;
+        let parsed = CloudUrl::parse(url)
+            .map_err(|reason| StorageError::invalid(url, reason.to_string()))?;
         CloudStore::open_url(parsed, options)
     }
 
