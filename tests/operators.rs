@@ -198,7 +198,7 @@ fn helper_forms_parse_like_mount_8_passes_them() {
         "s3://bucket/ds",
         "/mnt/ds",
         "-o",
-        "ro,endpoint_url=http://minio:9000,region=eu-west-1,allow_http",
+        "ro,endpoint_url=http://minio:9000,region=eu-west-1,allow_http,request_timeout=2.5",
     ]));
     let Some(Ok(HelperCall::Mount(mut s3))) = call else {
         panic!("{call:?}")
@@ -210,6 +210,10 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     let options = s3.store.cloud_options();
     assert_eq!(options.endpoint.as_deref(), Some("http://minio:9000"));
     assert_eq!(options.allow_http, Some(true));
+    assert_eq!(
+        options.request_timeout,
+        Some(std::time::Duration::from_millis(2500))
+    );
     // `sdsfs SOURCE MOUNTPOINT -o OPTS`, as mount.fuse3 runs it; -f is "fake" there.
     let call = helper_invocation(&argv(&["sdsfs", "/d", "/m", "-oro", "-f"]));
     assert!(matches!(call, Some(Ok(HelperCall::Fake))), "{call:?}");

@@ -121,7 +121,7 @@ pub struct MountArgs {
     /// cache_size=BYTES, spill_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N,
     /// nopassthrough, nonempty,
     /// file_opens=auto|kernel|daemon,
-    /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references,
+    /// endpoint_url=URL, region=REGION, allow_http, request_timeout=SECS, no_absolute_references,
     /// cross_store_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
@@ -286,6 +286,12 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), CliError> {
             "endpoint_url" => args.store.endpoint_url = Some(value.ok_or_else(missing)?.into()),
             "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
             "allow_http" => args.store.allow_http = true,
+            "request_timeout" => {
+                let value = value.ok_or_else(missing)?;
+                let timeout = super::location::parse_seconds(value)
+                    .map_err(CliError::failed(format!("mount option {name}")))?;
+                args.store.request_timeout = Some(timeout);
+            }
             "no_absolute_references" => args.store.no_absolute_references = true,
             "cross_store_references" => args.cross_store_references = true,
             _ if is_generic_option(name) => {}
