@@ -25,8 +25,9 @@ pub enum CliError {
     Open(#[from] location::OpenFailure),
     #[error(transparent)]
     Daemon(#[from] crate::daemon::DaemonError),
+    /// Boxed: the annotation error is large, and every command's result carries this type.
     #[error(transparent)]
-    Annotation(#[from] crate::annotations::AnnotationError),
+    Annotation(Box<crate::annotations::AnnotationError>),
     /// A dataset the mount cannot serve.
     #[error(transparent)]
     Unservable(#[from] crate::fs::namespace::FsError),
@@ -42,6 +43,12 @@ impl CliError {
             context,
             source: Box::new(source),
         }
+    }
+}
+
+impl From<crate::annotations::AnnotationError> for CliError {
+    fn from(error: crate::annotations::AnnotationError) -> CliError {
+        CliError::Annotation(Box::new(error))
     }
 }
 

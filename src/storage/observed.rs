@@ -254,7 +254,10 @@ mod tests {
     use crate::storage::{read_split, ErrorKind, LocalStore};
 
     #[derive(Debug, Default)]
-    struct Log(Mutex<Vec<(&'static str, Result<u64, (ErrorKind, String)>)>>);
+    struct Log(Mutex<Vec<(&'static str, Outcome)>>);
+
+    /// Bytes moved, or the failure's kind and object.
+    type Outcome = Result<u64, (ErrorKind, String)>;
 
     impl StoreObserver for Log {
         fn observe(
