@@ -24,3 +24,41 @@ pub use mountpoint::check_mountpoint;
 pub use notify::notify_systemd;
 pub use serve::{run_foreground, MountSettings};
 pub use unmount::{detach, unmount, Detached};
+
+/// Why the daemon could not check, mount, serve or unmount: one line for the user, with the
+/// system error behind it kept as the source.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// A refusal with no system error behind it (a mount point that is not a directory, a
+    /// path that is not mounted, the failure a daemon reported).
+    #[error("{0}")]
+    Refused(String),
+    /// What was being done, and the I/O error it met.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// What was being done, and the system call's error.
+    #[error("{context}: {source}")]
+    Sys {
+        context: String,
+        #[source]
+        source: nix::errno::Errno,
+    },
+}
+
+impl DaemonError {
+    /// `context: source` for an I/O error.
+    pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
+        let context = context.into();
+        move |source| DaemonError::Io { context, source }
+    }
+
+    /// `context: source` for a system call's error.
+    pub fn sys(context: impl Into<String>) -> impl FnOnce(nix::errno::Errno) -> DaemonError {
+        let context = context.into();
+        move |source| DaemonError::Sys { context, source }
+    }
+}

@@ -187,7 +187,6 @@ mod tests {
     }
 
     fn this_thread() -> u32 {
-        // SAFETY: gettid has no preconditions.
-        unsafe { libc::gettid() as u32 }
+        nix::unistd::gettid().as_raw() as u32
     }
 }

@@ -42,10 +42,12 @@ use bytes::Bytes;
 
 use crate::format::path::RelPath;
 
-pub use error::{ErrorKind, StorageError};
+pub use error::{ErrorKind, LocationError, StorageError};
 pub use local::{Identity, LocalObject, LocalRange, LocalStore};
 pub use location::{Location, StoreKey};
-pub use object::{CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service};
+pub use object::{
+    CloudOptions, CloudStore, CloudUrl, RetryPolicy, Service, DEFAULT_REQUEST_TIMEOUT,
+};
 pub use observed::{Observed, StoreObserver, StoreOp};
 pub use readahead::ReadAhead;
 

@@ -188,14 +188,17 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     let mut wrong = (*args).clone();
     wrong.options = vec!["file_opens=sometimes".into()];
     let refused = sdsfs::cli::mount::apply_mount_options(&mut wrong).unwrap_err();
-    assert!(refused.contains("auto, kernel or daemon"), "{refused}");
+    assert!(
+        refused.to_string().contains("auto, kernel or daemon"),
+        "{refused}"
+    );
     // Object-store settings of an fstab line for an S3-compatible server.
     let call = helper_invocation(&argv(&[
         "/sbin/mount.fuse.sdsfs",
         "s3://bucket/ds",
         "/mnt/ds",
         "-o",
-        "ro,endpoint_url=http://minio:9000,region=eu-west-1,allow_http",
+        "ro,endpoint_url=http://minio:9000,region=eu-west-1,allow_http,request_timeout=2.5",
     ]));
     let Some(Ok(HelperCall::Mount(mut s3))) = call else {
         panic!("{call:?}")
@@ -207,17 +210,21 @@ fn helper_forms_parse_like_mount_8_passes_them() {
     let options = s3.store.cloud_options();
     assert_eq!(options.endpoint.as_deref(), Some("http://minio:9000"));
     assert_eq!(options.allow_http, Some(true));
+    assert_eq!(
+        options.request_timeout,
+        Some(std::time::Duration::from_millis(2500))
+    );
     // `sdsfs SOURCE MOUNTPOINT -o OPTS`, as mount.fuse3 runs it; -f is "fake" there.
     let call = helper_invocation(&argv(&["sdsfs", "/d", "/m", "-oro", "-f"]));
     assert!(matches!(call, Some(Ok(HelperCall::Fake))), "{call:?}");
     let call = helper_invocation(&argv(&["mount.sdsfs", "/d", "/m", "-o", "rw"]));
     assert!(
-        matches!(call, Some(Err(ref e)) if e.contains("read-only")),
+        matches!(call, Some(Err(ref e)) if e.to_string().contains("read-only")),
         "{call:?}"
     );
     let call = helper_invocation(&argv(&["mount.sdsfs", "/d"]));
     assert!(
-        matches!(call, Some(Err(ref e)) if e.contains("usage")),
+        matches!(call, Some(Err(ref e)) if e.to_string().contains("usage")),
         "{call:?}"
     );
 }

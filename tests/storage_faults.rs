@@ -3,7 +3,8 @@
 //! 503/500/429, resets connections before forwarding, after forwarding (the server applied the
 //! request, the response is lost) and mid-body. Publications, mounts and annotators must still
 //! succeed with exactly the bytes of a clean run; a read that finally fails is EIO on that file
-//! only; compare-and-swap is never repeated blindly. Also: multipart create-only uploads,
+//! only (ETIMEDOUT when the server outlasts `--request-timeout`); compare-and-swap is never
+//! repeated blindly. Also: multipart create-only uploads,
 //! parallel reads and read-ahead, counted at the proxy.
 //!
 //! Every check runs on both services, as `CHECK::s3` and `CHECK::gcs`.
@@ -31,6 +32,7 @@ on_both_services!(
     a_publication_through_faults_is_byte_identical_to_a_clean_one,
     a_mount_through_faults_reads_every_file_exactly,
     when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up,
+    a_data_read_slower_than_the_request_timeout_is_etimedout_and_the_mount_stays_up,
     compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faults,
     large_files_go_up_in_bounded_parts_and_stay_create_only,
     independent_reads_overlap_and_sequential_scans_read_ahead,
@@ -240,6 +242,49 @@ fn when_every_request_fails_a_read_is_eio_on_that_file_and_the_mount_stays_up(ki
     // The failure is not remembered: once storage recovers, the same file reads exactly.
     proxy.faults(0.0, &[]);
     assert_eq!(std::fs::read(remote.path(bad)).unwrap(), local_tree[bad]);
+}
+
+fn a_data_read_slower_than_the_request_timeout_is_etimedout_and_the_mount_stays_up(kind: Kind) {
+    let server = server_with_demo(kind);
+    let proxy = FaultProxy::start(&server);
+    // Two attempts of at most 1 s each, 10-80 ms apart.
+    let env = proxy.env(2);
+    let url = server.url("demo/ds");
+    let remote =
+        MountGuard::mount_with_env(url.as_ref(), &["--request-timeout", "1"], &env_refs(&env));
+    let reference = MountGuard::mount(&common::cloud::demo(), &[]);
+    let local_tree = walk(&reference.mountpoint);
+    let good = &files_of(&local_tree, 0)[0];
+    let slow = &files_of(&local_tree, 5)[0];
+    assert_eq!(std::fs::read(remote.path(good)).unwrap(), local_tree[good]);
+
+    // Every data-shard response now comes 4 s late: past the timeout, on each attempt.
+    proxy.configure(serde_json::json!({
+        "rate": 1.0, "modes": ["delay"], "delay_ms": 4000, "path_contains": "objects/data/",
+    }));
+    let started = Instant::now();
+    let err = std::fs::read(remote.path(slow)).unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.raw_os_error(), Some(libc::ETIMEDOUT), "{err}");
+    // The kernel asks twice (its read-ahead, then the page itself), each time two attempts
+    // timed out after 1 s: about 4 s, not the server's 4 s per attempt.
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+    let delayed = proxy.stats(false)["injected"]["delay"].as_u64().unwrap();
+    eprintln!("{kind:?}: ETIMEDOUT after {took:?}, {delayed} delayed requests");
+    assert!(delayed >= 2, "{delayed} delayed requests");
+    let log = remote.log_text();
+    assert!(
+        log.contains("objects/data/") && log.contains("retrying"),
+        "{log}"
+    );
+
+    // The mount stays up, and once the server answers in time the same file reads exactly.
+    assert_eq!(std::fs::read(remote.path(good)).unwrap(), local_tree[good]);
+    proxy.configure(serde_json::json!({"rate": 0.0, "modes": [], "path_contains": ""}));
+    assert_eq!(std::fs::read(remote.path(slow)).unwrap(), local_tree[slow]);
 }
 
 fn compare_and_swap_is_sent_once_and_concurrent_annotators_converge_through_faults(kind: Kind) {

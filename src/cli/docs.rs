@@ -11,13 +11,14 @@ use clap_complete::Shell;
 
 use super::mount::SdsfsCli;
 use super::sds::Cli as SdsCli;
+use crate::cli::CliError;
 
 /// Generates everything into `dir`.
-pub fn generate_docs(dir: &Path) -> Result<(), String> {
+pub fn generate_docs(dir: &Path) -> Result<(), CliError> {
     let man = dir.join("man").join("man1");
     let completions = dir.join("completions");
     for d in [&man, &completions] {
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        std::fs::create_dir_all(d).map_err(CliError::failed(d.display().to_string()))?;
     }
     for mut command in [SdsfsCli::command(), SdsCli::command()] {
         command.build();
@@ -35,18 +36,18 @@ pub fn generate_docs(dir: &Path) -> Result<(), String> {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut command, &name, &mut out);
             let path = completions.join(file);
-            std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, out).map_err(CliError::failed(path.display().to_string()))?;
         }
     }
     println!("wrote {} and {}", man.display(), completions.display());
     Ok(())
 }
 
-fn write_man(dir: &Path, name: &str, command: clap::Command) -> Result<(), String> {
+fn write_man(dir: &Path, name: &str, command: clap::Command) -> Result<(), CliError> {
     let mut out = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut out)
-        .map_err(|e| format!("man page {name}: {e}"))?;
+        .map_err(CliError::failed(format!("man page {name}")))?;
     let path = dir.join(format!("{name}.1"));
-    std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&path, out).map_err(CliError::failed(path.display().to_string()))
 }

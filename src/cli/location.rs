@@ -10,9 +10,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 
+use crate::cli::CliError;
 use crate::dataset::{AbsoluteReferences, Dataset, DatasetError, OpenOptions, StorageOpener};
 use crate::format::documents::DocumentError;
 use crate::format::path::RelPath;
@@ -27,6 +29,8 @@ impl std::fmt::Display for OpenFailure {
         f.write_str(&self.0)
     }
 }
+
+impl std::error::Error for OpenFailure {}
 
 /// Explicit object-store settings on the command line, for S3-compatible stores (MinIO, Ceph,
 /// moto) and emulators. Each overrides its environment variable; unset, the standard
@@ -43,6 +47,11 @@ pub struct StoreArgs {
     /// Permit a plain-http endpoint (as AWS_ALLOW_HTTP=true).
     #[arg(long, global = true)]
     pub allow_http: bool,
+    /// Seconds one object-store request may take, body included, before it fails as timed
+    /// out (and is retried; a mount answers ETIMEDOUT once the retries are used up)
+    /// [default: 30].
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_seconds)]
+    pub request_timeout: Option<Duration>,
     /// Refuse absolute references (reference views point at another dataset's shards by
     /// absolute location; following them reaches outside the dataset root).
     #[arg(long, global = true)]
@@ -67,6 +76,12 @@ impl StoreArgs {
         if self.allow_http {
             out.push("--allow-http".into());
         }
+        if let Some(timeout) = self.request_timeout {
+            out.extend([
+                "--request-timeout".into(),
+                timeout.as_secs_f64().to_string().into(),
+            ]);
+        }
         if self.no_absolute_references {
             out.push("--no-absolute-references".into());
         }
@@ -79,6 +94,9 @@ impl StoreArgs {
         options.endpoint = self.endpoint_url.clone();
         options.region = self.region.clone();
         options.allow_http = self.allow_http.then_some(true);
+        if let Some(timeout) = self.request_timeout {
+            options.request_timeout = Some(timeout);
+        }
         options
     }
 }
@@ -159,6 +177,20 @@ impl StoreArgs {
     }
 }
 
+/// A positive number of seconds (`30`, `2.5`), at most a day: `--request-timeout`.
+pub fn parse_seconds(text: &str) -> Result<Duration, CliError> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|secs| secs.is_finite() && *secs > 0.0 && *secs <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            CliError::from(format!(
+                "invalid duration {text:?}: expected a number of seconds such as 30 or 2.5"
+            ))
+        })
+}
+
 /// The location a `DATASET` argument names, parsed once.
 pub fn parse(argument: &str) -> Result<Location, OpenFailure> {
     Location::parse(argument)
@@ -225,6 +257,25 @@ mod tests {
             store.describe(&RelPath::new("root.json").unwrap()),
             "s3://bucket/p/root.json"
         );
+        assert_eq!(parse_seconds("2.5").ok(), Some(Duration::from_millis(2500)));
+        assert_eq!(parse_seconds("30").ok(), Some(Duration::from_secs(30)));
+        for bad in ["0", "-1", "x", "", "1e9", "NaN"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+        let timed = StoreArgs {
+            request_timeout: Some(Duration::from_millis(1500)),
+            ..StoreArgs::default()
+        };
+        assert_eq!(
+            timed.cloud_options().request_timeout,
+            Some(Duration::from_millis(1500))
+        );
+        let again: Vec<String> = timed
+            .to_arguments()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(again, ["--request-timeout", "1.5"]);
         let bad = args.open_store("s3://Bad_Bucket/p").unwrap_err().0;
         assert!(
             bad.starts_with("cannot open s3://Bad_Bucket/p") && !bad.contains('\n'),

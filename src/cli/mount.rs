@@ -19,6 +19,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use super::size::parse_size;
+use crate::cli::CliError;
 use crate::daemon::{self, MountSettings};
 use crate::fs::fuse::FileOpens;
 use crate::fs::stats::{MountStats, StoreCounter};
@@ -120,7 +121,7 @@ pub struct MountArgs {
     /// cache_size=BYTES, spill_size=BYTES, metadata_ttl=SECS, log_file=PATH, threads=N,
     /// nopassthrough, nonempty,
     /// file_opens=auto|kernel|daemon,
-    /// endpoint_url=URL, region=REGION, allow_http, no_absolute_references,
+    /// endpoint_url=URL, region=REGION, allow_http, request_timeout=SECS, no_absolute_references,
     /// cross_store_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
     /// are accepted and ignored; rw is refused.
@@ -139,7 +140,9 @@ pub fn sdsfs_main() -> ExitCode {
         Some(Err(message)) => Err(message),
         None => match SdsfsCli::parse_from(argv).command {
             SdsfsCommand::Mount(args) => mount(args),
-            SdsfsCommand::Unmount { mountpoint } => daemon::unmount(&mountpoint),
+            SdsfsCommand::Unmount { mountpoint } => {
+                daemon::unmount(&mountpoint).map_err(CliError::from)
+            }
             SdsfsCommand::Status { mountpoint, json } => super::status::status(&mountpoint, json),
             SdsfsCommand::GenerateDocs { dir } => super::docs::generate_docs(&dir),
         },
@@ -169,7 +172,7 @@ const SUBCOMMANDS: &[&str] = &["mount", "unmount", "status", "generate-docs", "h
 /// `mount.sdsfs`), or its first argument is neither a subcommand nor a flag
 /// (`sdsfs SOURCE MOUNTPOINT -o OPTIONS`, as `mount.fuse3` runs it). `None` for the ordinary
 /// command line.
-pub fn helper_invocation(argv: &[OsString]) -> Option<Result<HelperCall, String>> {
+pub fn helper_invocation(argv: &[OsString]) -> Option<Result<HelperCall, CliError>> {
     let program = argv
         .first()
         .map(Path::new)
@@ -188,7 +191,7 @@ pub fn helper_invocation(argv: &[OsString]) -> Option<Result<HelperCall, String>
     Some(parse_helper_arguments(argv.get(1..).unwrap_or_default()))
 }
 
-fn parse_helper_arguments(arguments: &[OsString]) -> Result<HelperCall, String> {
+fn parse_helper_arguments(arguments: &[OsString]) -> Result<HelperCall, CliError> {
     let usage = "usage: mount.fuse.sdsfs DATASET MOUNTPOINT [-o OPTIONS] [-fnsv] [-t TYPE]";
     let mut positional: Vec<OsString> = Vec::new();
     let mut options = Vec::new();
@@ -213,13 +216,15 @@ fn parse_helper_arguments(arguments: &[OsString]) -> Result<HelperCall, String> 
             _ if text.starts_with("-o") && text.len() > 2 => options.push(text[2..].to_string()),
             _ if text.starts_with("-t") && text.len() > 2 => {}
             _ if text.starts_with('-') && text.len() > 1 => {
-                return Err(format!("unsupported helper option {text}; {usage}"))
+                return Err(CliError::from(format!(
+                    "unsupported helper option {text}; {usage}"
+                )))
             }
             _ => positional.push(argument.clone()),
         }
     }
     let [dataset, mountpoint] = positional.as_slice() else {
-        return Err(usage.to_string());
+        return Err(usage.into());
     };
     // Reuse clap for the defaults, so the helper and `sdsfs mount` cannot drift apart.
     let cli = SdsfsCli::try_parse_from([
@@ -231,7 +236,7 @@ fn parse_helper_arguments(arguments: &[OsString]) -> Result<HelperCall, String> 
     ])
     .map_err(|e| e.to_string())?;
     let SdsfsCommand::Mount(mut args) = cli.command else {
-        return Err(usage.to_string());
+        return Err(usage.into());
     };
     args.options = options;
     // Options are checked even when faking, so `mount -f` catches a typo in fstab.
@@ -244,7 +249,7 @@ fn parse_helper_arguments(arguments: &[OsString]) -> Result<HelperCall, String> 
 }
 
 /// Applies `-o` options on top of the flags.
-pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
+pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), CliError> {
     let options: Vec<String> = args
         .options
         .iter()
@@ -276,24 +281,30 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), String> {
                 args.file_opens = value
                     .ok_or_else(missing)?
                     .parse()
-                    .map_err(|e| format!("mount option {name}: {e}"))?
+                    .map_err(CliError::failed(format!("mount option {name}")))?
             }
             "endpoint_url" => args.store.endpoint_url = Some(value.ok_or_else(missing)?.into()),
             "region" => args.store.region = Some(value.ok_or_else(missing)?.into()),
             "allow_http" => args.store.allow_http = true,
+            "request_timeout" => {
+                let value = value.ok_or_else(missing)?;
+                let timeout = super::location::parse_seconds(value)
+                    .map_err(CliError::failed(format!("mount option {name}")))?;
+                args.store.request_timeout = Some(timeout);
+            }
             "no_absolute_references" => args.store.no_absolute_references = true,
             "cross_store_references" => args.cross_store_references = true,
             _ if is_generic_option(name) => {}
-            _ => return Err(format!("unknown mount option {name:?}")),
+            _ => return Err(CliError::from(format!("unknown mount option {name:?}"))),
         }
     }
     Ok(())
 }
 
-fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
+fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, CliError> {
     value
         .parse()
-        .map_err(|_| format!("mount option {name}={value}: not a number"))
+        .map_err(|_| CliError::from(format!("mount option {name}={value}: not a number")))
 }
 
 /// Options mount(8), fstab and systemd pass that mean nothing to a FUSE daemon.
@@ -349,7 +360,7 @@ fn settings(args: &MountArgs) -> MountSettings {
     }
 }
 
-fn mount(mut args: MountArgs) -> Result<(), String> {
+fn mount(mut args: MountArgs) -> Result<(), CliError> {
     crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     args.store.same_store_only = args.allow_other && !args.cross_store_references;
@@ -362,13 +373,16 @@ fn mount(mut args: MountArgs) -> Result<(), String> {
         .open_dataset_with(&args.dataset, move |store, backend| {
             Arc::new(StoreCounter::wrap(store, backend, counted))
         })
-        .map_err(|e| e.0)?;
+        .map_err(CliError::from)?;
     crate::fs::namespace::check_servable(&dataset)?;
     if args.foreground {
-        daemon::run_foreground(settings(&args), dataset, stats)
+        Ok(daemon::run_foreground(settings(&args), dataset, stats)?)
     } else {
         drop(dataset);
-        daemon::ready::spawn(daemon_arguments(&args), args.log_file.as_deref())
+        Ok(daemon::ready::spawn(
+            daemon_arguments(&args),
+            args.log_file.as_deref(),
+        )?)
     }
 }
 

@@ -38,6 +38,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use super::location::{self, one_line, StoreArgs};
+use crate::cli::CliError;
 use crate::dataset::{Dataset, PublishOptions};
 
 /// Explore and publish Signal Dataset (SDS) layout 0.1 datasets.
@@ -225,14 +226,14 @@ pub fn main() -> ExitCode {
     match run(cli.command, &cli.store) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("sds: {}", one_line(&message));
+            eprintln!("sds: {}", one_line(&message.to_string()));
             ExitCode::from(1)
         }
     }
 }
 
 /// Runs one command; the error is the message for stderr.
-pub fn run(command: Command, store: &StoreArgs) -> Result<(), String> {
+pub fn run(command: Command, store: &StoreArgs) -> Result<(), CliError> {
     match command {
         Command::Info { dataset, json } => run_info(store, &dataset, json),
         Command::Ls {
@@ -311,8 +312,8 @@ pub fn run(command: Command, store: &StoreArgs) -> Result<(), String> {
     }
 }
 
-fn run_verify(args: &StoreArgs, dataset: &str, deep: bool) -> Result<(), String> {
-    let store = args.open_store(dataset).map_err(|e| e.0)?;
+fn run_verify(args: &StoreArgs, dataset: &str, deep: bool) -> Result<(), CliError> {
+    let store = args.open_store(dataset).map_err(CliError::from)?;
     let report = crate::dataset::verify_store_opened_with(
         store,
         args.open_options(),
@@ -322,20 +323,22 @@ fn run_verify(args: &StoreArgs, dataset: &str, deep: bool) -> Result<(), String>
     print(&verify::to_text(&report))?;
     match report.problems.len() {
         0 => Ok(()),
-        n => Err(format!("{dataset}: verification found {n} problem(s)")),
+        n => Err(CliError::from(format!(
+            "{dataset}: verification found {n} problem(s)"
+        ))),
     }
 }
 
-fn print(text: &str) -> Result<(), String> {
+fn print(text: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
-        .map_err(|e| format!("writing to stdout: {e}"))
+        .map_err(CliError::failed("writing to stdout"))
 }
 
-fn run_info(store: &StoreArgs, dataset: &str, json: bool) -> Result<(), String> {
-    let opened = store.open_dataset(dataset).map_err(|e| e.0)?;
+fn run_info(store: &StoreArgs, dataset: &str, json: bool) -> Result<(), CliError> {
+    let opened = store.open_dataset(dataset).map_err(CliError::from)?;
     let report = info::gather(&opened)?;
     print(&if json {
         info::to_json(&report)
@@ -347,8 +350,8 @@ fn run_info(store: &StoreArgs, dataset: &str, json: bool) -> Result<(), String> 
 /// Prints one line per record as it is read (memory does not grow with the record count). A
 /// row that cannot be read is reported on stderr, naming the record and the object, and the
 /// listing goes on; the command then fails with the number of such rows.
-fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<(), String> {
-    let opened = store.open_dataset(dataset).map_err(|e| e.0)?;
+fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<(), CliError> {
+    let opened = store.open_dataset(dataset).map_err(CliError::from)?;
     let stop = if limit == 0 {
         opened.len()
     } else {
@@ -363,7 +366,7 @@ fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<()
             Err(message) => {
                 // Rows already printed come first, so stdout and stderr read in ordinal order.
                 stdout.flush().map_err(write_error)?;
-                eprintln!("sds: {}", one_line(&message));
+                eprintln!("sds: {}", one_line(&message.to_string()));
                 unreadable += 1;
             }
         }
@@ -371,14 +374,14 @@ fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<()
     stdout.flush().map_err(write_error)?;
     match unreadable {
         0 => Ok(()),
-        n => Err(format!(
+        n => Err(CliError::from(format!(
             "{dataset}: {n} of {} listed records could not be read (see above)",
             stop.saturating_sub(start)
-        )),
+        ))),
     }
 }
 
-fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, String> {
+fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, CliError> {
     let row = dataset.record_meta(ordinal).map_err(|e| {
         format!(
             "cannot read record {ordinal}: {}",
@@ -400,9 +403,9 @@ fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, String> {
     ))
 }
 
-fn run_demo(out: &std::path::Path) -> Result<(), String> {
+fn run_demo(out: &std::path::Path) -> Result<(), CliError> {
     let summary =
-        demo::write_demo(out).map_err(|e| format!("cannot write the demo dataset: {e}"))?;
+        demo::write_demo(out).map_err(CliError::failed("cannot write the demo dataset"))?;
     print(&format!(
         "published {} ({}) in {}: {} records, {} shards, {} manifest pages, {} bytes\n",
         demo::DATASET_ID,

@@ -6,9 +6,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::cli::CliError;
 use crate::fs::stats::STATUS_FILE;
 
-pub fn status(mountpoint: &Path, json: bool) -> Result<(), String> {
+pub fn status(mountpoint: &Path, json: bool) -> Result<(), CliError> {
     let path = mountpoint.join(STATUS_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("{}: not an sdsfs mount", mountpoint.display()),
@@ -22,8 +23,10 @@ pub fn status(mountpoint: &Path, json: bool) -> Result<(), String> {
         print!("{text}");
         return Ok(());
     }
-    let report: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a status report: {e}", path.display()))?;
+    let report: Value = serde_json::from_str(&text).map_err(CliError::failed(format!(
+        "{}: not a status report",
+        path.display()
+    )))?;
     print!("{}", render(&report));
     Ok(())
 }

@@ -5,18 +5,22 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use super::DaemonError;
+
 /// Refuses a mount point that is not a directory, is a dead mount, or (unless `nonempty`)
 /// holds files or is already a mount point: mounting there would hide what is there without a
 /// word, and a second mount over the first is almost always a mistake (a unit started twice,
 /// a script run again).
-pub fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
+pub fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), DaemonError> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| match e.raw_os_error() {
         Some(libc::ENOTCONN) => dead_mount(path),
-        _ => format!("{shown}: {e}"),
+        _ => DaemonError::io(shown.to_string())(e),
     })?;
     if !meta.is_dir() {
-        return Err(format!("{shown}: mount point is not a directory"));
+        return Err(DaemonError::Refused(format!(
+            "{shown}: mount point is not a directory"
+        )));
     }
     if nonempty {
         return Ok(());
@@ -26,28 +30,28 @@ pub fn check_mountpoint(path: &Path, nonempty: bool) -> Result<(), String> {
         if matches!(listing, Err(e) if e.raw_os_error() == Some(libc::ENOTCONN)) {
             return Err(dead_mount(path));
         }
-        return Err(format!(
+        return Err(DaemonError::Refused(format!(
             "{shown}: already a mount point ({what}); unmount it first, or pass --nonempty \
              (-o nonempty) to mount over it"
-        ));
+        )));
     }
-    let mut entries = std::fs::read_dir(path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut entries = std::fs::read_dir(path).map_err(DaemonError::io(shown.to_string()))?;
     if entries.next().is_some() {
-        return Err(format!(
+        return Err(DaemonError::Refused(format!(
             "{shown}: mount point is not empty; use an empty directory, or pass --nonempty \
              (-o nonempty) to hide its contents under the mount"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// The refusal of a mount point holding a mount whose daemon is gone (`ENOTCONN`).
-fn dead_mount(path: &Path) -> String {
+fn dead_mount(path: &Path) -> DaemonError {
     let shown = path.display();
-    format!(
+    DaemonError::Refused(format!(
         "{shown}: a mount whose daemon is gone is still there; clear it with \
          `sdsfs unmount {shown}`"
-    )
+    ))
 }
 
 /// The filesystem type and source of the mount whose mount point is `path`, from

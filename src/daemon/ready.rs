@@ -13,21 +13,23 @@ use std::process::{Command, Stdio};
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::unistd::{pipe2, setsid};
 
+use super::DaemonError;
+
 /// The environment variable naming the descriptor a daemon reports on.
 const READY_FD_ENV: &str = "SDSFS_READY_FD";
 
 /// Runs this program with `arguments` (a foreground mount) as a detached daemon, its stderr
 /// appended to `log_file` (discarded without one), and waits until it reports the mount ready.
-pub fn spawn(arguments: Vec<OsString>, log_file: Option<&Path>) -> Result<(), String> {
-    let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+pub fn spawn(arguments: Vec<OsString>, log_file: Option<&Path>) -> Result<(), DaemonError> {
+    let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(DaemonError::sys("pipe"))?;
+    let exe = std::env::current_exe().map_err(DaemonError::io("cannot find own executable"))?;
     let stderr = match log_file {
         Some(path) => Stdio::from(
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?,
+                .map_err(DaemonError::io(path.display().to_string()))?,
         ),
         None => Stdio::null(),
     };
@@ -54,7 +56,7 @@ pub fn spawn(arguments: Vec<OsString>, log_file: Option<&Path>) -> Result<(), St
     }
     let child = command
         .spawn()
-        .map_err(|e| format!("cannot start the daemon: {e}"));
+        .map_err(DaemonError::io("cannot start the daemon"));
     drop(write_end);
     let mut child = child?;
     let mut report = String::new();
@@ -62,12 +64,16 @@ pub fn spawn(arguments: Vec<OsString>, log_file: Option<&Path>) -> Result<(), St
     match report.trim_end() {
         "ready" => Ok(()),
         "" => {
-            let status = child.wait().map_err(|e| e.to_string())?;
-            Err(format!(
+            let status = child
+                .wait()
+                .map_err(DaemonError::io("waiting for the daemon"))?;
+            Err(DaemonError::Refused(format!(
                 "the daemon exited ({status}) before the mount was ready"
-            ))
+            )))
         }
-        failure => Err(failure.trim_start_matches("error: ").to_string()),
+        failure => Err(DaemonError::Refused(
+            failure.trim_start_matches("error: ").to_string(),
+        )),
     }
 }
 

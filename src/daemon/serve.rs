@@ -18,6 +18,7 @@ use nix::unistd::{getgid, getuid};
 use super::notify::notify_systemd;
 use super::ready::report_to_parent;
 use super::unmount::{detach, Detached};
+use super::DaemonError;
 use crate::dataset::Dataset;
 use crate::fs::cache::CacheConfig;
 use crate::fs::catalog_watch::{watch, KnownRecords};
@@ -54,7 +55,7 @@ pub fn run_foreground(
     settings: MountSettings,
     dataset: Dataset,
     stats: Arc<MountStats>,
-) -> Result<(), String> {
+) -> Result<(), DaemonError> {
     let signals = termination_signals();
     init_logging();
     let result = signals.and_then(|signals| serve(&settings, dataset, stats, &signals));
@@ -78,7 +79,7 @@ fn serve(
     dataset: Dataset,
     stats: Arc<MountStats>,
     signals: &SignalFd,
-) -> Result<(), String> {
+) -> Result<(), DaemonError> {
     let cache = CacheConfig {
         spill_bytes: args.spill_size,
         ..CacheConfig::for_cache_size(args.cache_size)
@@ -120,16 +121,17 @@ fn serve(
         fuse_config.acl = fuser::SessionACL::All;
     }
     fuse_config.n_threads = Some(args.threads.max(1));
-    let session = fuser::Session::new(filesystem, &args.mountpoint, &fuse_config)
-        .map_err(|e| format!("cannot mount on {}: {e}", args.mountpoint.display()))?;
+    let session = fuser::Session::new(filesystem, &args.mountpoint, &fuse_config).map_err(
+        DaemonError::io(format!("cannot mount on {}", args.mountpoint.display())),
+    )?;
     let notifier = session.notifier();
     let background = session
         .spawn()
-        .map_err(|e| format!("cannot start the session: {e}"))?;
+        .map_err(DaemonError::io("cannot start the session"))?;
     std::thread::Builder::new()
         .name("sdsfs-catalog".into())
         .spawn(move || watch(namespace, known, Box::new(notifier)))
-        .map_err(|e| format!("cannot start the catalog watcher: {e}"))?;
+        .map_err(DaemonError::io("cannot start the catalog watcher"))?;
     match crate::fs::fuse::raise_read_ahead(&args.mountpoint) {
         Ok(kib) => tracing::debug!(read_ahead_kib = kib, "read-ahead window"),
         Err(why) => tracing::debug!(%why, "read-ahead window left at the kernel's default"),
@@ -152,8 +154,7 @@ fn serve(
     if !signalled {
         // Unmounted from outside (umount, `sdsfs unmount`, systemd's ExecStop): a clean end.
         tracing::info!(mountpoint = %args.mountpoint.display(), "unmounted");
-        return join_without_unmount(background)
-            .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()));
+        return join_without_unmount(background).map_err(session_failed(args));
     }
     tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
     let wait = match detach(&args.mountpoint) {
@@ -173,8 +174,12 @@ fn serve(
             SESSION_END_WAIT
         }
     };
-    end_session(background, wait)
-        .map_err(|e| format!("session on {} failed: {e}", args.mountpoint.display()))
+    end_session(background, wait).map_err(session_failed(args))
+}
+
+/// The failure of a session that ended with an error.
+fn session_failed(args: &MountSettings) -> impl FnOnce(std::io::Error) -> DaemonError {
+    DaemonError::io(format!("session on {} failed", args.mountpoint.display()))
 }
 
 /// How long a signalled daemon waits for its session to end after unmounting outright.
@@ -219,14 +224,14 @@ fn join_without_unmount(background: fuser::BackgroundSession) -> std::io::Result
 
 /// SIGINT and SIGTERM, blocked in this thread (and every thread spawned after), so that they
 /// are only ever read from the returned descriptor, by the main thread.
-fn termination_signals() -> Result<SignalFd, String> {
+fn termination_signals() -> Result<SignalFd, DaemonError> {
     let mut set = SigSet::empty();
     set.add(Signal::SIGINT);
     set.add(Signal::SIGTERM);
     set.thread_block()
-        .map_err(|e| format!("cannot block SIGINT and SIGTERM: {e}"))?;
+        .map_err(DaemonError::sys("cannot block SIGINT and SIGTERM"))?;
     SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-        .map_err(|e| format!("cannot read signals: {e}"))
+        .map_err(DaemonError::sys("cannot read signals"))
 }
 
 /// Returns when a termination signal arrives (`true`) or the session ends on its own, after an

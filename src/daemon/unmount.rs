@@ -7,6 +7,8 @@ use std::process::Command;
 use nix::errno::Errno;
 use nix::mount::{umount2, MntFlags};
 
+use super::DaemonError;
+
 /// How an unmount went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detached {
@@ -20,7 +22,7 @@ pub enum Detached {
 
 /// `sdsfs unmount`: unmounts `mountpoint`, detaching it lazily when it is busy (saying so on
 /// stderr), so that a mount whose daemon died with files open is cleared too.
-pub fn unmount(mountpoint: &Path) -> Result<(), String> {
+pub fn unmount(mountpoint: &Path) -> Result<(), DaemonError> {
     if detach(mountpoint)? == Detached::Lazily {
         eprintln!(
             "sdsfs: {}: busy (files are still open on it): detached lazily; the path is free \
@@ -35,7 +37,7 @@ pub fn unmount(mountpoint: &Path) -> Result<(), String> {
 /// is busy, the same lazily (`MNT_DETACH`, `fusermount3 -u -z`). A busy mount cannot be
 /// unmounted outright even when its daemon is dead, and left in place it answers ENOTCONN to
 /// everyone, including a remount at the same path.
-pub fn detach(mountpoint: &Path) -> Result<Detached, String> {
+pub fn detach(mountpoint: &Path) -> Result<Detached, DaemonError> {
     let error = match umount2(mountpoint, MntFlags::empty()) {
         Ok(()) => return Ok(Detached::Unmounted),
         Err(error) => error,
@@ -43,16 +45,25 @@ pub fn detach(mountpoint: &Path) -> Result<Detached, String> {
     match error {
         Errno::EBUSY => match umount2(mountpoint, MntFlags::MNT_DETACH) {
             Ok(()) => Ok(Detached::Lazily),
-            Err(e) => Err(format!("cannot unmount {}: {e}", mountpoint.display())),
+            Err(e) => Err(DaemonError::sys(format!(
+                "cannot unmount {}",
+                mountpoint.display()
+            ))(e)),
         },
         Errno::EPERM | Errno::EACCES => fusermount_unmount(mountpoint),
-        Errno::EINVAL => Err(format!("{}: not mounted", mountpoint.display())),
-        _ => Err(format!("cannot unmount {}: {error}", mountpoint.display())),
+        Errno::EINVAL => Err(DaemonError::Refused(format!(
+            "{}: not mounted",
+            mountpoint.display()
+        ))),
+        _ => Err(DaemonError::sys(format!(
+            "cannot unmount {}",
+            mountpoint.display()
+        ))(error)),
     }
 }
 
 /// `fusermount3 -u` (the unprivileged way), then `-u -z` if that fails (busy).
-fn fusermount_unmount(mountpoint: &Path) -> Result<Detached, String> {
+fn fusermount_unmount(mountpoint: &Path) -> Result<Detached, DaemonError> {
     for program in ["fusermount3", "fusermount"] {
         let Ok(plain) = Command::new(program).arg("-u").arg(mountpoint).output() else {
             continue;
@@ -65,18 +76,21 @@ fn fusermount_unmount(mountpoint: &Path) -> Result<Detached, String> {
             .arg("-z")
             .arg(mountpoint)
             .output()
-            .map_err(|e| format!("{program} -u -z {}: {e}", mountpoint.display()))?;
+            .map_err(DaemonError::io(format!(
+                "{program} -u -z {}",
+                mountpoint.display()
+            )))?;
         if lazy.status.success() {
             return Ok(Detached::Lazily);
         }
-        return Err(format!(
+        return Err(DaemonError::Refused(format!(
             "{program} -u {} failed: {}",
             mountpoint.display(),
             String::from_utf8_lossy(&plain.stderr).trim()
-        ));
+        )));
     }
-    Err(format!(
+    Err(DaemonError::Refused(format!(
         "cannot unmount {}: not permitted and no fusermount3 found",
         mountpoint.display()
-    ))
+    )))
 }

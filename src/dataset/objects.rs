@@ -181,9 +181,10 @@ impl Objects {
         Ok(resolved)
     }
 
-    fn resolve_absolute(&self, location: &path::Location) -> Result<Resolved, DatasetError> {
+    fn resolve_absolute(&self, location: &path::AbsolutePath) -> Result<Resolved, DatasetError> {
         let bad = |why: String| DatasetError::corrupt(location.as_str(), why);
-        let (store_location, name) = Location::parse_object(location.as_str()).map_err(bad)?;
+        let (store_location, name) =
+            Location::parse_object(location.as_str()).map_err(|e| bad(e.to_string()))?;
         let opener = match &self.policy {
             AbsoluteReferences::Follow(opener) => opener,
             AbsoluteReferences::FollowSameStore(opener) => {
@@ -211,7 +212,7 @@ impl Objects {
     /// Refuses a reference that leaves the dataset's own store.
     fn check_same_store(
         &self,
-        location: &path::Location,
+        location: &path::AbsolutePath,
         store: &Location,
     ) -> Result<(), DatasetError> {
         let target = store.store_key();

@@ -26,7 +26,7 @@ use super::publish::{
 };
 use super::reader::Dataset;
 use crate::format::documents::{ObjectRef, ShardEntry};
-use crate::format::path::{Location, ObjectPath};
+use crate::format::path::{AbsolutePath, ObjectPath};
 use crate::storage::ObjectStore;
 
 /// What a reference view publication did.
@@ -102,7 +102,7 @@ fn absolute(source: &Dataset, reference: &ObjectRef) -> Result<ObjectRef, Datase
         ObjectPath::Absolute(location) => location.clone(),
         ObjectPath::Relative(path) => {
             let text = source.describe(path);
-            Location::new(&text).ok_or_else(|| {
+            AbsolutePath::new(&text).ok_or_else(|| {
                 DatasetError::Publication(format!(
                     "{text} is not an absolute location; open the source by an absolute path"
                 ))

@@ -5,10 +5,10 @@
 //!   Everything a dataset names is reached through one of these, so a hostile document cannot
 //!   address anything outside the dataset root.
 //! - [`ObjectPath`], what an object reference's `path` holds: a [`RelPath`], or (reference
-//!   views only) an absolute location of another dataset's object. Absolute means, as the
-//!   library classifies it, a leading `/` or a full `gs://` / `s3://` URI; this project also
-//!   accepts `file://` URLs (the library never writes one). The classification compares
-//!   prefixes by hand: `gs:x` or `a:b/c` are ordinary relative paths.
+//!   views only) an [`AbsolutePath`], the absolute location of another dataset's object.
+//!   Absolute means, as the library classifies it, a leading `/` or a full `gs://` / `s3://`
+//!   URI; this project also accepts `file://` URLs (the library never writes one). The
+//!   classification compares prefixes by hand: `gs:x` or `a:b/c` are ordinary relative paths.
 
 use std::fmt;
 
@@ -114,18 +114,21 @@ impl AsRef<str> for RelPath {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ObjectPath {
     Relative(RelPath),
-    Absolute(Location),
+    Absolute(AbsolutePath),
 }
 
-/// An absolute location: `/abs/path`, `file:///abs/path`, `gs://bucket/key` or `s3://bucket/key`.
-/// Only its shape is checked here; the storage layer parses it when it is followed.
+/// The absolute location of one object as a document writes it: `/abs/path`,
+/// `file:///abs/path`, `gs://bucket/key` or `s3://bucket/key`. Text whose shape only is checked
+/// here (the counterpart of [`RelPath`]); not a store: when it is followed, the storage layer
+/// splits it into the `storage::Location` of a store and the object's key in it
+/// (`Location::parse_object`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location(String);
+pub struct AbsolutePath(String);
 
-impl Location {
+impl AbsolutePath {
     /// `text` when it is absolute in the sense of [`ObjectPath`], else `None`.
-    pub fn new(text: &str) -> Option<Location> {
-        is_absolute(text).then(|| Location(text.to_string()))
+    pub fn new(text: &str) -> Option<AbsolutePath> {
+        is_absolute(text).then(|| AbsolutePath(text.to_string()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -144,7 +147,7 @@ impl Location {
     }
 }
 
-impl fmt::Display for Location {
+impl fmt::Display for AbsolutePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -164,7 +167,7 @@ pub fn is_absolute(text: &str) -> bool {
 impl ObjectPath {
     /// Classifies and checks `text`: absolute when [`is_absolute`], else a valid [`RelPath`].
     pub fn new(text: &str) -> Result<ObjectPath, PathError> {
-        match Location::new(text) {
+        match AbsolutePath::new(text) {
             Some(location) => Ok(ObjectPath::Absolute(location)),
             None => RelPath::normalized(text).map(ObjectPath::Relative),
         }
@@ -272,12 +275,15 @@ mod tests {
         for refused in ["", ".", "./", "a/../b", "..", "a\\b", "a#b", "a?b", "a\0b"] {
             assert!(RelPath::normalized(refused).is_err(), "{refused:?}");
         }
-        let location = Location::new("gs://b/p/objects/x.arrayrecord").unwrap();
+        let location = AbsolutePath::new("gs://b/p/objects/x.arrayrecord").unwrap();
         assert_eq!(
             location.split_name(),
             Some(("gs://b/p/objects", "x.arrayrecord"))
         );
-        assert_eq!(Location::new("gs://b").unwrap().split_name(), None);
-        assert_eq!(Location::new("/x").unwrap().split_name(), Some(("", "x")));
+        assert_eq!(AbsolutePath::new("gs://b").unwrap().split_name(), None);
+        assert_eq!(
+            AbsolutePath::new("/x").unwrap().split_name(),
+            Some(("", "x"))
+        );
     }
 }

@@ -164,17 +164,20 @@ impl std::fmt::Display for FileOpens {
     }
 }
 
-impl std::str::FromStr for FileOpens {
-    type Err = String;
+/// A `--file-opens` value that names none of the choices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("file opens must be auto, kernel or daemon, not {0:?}")]
+pub struct UnknownFileOpens(pub String);
 
-    fn from_str(text: &str) -> Result<FileOpens, String> {
+impl std::str::FromStr for FileOpens {
+    type Err = UnknownFileOpens;
+
+    fn from_str(text: &str) -> Result<FileOpens, UnknownFileOpens> {
         match text {
             "auto" => Ok(FileOpens::Auto),
             "kernel" => Ok(FileOpens::Kernel),
             "daemon" => Ok(FileOpens::Daemon),
-            other => Err(format!(
-                "file opens must be auto, kernel or daemon, not {other:?}"
-            )),
+            other => Err(UnknownFileOpens(other.to_string())),
         }
     }
 }

@@ -142,15 +142,15 @@ const TOP_LEVEL: [(&str, Ino, Kind); 7] = [
 /// Refuses a dataset the mount cannot serve: every ordinal needs inode numbers of its own,
 /// and those carry 36 bits of ordinal ([`MAX_ORDINAL`]). The message names the snapshot and
 /// the key.
-pub fn check_servable(dataset: &Dataset) -> Result<(), String> {
+pub fn check_servable(dataset: &Dataset) -> Result<(), FsError> {
     let count = dataset.len();
     if count > MAX_ORDINAL + 1 {
-        return Err(format!(
+        return Err(FsError::failed(format!(
             "{}: record_count {count} is more than a mount can number ({} records: inode \
              numbers carry 36 bits of ordinal)",
             dataset.root().snapshot.path,
             MAX_ORDINAL + 1
-        ));
+        )));
     }
     Ok(())
 }

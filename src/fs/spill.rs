@@ -546,15 +546,7 @@ fn write_queue(queue: Receiver<Job>, give_back: SyncSender<Vec<u8>>) -> std::io:
 /// filesystem cannot (tmpfs without room, an old kernel), the writes simply allocate as before,
 /// and report any real failure themselves.
 fn reserve(file: &File, len: u64) {
-    use std::os::fd::AsRawFd;
-    let Ok(len) = libc::off_t::try_from(len) else {
-        return;
-    };
-    // SAFETY: fallocate only reads its integer arguments; the descriptor is open (owned by
-    // `file`) for the duration of the call.
-    unsafe {
-        libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len);
-    }
+    let _ = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, 0, len);
 }
 
 fn stopped() -> std::io::Error {

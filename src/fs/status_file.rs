@@ -42,8 +42,10 @@ pub struct StatusReader {
 impl StatusReader {
     /// The user running this process.
     pub fn mounting_user() -> StatusReader {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (
+            nix::unistd::getuid().as_raw(),
+            nix::unistd::getgid().as_raw(),
+        );
         StatusReader { uid, gid }
     }
 

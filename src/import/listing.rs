@@ -1,4 +1,5 @@
-//! Listing a directory with one `openat` and `getdents64`, for `--from-dir` imports.
+//! Listing a directory with one `openat` and `getdents64` (`rustix`'s `RawDir`), for
+//! `--from-dir` imports.
 //!
 //! `std::fs::read_dir` goes through glibc's `opendir`, which adds an `fstat` of every
 //! directory it opens. `sds create --from-dir` lists four directories per record of a typical
@@ -9,10 +10,12 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::OpenOptions;
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
+
+use rustix::fs::{FileType, RawDir};
 
 /// What an entry is, as the directory says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,9 +34,7 @@ pub(crate) struct Entry {
     pub kind: Kind,
 }
 
-/// Bytes of `linux_dirent64` before the name: inode (8), offset (8), record length (2),
-/// type (1).
-const HEADER: usize = 19;
+/// Bytes of listing read per `getdents64` call.
 const BUFFER: usize = 32 * 1024;
 
 /// The entries of directory `dir`, in the order the file system returns them.
@@ -42,62 +43,31 @@ pub(crate) fn list(dir: &Path) -> io::Result<Vec<Entry>> {
         .read(true)
         .custom_flags(libc::O_DIRECTORY)
         .open(dir)?;
-    let mut buffer = vec![0u8; BUFFER];
+    let mut buffer = vec![MaybeUninit::<u8>::uninit(); BUFFER];
+    let mut listing = RawDir::new(&directory, &mut buffer);
     let mut entries = Vec::new();
-    loop {
-        // SAFETY: the buffer is valid for writes of its whole length, and the descriptor is
-        // an open directory for the duration of the call.
-        let got = unsafe {
-            libc::syscall(
-                libc::SYS_getdents64,
-                directory.as_raw_fd(),
-                buffer.as_mut_ptr(),
-                buffer.len(),
-            )
+    while let Some(entry) = listing.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         };
-        let got = match usize::try_from(got) {
-            Ok(0) => return Ok(entries),
-            Ok(n) => n.min(buffer.len()),
-            Err(_) => {
-                let error = io::Error::last_os_error();
-                if error.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error);
-            }
-        };
-        parse(&buffer[..got], &mut entries)?;
-    }
-}
-
-/// Appends the entries of one `getdents64` result, checking every record length.
-fn parse(mut bytes: &[u8], entries: &mut Vec<Entry>) -> io::Result<()> {
-    while !bytes.is_empty() {
-        let malformed = || io::Error::other("malformed directory listing from the kernel");
-        let header = bytes.get(..HEADER).ok_or_else(malformed)?;
-        let length = usize::from(u16::from_ne_bytes([header[16], header[17]]));
-        let record = bytes
-            .get(..length)
-            .filter(|_| length > HEADER)
-            .ok_or_else(malformed)?;
-        let name = &record[HEADER..];
-        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        let name = entry.file_name().to_bytes();
         if name != b"." && name != b".." {
             entries.push(Entry {
                 name: OsStr::from_bytes(name).to_os_string(),
-                kind: kind_of(header[18]),
+                kind: kind_of(entry.file_type()),
             });
         }
-        bytes = &bytes[length..];
     }
-    Ok(())
+    Ok(entries)
 }
 
-fn kind_of(d_type: u8) -> Kind {
-    match d_type {
-        libc::DT_DIR => Kind::Dir,
-        libc::DT_REG => Kind::File,
-        libc::DT_LNK => Kind::Symlink,
+fn kind_of(file_type: FileType) -> Kind {
+    match file_type {
+        FileType::Directory => Kind::Dir,
+        FileType::RegularFile => Kind::File,
+        FileType::Symlink => Kind::Symlink,
         _ => Kind::Other,
     }
 }
@@ -150,17 +120,5 @@ mod tests {
         assert_eq!(not_dir.raw_os_error(), Some(libc::ENOTDIR));
         let missing = list(&dir.path().join("nope")).unwrap_err();
         assert_eq!(missing.raw_os_error(), Some(libc::ENOENT));
-    }
-
-    #[test]
-    fn a_truncated_record_is_refused() {
-        let mut entries = Vec::new();
-        // A record claiming 40 bytes where 24 are given.
-        let mut bytes = vec![0u8; 24];
-        bytes[16] = 40;
-        assert!(parse(&bytes, &mut entries).is_err());
-        bytes[16] = 10; // shorter than its own header
-        assert!(parse(&bytes, &mut entries).is_err());
-        assert!(entries.is_empty());
     }
 }

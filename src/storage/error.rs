@@ -1,4 +1,5 @@
-//! The storage layer's one error enum.
+//! The storage layer's error enums: [`StorageError`] for requests, [`LocationError`] for
+//! location texts.
 //!
 //! Every variant carries `object`, the backend's human-readable location of the object involved
 //! (see [`ObjectStore::describe`](super::ObjectStore::describe)), so a message printed far from
@@ -21,6 +22,36 @@ pub enum ErrorKind {
     Transient,
     /// Retrying unchanged will fail the same way.
     Permanent,
+}
+
+/// Why a text names no store location, or no object in one (see [`super::Location`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    #[error("unknown URL scheme {0:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)")]
+    UnknownScheme(String),
+    #[error("not a URL (expected s3://bucket/prefix or gs://bucket/prefix)")]
+    NotAUrl,
+    #[error("unsupported scheme {0:?} (expected s3 or gs)")]
+    UnsupportedScheme(String),
+    #[error("query strings and fragments are not part of a dataset location")]
+    QueryOrFragment,
+    #[error("the bucket name is missing")]
+    NoBucket,
+    #[error("invalid bucket name {0:?}")]
+    InvalidBucket(String),
+    #[error("invalid key prefix {0:?}")]
+    InvalidPrefix(String),
+    #[error("a file:// URL needs an absolute path (file:///data/ds)")]
+    RelativeFileUrl,
+    #[error("invalid %-escape in URL")]
+    InvalidEscape,
+    #[error("the location names a bucket, not an object")]
+    BucketNotObject,
+    #[error("the location names no file")]
+    NoFile,
+    /// The scheme (`s3`, `gs`) of an object-store location where a local directory is needed.
+    #[error("{0}:// is an object-store location, not a local directory")]
+    NotLocal(&'static str),
 }
 
 /// A storage failure, always naming the object it concerns.

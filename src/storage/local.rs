@@ -197,8 +197,7 @@ impl LocalStore {
         }
         let opened = self.open_object(path, None)?;
         let (uid, gid) = (opened.meta.uid(), opened.meta.gid());
-        // SAFETY: geteuid has no failure mode and touches no memory.
-        let euid = unsafe { libc::geteuid() };
+        let euid = nix::unistd::geteuid().as_raw();
         if uid == euid || uid == 0 {
             return Ok(None);
         }

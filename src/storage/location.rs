@@ -9,7 +9,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{CloudOptions, CloudStore, CloudUrl, Identity, LocalStore, ObjectStore, StorageError};
+use super::{
+    CloudOptions, CloudStore, CloudUrl, Identity, LocalStore, LocationError, ObjectStore,
+    StorageError,
+};
 
 /// A parsed store location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,16 +49,14 @@ fn scheme_of(text: &str) -> Option<(&str, &str)> {
 
 impl Location {
     /// Parses a store location; the reason it names none otherwise.
-    pub fn parse(text: &str) -> Result<Location, String> {
+    pub fn parse(text: &str) -> Result<Location, LocationError> {
         let Some((scheme, rest)) = scheme_of(text) else {
             return Ok(Location::Local(PathBuf::from(text)));
         };
         match scheme.to_ascii_lowercase().as_str() {
             "file" => file_url_path(rest).map(Location::Local),
             "s3" | "gs" => CloudUrl::parse(text).map(Location::Cloud),
-            _ => Err(format!(
-                "unknown URL scheme {scheme:?} (use a directory path, a file:// URL, s3://bucket/prefix or gs://bucket/prefix)"
-            )),
+            _ => Err(LocationError::UnknownScheme(scheme.to_string())),
         }
     }
 
@@ -70,33 +71,27 @@ impl Location {
     /// Splits the location of one object into the location of the store to open and the
     /// object's path in it: `scheme://bucket` and the key for object stores, the directory and
     /// the file name for local paths.
-    pub fn parse_object(text: &str) -> Result<(Location, String), String> {
+    pub fn parse_object(text: &str) -> Result<(Location, String), LocationError> {
         if let Some((scheme, rest)) = scheme_of(text).filter(|_| Location::names_object_store(text))
         {
-            let (bucket, key) = rest
-                .split_once('/')
-                .ok_or_else(|| "the location names a bucket, not an object".to_string())?;
+            let (bucket, key) = rest.split_once('/').ok_or(LocationError::BucketNotObject)?;
             let store = Location::parse(&format!("{scheme}://{bucket}"))?;
             return Ok((store, key.to_string()));
         }
         let path = Location::parse(text)?.local_path()?;
-        let no_file = || "the location names no file".to_string();
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(no_file)?;
-        let dir = path.parent().ok_or_else(no_file)?;
+            .ok_or(LocationError::NoFile)?;
+        let dir = path.parent().ok_or(LocationError::NoFile)?;
         Ok((Location::Local(dir.to_path_buf()), name.to_string()))
     }
 
     /// The local directory, or why an object-store location is none.
-    pub fn local_path(self) -> Result<PathBuf, String> {
+    pub fn local_path(self) -> Result<PathBuf, LocationError> {
         match self {
             Location::Local(path) => Ok(path),
-            Location::Cloud(url) => Err(format!(
-                "{}:// is an object-store location, not a local directory",
-                url.service.scheme()
-            )),
+            Location::Cloud(url) => Err(LocationError::NotLocal(url.service.scheme())),
         }
     }
 
@@ -167,14 +162,14 @@ impl std::fmt::Display for Location {
     }
 }
 
-fn file_url_path(rest: &str) -> Result<PathBuf, String> {
+fn file_url_path(rest: &str) -> Result<PathBuf, LocationError> {
     let path = rest.strip_prefix("localhost").unwrap_or(rest);
     if !path.starts_with('/') {
-        return Err("a file:// URL needs an absolute path (file:///data/ds)".into());
+        return Err(LocationError::RelativeFileUrl);
     }
     percent_decode(path)
         .map(PathBuf::from)
-        .ok_or_else(|| "invalid %-escape in URL".to_string())
+        .ok_or(LocationError::InvalidEscape)
 }
 
 fn percent_decode(text: &str) -> Option<String> {
@@ -198,7 +193,7 @@ fn percent_decode(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn local(text: &str) -> Result<PathBuf, String> {
+    fn local(text: &str) -> Result<PathBuf, LocationError> {
         Location::parse(text)?.local_path()
     }
 
@@ -210,7 +205,10 @@ mod tests {
         assert_eq!(local("file://localhost/x").unwrap(), PathBuf::from("/x"));
         assert!(local("file://rel").is_err());
         assert!(local("file:///%zz").is_err());
-        assert!(local("s3://b/p").unwrap_err().contains("object-store"));
+        assert!(local("s3://b/p")
+            .unwrap_err()
+            .to_string()
+            .contains("object-store"));
         assert!(local("http://x/y").is_err());
     }
 
@@ -225,7 +223,7 @@ mod tests {
         assert_eq!(Location::parse("/d").unwrap().object_prefix(), "/d/");
     }
 
-    fn split(text: &str) -> Result<(String, String), String> {
+    fn split(text: &str) -> Result<(String, String), LocationError> {
         Location::parse_object(text).map(|(store, name)| (store.to_string(), name))
     }
 

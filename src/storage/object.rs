@@ -45,6 +45,11 @@
 //! body errors, HTTP 408, 429 and 5xx. Every retried failure is logged with its cause.
 //! `tests/storage_faults.rs` checks all of this through a fault-injecting proxy.
 //!
+//! Every request has a deadline, [`CloudOptions::request_timeout`] (30 s unless set; the
+//! command lines' `--request-timeout`), covering the whole request, body included: a server
+//! that stops answering costs each attempt that long, and once the attempts are used up the
+//! failure is a timeout ([`io::ErrorKind::TimedOut`], ETIMEDOUT on the mount).
+//!
 //! # Concurrency
 //!
 //! No lock is held around a request: concurrent reads of different records are concurrent
@@ -93,7 +98,9 @@ pub struct CloudOptions {
     pub region: Option<String>,
     /// Permit plain-HTTP endpoints; `AWS_ALLOW_HTTP` otherwise.
     pub allow_http: Option<bool>,
-    /// Per-request timeout (the client's default otherwise).
+    /// How long one request may take, from connecting to the end of its body, before it fails
+    /// as timed out (a transient failure: retried by [`RetryPolicy`], then reported with
+    /// [`io::ErrorKind::TimedOut`]); [`DEFAULT_REQUEST_TIMEOUT`] when `None`.
     pub request_timeout: Option<Duration>,
     /// Static S3 credentials; `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` otherwise.
     pub access_key_id: Option<String>,
@@ -109,6 +116,9 @@ pub struct CloudOptions {
     /// file, then the metadata server.
     pub google_credentials: Option<PathBuf>,
 }
+
+/// A request that has not finished after 30 s fails as timed out.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Files above 64 MiB go up in parts.
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
@@ -161,7 +171,8 @@ impl CloudStore {
     /// Opens `s3://bucket/prefix` or `gs://bucket/prefix` with credentials from the standard
     /// environment plus `options`. Opening sends no request.
     pub fn open(url: &str, options: &CloudOptions) -> Result<CloudStore, StorageError> {
-        let parsed = CloudUrl::parse(url).map_err(|reason| StorageError::invalid(url, reason))?;
+        let parsed = CloudUrl::parse(url)
+            .map_err(|reason| StorageError::invalid(url, reason.to_string()))?;
         CloudStore::open_url(parsed, options)
     }
 
@@ -186,18 +197,17 @@ impl CloudStore {
         };
         // Client settings go through `with_config`: `with_client_options` would replace the
         // ones `from_env` read (AWS_ALLOW_HTTP, proxies, CA bundles) wholesale.
-        let timeout = options
-            .request_timeout
-            .map(|t| format!("{}ms", t.as_millis().max(1)));
+        let timeout = options.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT);
+        let timeout = format!("{}ms", timeout.as_millis().max(1));
         let built = match parsed.service {
             Service::S3 => {
                 let mut builder = AmazonS3Builder::from_env()
                     .with_bucket_name(&parsed.bucket)
-                    .with_retry(no_retries);
-                if let Some(timeout) = &timeout {
-                    builder = builder
-                        .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), timeout);
-                }
+                    .with_retry(no_retries)
+                    .with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+                        &timeout,
+                    );
                 if let Some(endpoint) = &options.endpoint {
                     builder = builder.with_endpoint(endpoint);
                 }
@@ -233,11 +243,8 @@ impl CloudStore {
             Service::Gcs => {
                 let mut builder = GoogleCloudStorageBuilder::from_env()
                     .with_bucket_name(&parsed.bucket)
-                    .with_retry(no_retries);
-                if let Some(timeout) = &timeout {
-                    builder = builder
-                        .with_config(GoogleConfigKey::Client(ClientConfigKey::Timeout), timeout);
-                }
+                    .with_retry(no_retries)
+                    .with_config(GoogleConfigKey::Client(ClientConfigKey::Timeout), &timeout);
                 if let Some(allow) = options.allow_http {
                     builder = builder.with_config(
                         GoogleConfigKey::Client(ClientConfigKey::AllowHttp),

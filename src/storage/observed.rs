@@ -251,10 +251,13 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::storage::{read_split, LocalStore};
+    use crate::storage::{read_split, ErrorKind, LocalStore};
 
     #[derive(Debug, Default)]
-    struct Log(Mutex<Vec<(&'static str, Result<u64, String>)>>);
+    struct Log(Mutex<Vec<(&'static str, Outcome)>>);
+
+    /// Bytes moved, or the failure's kind and object.
+    type Outcome = Result<u64, (ErrorKind, String)>;
 
     impl StoreObserver for Log {
         fn observe(
@@ -264,7 +267,7 @@ mod tests {
             _path: &RelPath,
             outcome: Result<u64, &StorageError>,
         ) {
-            let outcome = outcome.map_err(|e| e.to_string());
+            let outcome = outcome.map_err(|e| (e.kind(), e.object().to_string()));
             self.0.lock().unwrap().push((op.name(), outcome));
         }
     }
@@ -326,7 +329,9 @@ mod tests {
         assert_eq!(log.len(), 1);
         assert_eq!(log[0].0, "read");
         assert!(
-            log[0].1.as_ref().is_err_and(|e| e.contains("missing")),
+            log[0].1.as_ref().is_err_and(
+                |(kind, object)| *kind == ErrorKind::NotFound && object.contains("missing")
+            ),
             "{log:?}"
         );
     }

@@ -24,6 +24,7 @@ use crate::annotations::{
     publish_annotations, publish_set, write_annotation_shard, AnnotationOptions, PublishedSet,
 };
 use crate::cli::location::StoreArgs;
+use crate::cli::CliError;
 use crate::dataset::Dataset;
 use crate::format::json::{parse_object, JsonLimits, Object};
 
@@ -104,7 +105,7 @@ pub enum AnnotateAction {
     },
 }
 
-fn options(set: &SetArgs) -> Result<AnnotationOptions, String> {
+fn options(set: &SetArgs) -> Result<AnnotationOptions, CliError> {
     let shard = super::distributed::shard_options(&set.writer_options)?;
     Ok(AnnotationOptions {
         records_per_shard: set.records_per_shard.max(1),
@@ -124,11 +125,11 @@ fn fill(arg: Option<FillArg>) -> Fill {
     }
 }
 
-fn metadata(text: Option<&str>) -> Result<Object, String> {
+fn metadata(text: Option<&str>) -> Result<Object, CliError> {
     match text {
         None => Ok(Object::new()),
         Some(text) => parse_object(text.as_bytes(), &JsonLimits::CONTROL)
-            .map_err(|e| format!("--metadata must be a JSON object: {e}")),
+            .map_err(CliError::failed("--metadata must be a JSON object")),
     }
 }
 
@@ -137,16 +138,16 @@ fn read_rows(
     path: &Path,
     range: std::ops::Range<u64>,
     fill: Fill,
-) -> Result<Vec<crate::annotations::AnnotationRecord>, String> {
+) -> Result<Vec<crate::annotations::AnnotationRecord>, CliError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    let bytes = std::fs::read(path).map_err(CliError::failed(format!("cannot read {name}")))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let rows = parse_rows(&bytes, &name, base).map_err(|e| e.to_string())?;
-    resolve_rows(dataset, rows, range, fill, &name).map_err(|e| e.to_string())
+    Ok(resolve_rows(dataset, rows, range, fill, &name)?)
 }
 
 /// Runs `sds annotate`; returns the text for stdout.
-pub fn run(store: &StoreArgs, args: AnnotateArgs) -> Result<String, String> {
+pub fn run(store: &StoreArgs, args: AnnotateArgs) -> Result<String, CliError> {
     match args.action {
         Some(AnnotateAction::WriteShard {
             set,
@@ -154,7 +155,7 @@ pub fn run(store: &StoreArgs, args: AnnotateArgs) -> Result<String, String> {
             shard,
             fill: fill_arg,
         }) => {
-            let dataset = store.open_dataset(&set.dataset).map_err(|e| e.0)?;
+            let dataset = store.open_dataset(&set.dataset).map_err(CliError::from)?;
             let options = options(&set)?;
             let publication_id = options
                 .publication_id_for(&dataset, &set.name)
@@ -186,7 +187,7 @@ pub fn run(store: &StoreArgs, args: AnnotateArgs) -> Result<String, String> {
             metadata: text,
             no_verify_receipts,
         }) => {
-            let dataset = store.open_dataset(&set.dataset).map_err(|e| e.0)?;
+            let dataset = store.open_dataset(&set.dataset).map_err(CliError::from)?;
             let options = AnnotationOptions {
                 verify_pointers: !no_verify_receipts,
                 ..options(&set)?
@@ -209,7 +210,7 @@ pub fn run(store: &StoreArgs, args: AnnotateArgs) -> Result<String, String> {
                 .set
                 .ok_or("sds annotate needs DATASET and --name (or a subcommand)")?;
             let rows = args.rows.ok_or("sds annotate needs --rows ROWS.jsonl")?;
-            let dataset = store.open_dataset(&set.dataset).map_err(|e| e.0)?;
+            let dataset = store.open_dataset(&set.dataset).map_err(CliError::from)?;
             let options = options(&set)?;
             let rows = read_rows(&dataset, &rows, 0..dataset.len(), fill(args.fill))?;
             let published = publish_annotations(

@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::inputs::{RecordInputs, NO_INPUTS};
 use crate::arrayrecord::WriterOptions;
+use crate::cli::CliError;
 use crate::format::json::{parse_value, JsonLimits, Object, Value};
 use crate::import::{self, CreateOptions, CreateSummary, Progress};
 
@@ -65,14 +66,16 @@ pub struct CreateArgs {
 }
 
 /// Runs `sds create`; the error is the one line for stderr.
-pub fn run(args: &CreateArgs) -> Result<String, String> {
+pub fn run(args: &CreateArgs) -> Result<String, CliError> {
     let options = options(args)?;
     let sources = args
         .inputs
         .sources(options.jobs)
         .map_err(|e| e.to_string())?;
     if sources.is_empty() {
-        return Err(format!("nothing to publish: give {NO_INPUTS}"));
+        return Err(CliError::from(format!(
+            "nothing to publish: give {NO_INPUTS}"
+        )));
     }
     let total: u64 = sources
         .iter()
@@ -90,9 +93,10 @@ pub fn run(args: &CreateArgs) -> Result<String, String> {
     Ok(describe(args, &summary?, reporter.start.elapsed()))
 }
 
-fn options(args: &CreateArgs) -> Result<CreateOptions, String> {
-    let writer_options = WriterOptions::parse(&args.compression)
-        .map_err(|e| format!("--writer-options {:?}: {e}", args.compression))?;
+fn options(args: &CreateArgs) -> Result<CreateOptions, CliError> {
+    let writer_options = WriterOptions::parse(&args.compression).map_err(CliError::failed(
+        format!("--writer-options {:?}", args.compression),
+    ))?;
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
@@ -112,7 +116,7 @@ fn options(args: &CreateArgs) -> Result<CreateOptions, String> {
 }
 
 /// `KEY=VALUE` pairs as an object; VALUE as JSON when it parses, else a string.
-fn metadata(pairs: &[String]) -> Result<Object, String> {
+fn metadata(pairs: &[String]) -> Result<Object, CliError> {
     let mut object = Object::new();
     for pair in pairs {
         let (key, text) = pair
@@ -122,7 +126,9 @@ fn metadata(pairs: &[String]) -> Result<Object, String> {
         let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL)
             .unwrap_or_else(|_| Value::from(text));
         if object.insert(key.to_string(), value).is_some() {
-            return Err(format!("--metadata: key {key:?} given twice"));
+            return Err(CliError::from(format!(
+                "--metadata: key {key:?} given twice"
+            )));
         }
     }
     Ok(object)

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use super::inputs::{RecordInputs, NO_INPUTS};
 use crate::arrayrecord::WriterOptions;
 use crate::cli::location::{self, StoreArgs};
+use crate::cli::CliError;
 use crate::dataset::{publish, write_shard, PublishOptions, ShardOptions, ShardReceipt};
 use crate::format::json::{self, JsonLimits, Object};
 use crate::format::record::Record;
@@ -49,7 +50,7 @@ impl ShardInput {
         from_dataset: Option<String>,
         range: Option<&str>,
         inputs: RecordInputs,
-    ) -> Result<ShardInput, String> {
+    ) -> Result<ShardInput, CliError> {
         match (from_dataset, range) {
             (Some(source), Some(range)) if inputs.is_empty() => {
                 let (start, stop) = parse_range(range)?;
@@ -61,18 +62,24 @@ impl ShardInput {
             }
             (Some(_), None) => Err("--from-dataset needs --range A:B".into()),
             (None, Some(_)) => Err("--range is only for --from-dataset".into()),
-            (Some(_), Some(_)) => Err(format!("give --from-dataset or {NO_INPUTS}, not both")),
-            (None, None) if inputs.is_empty() => Err(format!(
+            (Some(_), Some(_)) => Err(CliError::from(format!(
+                "give --from-dataset or {NO_INPUTS}, not both"
+            ))),
+            (None, None) if inputs.is_empty() => Err(CliError::from(format!(
                 "nothing to write: give --from-dataset SRC --range A:B, or {NO_INPUTS}"
-            )),
+            ))),
             (None, None) => Ok(ShardInput::Import(inputs)),
         }
     }
 }
 
 /// Parses `A:B` (both ends required) for `--range`.
-pub fn parse_range(text: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("--range {text:?}: expected A:B with integers A <= B");
+pub fn parse_range(text: &str) -> Result<(u64, u64), CliError> {
+    let bad = || {
+        CliError::from(format!(
+            "--range {text:?}: expected A:B with integers A <= B"
+        ))
+    };
     let (a, b) = text.split_once(':').ok_or_else(bad)?;
     let a: u64 = a.trim().parse().map_err(|_| bad())?;
     let b: u64 = b.trim().parse().map_err(|_| bad())?;
@@ -83,8 +90,8 @@ pub fn parse_range(text: &str) -> Result<(u64, u64), String> {
 }
 
 /// Opens the store a dataset is written into (a local directory is created if missing).
-pub fn writable_root(store: &StoreArgs, argument: &str) -> Result<Arc<dyn ObjectStore>, String> {
-    store.open_writable_store(argument).map_err(|e| e.0)
+pub fn writable_root(store: &StoreArgs, argument: &str) -> Result<Arc<dyn ObjectStore>, CliError> {
+    store.open_writable_store(argument).map_err(CliError::from)
 }
 
 /// Reads records `start..stop` of the dataset `source` (all of them, in order).
@@ -93,30 +100,30 @@ fn dataset_records(
     source: &str,
     start: u64,
     stop: u64,
-) -> Result<Vec<Record>, String> {
-    let dataset = store.open_dataset(source).map_err(|e| e.0)?;
+) -> Result<Vec<Record>, CliError> {
+    let dataset = store.open_dataset(source).map_err(CliError::from)?;
     if stop > dataset.len() {
-        return Err(format!(
+        return Err(CliError::from(format!(
             "--range {start}:{stop} is not within the {} records of {source}",
             dataset.len()
-        ));
+        )));
     }
     (start..stop)
         .map(|ordinal| {
             dataset.read_record(ordinal).map_err(|e| {
-                format!(
+                CliError::from(format!(
                     "cannot read record {ordinal} of {source}: {}",
                     location::describe(&e, dataset.store().as_ref())
-                )
+                ))
             })
         })
         .collect()
 }
 
 /// Shard options with the ArrayRecord writer options `text` (`--writer-options`).
-pub fn shard_options(text: &str) -> Result<ShardOptions, String> {
-    let writer_options =
-        WriterOptions::parse(text).map_err(|e| format!("--writer-options {text:?}: {e}"))?;
+pub fn shard_options(text: &str) -> Result<ShardOptions, CliError> {
+    let writer_options = WriterOptions::parse(text)
+        .map_err(CliError::failed(format!("--writer-options {text:?}")))?;
     Ok(ShardOptions {
         writer_options,
         ..ShardOptions::default()
@@ -124,9 +131,9 @@ pub fn shard_options(text: &str) -> Result<ShardOptions, String> {
 }
 
 /// `--metadata JSON`: a JSON object (the strict JSON rules of control documents).
-pub fn parse_metadata(text: &str) -> Result<Object, String> {
+pub fn parse_metadata(text: &str) -> Result<Object, CliError> {
     json::parse_object(text.as_bytes(), &JsonLimits::CONTROL)
-        .map_err(|e| format!("--metadata: {e}"))
+        .map_err(CliError::failed("--metadata"))
 }
 
 /// Runs `sds write-shard`: returns the receipt line (also written to `receipt_out`).
@@ -138,7 +145,7 @@ pub fn write(
     input: &ShardInput,
     options: &ShardOptions,
     receipt_out: Option<&Path>,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let failed = |e: &dyn std::fmt::Display| format!("work {work_id}: cannot write its shard: {e}");
     let receipt = match input {
         ShardInput::Dataset {
@@ -155,7 +162,9 @@ pub fn write(
             // One shard of a distributed job: its records are read on this worker's thread.
             let sources = inputs.sources(1).map_err(|e| e.to_string())?;
             if sources.is_empty() {
-                return Err(format!("work {work_id}: the inputs hold no record"));
+                return Err(CliError::from(format!(
+                    "work {work_id}: the inputs hold no record"
+                )));
             }
             let store = writable_root(args, root)?;
             write_sources_shard(store.as_ref(), &sources, work_id, attempt, options, &())
@@ -171,39 +180,46 @@ pub fn write(
 
 /// Writes a small local file via a temporary sibling and a rename, so a killed worker never
 /// leaves a half-written receipt for the coordinator to choke on.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let shown = path.display();
-    let mut temp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("cannot write the receipt {shown}: {e}"))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(CliError::failed(format!(
+        "cannot write the receipt {shown}"
+    )))?;
     std::io::Write::write_all(&mut temp, bytes)
         .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| format!("cannot write the receipt {shown}: {e}"))?;
-    temp.persist(path)
-        .map_err(|e| format!("cannot write the receipt {shown}: {e}"))?;
+        .map_err(CliError::failed(format!(
+            "cannot write the receipt {shown}"
+        )))?;
+    temp.persist(path).map_err(CliError::failed(format!(
+        "cannot write the receipt {shown}"
+    )))?;
     Ok(())
 }
 
 /// Reads every receipt in `files` (one per nonempty line; `-` is stdin).
-pub fn read_receipts(files: &[PathBuf]) -> Result<Vec<ShardReceipt>, String> {
+pub fn read_receipts(files: &[PathBuf]) -> Result<Vec<ShardReceipt>, CliError> {
     let mut receipts = Vec::new();
     for file in files {
         let text = if file.as_os_str() == "-" {
             std::io::read_to_string(std::io::stdin())
-                .map_err(|e| format!("cannot read receipts from stdin: {e}"))?
+                .map_err(CliError::failed("cannot read receipts from stdin"))?
         } else {
-            std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read receipts from {}: {e}", file.display()))?
+            std::fs::read_to_string(file).map_err(CliError::failed(format!(
+                "cannot read receipts from {}",
+                file.display()
+            )))?
         };
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let receipt = ShardReceipt::parse(line.as_bytes())
-                .map_err(|e| format!("{} line {}: {e}", file.display(), n + 1))?;
+            let receipt = ShardReceipt::parse(line.as_bytes()).map_err(CliError::failed(
+                format!("{} line {}", file.display(), n + 1),
+            ))?;
             receipts.push(receipt);
         }
     }
@@ -216,7 +232,7 @@ pub fn commit(
     root: &str,
     receipt_files: &[PathBuf],
     options: &PublishOptions,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let receipts = read_receipts(receipt_files)?;
     let store = writable_root(args, root)?;
     let summary = publish(store.as_ref(), &receipts, options).map_err(|e| e.to_string())?;

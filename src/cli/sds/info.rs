@@ -16,6 +16,7 @@
 //! final newline), so scripts can rely on both the keys and the bytes.
 
 use crate::annotations::AnnotationStatus;
+use crate::cli::CliError;
 use crate::dataset::Dataset;
 use crate::format::json::{object_to_pretty, Object, Value};
 use crate::format::record::RecordMeta;
@@ -48,8 +49,14 @@ pub struct Info {
 pub struct SetInfo {
     pub name: String,
     /// `Err`: why the set is hidden.
-    pub set: Result<SetSummary, String>,
+    pub set: Result<SetSummary, Problem>,
 }
+
+/// A problem `sds info` reports instead of a part of the dataset (a hidden set, an unreadable
+/// catalog), on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Problem(pub String);
 
 /// A sound set's identity and tally.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,9 +66,12 @@ pub struct SetSummary {
     pub row_counts: Option<std::collections::BTreeMap<AnnotationStatus, u64>>,
 }
 
-fn annotation_sets(dataset: &Dataset) -> Result<Vec<SetInfo>, String> {
-    let catalog = crate::annotations::read_catalog(dataset)
-        .map_err(|e| location::one_line(&format!("cannot read the annotation catalog: {e}")))?;
+fn annotation_sets(dataset: &Dataset) -> Result<Vec<SetInfo>, Problem> {
+    let catalog = crate::annotations::read_catalog(dataset).map_err(|e| {
+        Problem(location::one_line(&format!(
+            "cannot read the annotation catalog: {e}"
+        )))
+    })?;
     Ok(catalog
         .sets
         .into_iter()
@@ -73,16 +83,16 @@ fn annotation_sets(dataset: &Dataset) -> Result<Vec<SetInfo>, String> {
                     record_count: s.len(),
                     row_counts: s.row_counts(),
                 })
-                .map_err(|e| location::one_line(&e.to_string())),
+                .map_err(|e| Problem(location::one_line(&e.to_string()))),
         })
         .collect())
 }
 
 /// Gathers the report: the open dataset's documents plus, when there is one, record 0's row.
-pub fn gather(dataset: &Dataset) -> Result<Info, String> {
+pub fn gather(dataset: &Dataset) -> Result<Info, CliError> {
     let snapshot = dataset.snapshot();
     let annotations = annotation_sets(dataset);
-    let annotations_problem = annotations.as_ref().map(|_| ()).map_err(Clone::clone);
+    let annotations_problem = annotations.as_ref().map(|_| ()).map_err(|p| p.0.clone());
     let annotations = annotations.ok();
     let (first_record, first_record_problem) = if dataset.is_empty() {
         (None, None)
@@ -259,7 +269,7 @@ fn set_json(set: &SetInfo) -> Value {
             }),
         ),
         Err(problem) => (
-            Value::from(problem.as_str()),
+            Value::from(problem.0.as_str()),
             Value::Null,
             Value::Null,
             Value::Null,

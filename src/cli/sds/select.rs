@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 
 use crate::annotations::{self, AnnotationOptions, AnnotationRecord};
 use crate::cli::location::{self, StoreArgs};
+use crate::cli::CliError;
 use crate::dataset::{
     materialize, parse_indices, select_view, Dataset, PublishOptions, ShardOptions,
 };
@@ -32,7 +33,7 @@ pub struct Selection {
 }
 
 /// The ordinals a selection names in `dataset`.
-pub fn ordinals(dataset: &Dataset, selection: &Selection) -> Result<Vec<u64>, String> {
+pub fn ordinals(dataset: &Dataset, selection: &Selection) -> Result<Vec<u64>, CliError> {
     let mut chosen = match &selection.indices {
         Some(spec) => parse_indices(spec, dataset.len()).map_err(|e| {
             format!(
@@ -68,11 +69,11 @@ pub fn run(
     dest: &str,
     selection: &Selection,
     options: &PublishOptions,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     if selection.indices.is_none() && selection.scenes.is_empty() {
         return Err("nothing selected: give --indices SPEC and/or --scene ID".into());
     }
-    let dataset = args.open_dataset(source).map_err(|e| e.0)?;
+    let dataset = args.open_dataset(source).map_err(CliError::from)?;
     let chosen = ordinals(&dataset, selection)?;
     let store = super::distributed::writable_root(args, dest)?;
     let describe = |e: crate::dataset::DatasetError| location::describe(&e, store.as_ref());
@@ -114,22 +115,25 @@ fn republish_annotations(
     source: &Dataset,
     chosen: &[u64],
     dest: &str,
-) -> Result<usize, String> {
-    let catalog = annotations::read_catalog(source)
-        .map_err(|e| format!("cannot read the annotation catalog of the source: {e}"))?;
+) -> Result<usize, CliError> {
+    let catalog = annotations::read_catalog(source).map_err(CliError::failed(
+        "cannot read the annotation catalog of the source",
+    ))?;
     if catalog.sets.is_empty() {
         return Ok(0);
     }
-    let view = args.open_dataset(dest).map_err(|e| e.0)?;
+    let view = args.open_dataset(dest).map_err(CliError::from)?;
     let options = AnnotationOptions {
         root_location: Some(dest.to_string()),
         ..AnnotationOptions::default()
     };
     let mut count = 0;
     for (name, set) in &catalog.sets {
-        let set = set
-            .as_ref()
-            .map_err(|e| format!("annotation set {name:?} of the source is unreadable: {e}"))?;
+        let set = set.as_ref().map_err(|e| {
+            CliError::from(format!(
+                "annotation set {name:?} of the source is unreadable: {e}"
+            ))
+        })?;
         let rows = chosen
             .iter()
             .enumerate()
@@ -140,9 +144,11 @@ fn republish_annotations(
                 })
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("annotation set {name:?}: {e}"))?;
+            .map_err(CliError::failed(format!("annotation set {name:?}")))?;
         annotations::publish_annotations(&view, name, &rows, &set.root().metadata, &options)
-            .map_err(|e| format!("re-publishing annotation set {name:?} on {dest}: {e}"))?;
+            .map_err(CliError::failed(format!(
+                "re-publishing annotation set {name:?} on {dest}"
+            )))?;
         count += 1;
     }
     Ok(count)

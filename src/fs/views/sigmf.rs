@@ -106,7 +106,7 @@ impl MetaLayout {
         let boxes = match box_plan(name, field, record) {
             Ok(plan) => plan,
             Err(why) => {
-                log_left_out(at.ordinal, name, &why);
+                log_left_out(at.ordinal, name, &why.to_string());
                 None
             }
         };
@@ -151,6 +151,27 @@ impl MetaLayout {
         out.extend_from_slice(&self.suffix);
         out
     }
+}
+
+/// Why a field's boxes are left out of its `.sigmf-meta` (logged, never an error of the file).
+#[derive(Debug, thiserror::Error)]
+enum LeftOut {
+    /// A labels field breaks a rule of the box labels.
+    #[error("{field}: {source}")]
+    Label {
+        field: String,
+        #[source]
+        source: LabelError,
+    },
+    /// The boxes' frame cannot be put in the receiver's terms.
+    #[error("{field}: {why}")]
+    Unconvertible { field: String, why: String },
+    #[error("too many boxes")]
+    TooMany,
+    #[error("the box table's size overflows")]
+    Overflow,
+    #[error("{got} bytes where the shape needs {want}")]
+    WrongSize { got: usize, want: usize },
 }
 
 fn log_left_out(ordinal: u64, field: &str, why: &str) {
@@ -230,9 +251,9 @@ pub fn converted_boxes(
 }
 
 /// The boxes' numbers from their tensors' little-endian bytes.
-fn box_rows(plan: &BoxPlan, tensors: &BoxTensors) -> Result<Vec<BoxRow>, String> {
+fn box_rows(plan: &BoxPlan, tensors: &BoxTensors) -> Result<Vec<BoxRow>, LeftOut> {
     let columns = plan.columns;
-    let count = usize::try_from(plan.count).map_err(|_| "too many boxes".to_string())?;
+    let count = usize::try_from(plan.count).map_err(|_| LeftOut::TooMany)?;
     let extent = numbers(&tensors.extent, count, columns.width, f64::from_le_bytes)?;
     let identity = match (&plan.identity, &tensors.identity) {
         (Some((_, cols)), Some(bytes)) => Some((
@@ -264,16 +285,16 @@ fn numbers<T, const N: usize>(
     rows: usize,
     width: usize,
     from_le: fn([u8; N]) -> T,
-) -> Result<Vec<T>, String> {
+) -> Result<Vec<T>, LeftOut> {
     let want = rows
         .checked_mul(width)
         .and_then(|n| n.checked_mul(N))
-        .ok_or("the box table's size overflows")?;
+        .ok_or(LeftOut::Overflow)?;
     if bytes.len() != want {
-        return Err(format!(
-            "{} bytes where the shape needs {want}",
-            bytes.len()
-        ));
+        return Err(LeftOut::WrongSize {
+            got: bytes.len(),
+            want,
+        });
     }
     Ok(bytes
         .chunks_exact(N)
@@ -300,11 +321,18 @@ fn extent_field_for<'a>(
 
 /// The boxes field `name` gets, `Ok(None)` when it gets none (no labels, or another
 /// receiver's), or why its labels cannot be converted.
-fn box_plan(name: &str, field: &FieldMeta, record: &RecordMeta) -> Result<Option<BoxPlan>, String> {
+fn box_plan(
+    name: &str,
+    field: &FieldMeta,
+    record: &RecordMeta,
+) -> Result<Option<BoxPlan>, LeftOut> {
     let Some((extent_name, extent, identity_name)) = extent_field_for(name, record) else {
         return Ok(None);
     };
-    let in_field = |e: LabelError, field: &str| format!("{field}: {e}");
+    let in_field = |source: LabelError, field: &str| LeftOut::Label {
+        field: field.to_string(),
+        source,
+    };
     let frame = labels::box_frame(&extent.metadata).map_err(|e| in_field(e, extent_name))?;
     let (count, columns) = labels::extent_columns(extent).map_err(|e| in_field(e, extent_name))?;
     let receiver = ReceiverFrame {
@@ -314,7 +342,12 @@ fn box_plan(name: &str, field: &FieldMeta, record: &RecordMeta) -> Result<Option
     let conversion = match labels::membership(&frame, &receiver) {
         Membership::Member(conversion) => conversion,
         Membership::OtherReceiver => return Ok(None),
-        Membership::Unconvertible(why) => return Err(format!("{extent_name}: {why}")),
+        Membership::Unconvertible(why) => {
+            return Err(LeftOut::Unconvertible {
+                field: extent_name.clone(),
+                why,
+            })
+        }
     };
     let identity = match record.fields.get(&identity_name) {
         Some(meta) => Some((

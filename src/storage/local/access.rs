@@ -21,11 +21,10 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::os::unix::fs::MetadataExt;
 
+use nix::unistd::{getgrouplist, Gid, Uid, User};
+
 /// Ceiling for the supplementary groups of one user (Linux's `NGROUPS_MAX`).
 const MAX_GROUPS: usize = 65_536;
-
-/// Ceiling for the buffer `getpwuid_r` may ask for.
-const MAX_PASSWD_BUFFER: usize = 1 << 20;
 
 /// Permission bits of one class (`r-x` order).
 const READ: u32 = 0o4;
@@ -199,54 +198,16 @@ impl Identity {
 
 /// The login name and primary group of `uid`, `None` when it has no passwd entry.
 fn passwd_entry(uid: u32) -> Option<(CString, u32)> {
-    let mut size = 16 << 10;
-    while size <= MAX_PASSWD_BUFFER {
-        let mut buf = vec![0 as libc::c_char; size];
-        let mut entry = std::mem::MaybeUninit::<libc::passwd>::uninit();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: every pointer is to live, writable memory of the size passed; on success
-        // `found` points at `entry`, whose strings point into `buf`.
-        let ret = unsafe {
-            libc::getpwuid_r(uid, entry.as_mut_ptr(), buf.as_mut_ptr(), size, &mut found)
-        };
-        if ret == libc::ERANGE {
-            size *= 2;
-            continue;
-        }
-        if ret != 0 || found.is_null() {
-            return None;
-        }
-        // SAFETY: getpwuid_r succeeded and returned an entry, so `entry` is initialised and
-        // `pw_name` is a NUL-terminated string in `buf`, which is still alive.
-        let (name, gid) = unsafe {
-            let entry = entry.assume_init();
-            (CStr::from_ptr(entry.pw_name).to_owned(), entry.pw_gid)
-        };
-        return Some((name, gid));
-    }
-    None
+    let user = User::from_uid(Uid::from_raw(uid)).ok().flatten()?;
+    Some((CString::new(user.name).ok()?, user.gid.as_raw()))
 }
 
 /// `primary` and the supplementary groups of user `name`; `primary` alone if the list cannot
 /// be had.
 fn group_list(name: &CStr, primary: u32) -> Vec<u32> {
-    let mut capacity: usize = 64;
-    loop {
-        let mut groups = vec![0 as libc::gid_t; capacity];
-        let mut count = libc::c_int::try_from(capacity).unwrap_or(libc::c_int::MAX);
-        // SAFETY: `name` is NUL-terminated, `groups` is writable for `count` entries, and
-        // getgrouplist writes at most `count` of them, updating `count`.
-        let ret =
-            unsafe { libc::getgrouplist(name.as_ptr(), primary, groups.as_mut_ptr(), &mut count) };
-        let needed = usize::try_from(count).unwrap_or(0);
-        if ret >= 0 {
-            groups.truncate(needed.min(capacity));
-            return groups;
-        }
-        if needed <= capacity || needed > MAX_GROUPS {
-            return vec![primary];
-        }
-        capacity = needed;
+    match getgrouplist(name, Gid::from_raw(primary)) {
+        Ok(groups) if groups.len() <= MAX_GROUPS => groups.into_iter().map(Gid::as_raw).collect(),
+        _ => vec![primary],
     }
 }
 

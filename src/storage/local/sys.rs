@@ -1,22 +1,16 @@
-//! Thin, safe wrappers over the `*at` system calls the local store needs and `std` lacks.
+//! Thin wrappers over the `*at` system calls the local store needs and `std` lacks, on
+//! `rustix`'s safe bindings.
 //!
 //! Everything here works relative to an open directory descriptor, never on a full path: that
 //! is what makes confinement hold even if someone renames directories or plants symlinks while
-//! the store is in use. Each wrapper converts the C return convention into `io::Result` and
-//! does nothing else; policy (which errno means what) lives in the caller.
+//! the store is in use. Each wrapper converts to `io::Result` and does nothing else; policy
+//! (which errno means what) lives in the caller.
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
-/// Turns a `-1`-on-error return value into an `io::Result`.
-fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, Timespec, Timestamps};
 
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`. `name` must be a single path segment.
 pub(super) fn open_at(
@@ -25,19 +19,14 @@ pub(super) fn open_at(
     flags: libc::c_int,
     mode: libc::mode_t,
 ) -> io::Result<OwnedFd> {
-    // SAFETY: `dir` is a live descriptor for the duration of the call, `name` is a valid
-    // NUL-terminated string, and the variadic mode argument is passed as the promoted
-    // `c_uint` that openat reads when O_CREAT is set (and ignores otherwise).
-    let fd = check(unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            libc::c_uint::from(mode),
-        )
-    })?;
-    // SAFETY: openat just returned this descriptor and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // The flags are the C ones, bit for bit (`libc` and `rustix` name the same kernel ABI).
+    let flags = OFlags::from_bits_retain(flags as libc::c_uint) | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(
+        dir,
+        name,
+        flags,
+        Mode::from_raw_mode(mode),
+    )?)
 }
 
 /// Opens the directory `name` below `dir` without following a symlink.
@@ -51,16 +40,12 @@ pub(super) fn open_dir_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedF
 }
 
 pub(super) fn mkdir_at(dir: BorrowedFd<'_>, name: &CStr, mode: libc::mode_t) -> io::Result<()> {
-    // SAFETY: `dir` is live and `name` is a valid NUL-terminated string.
-    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+    Ok(rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode))?)
 }
 
 /// Hard-links `old` to `new` within `dir`; fails with EEXIST if `new` exists in any form.
 pub(super) fn link_at(dir: BorrowedFd<'_>, old: &CStr, new: &CStr) -> io::Result<()> {
-    let raw = dir.as_raw_fd();
-    // SAFETY: `dir` is live and both names are valid NUL-terminated strings. Flags 0: do not
-    // follow `old` if it were a symlink.
-    check(unsafe { libc::linkat(raw, old.as_ptr(), raw, new.as_ptr(), 0) }).map(drop)
+    link_between(dir, old, dir, new)
 }
 
 /// Hard-links `old` in `old_dir` to `new` in `new_dir` (possibly another store's root); fails
@@ -71,60 +56,40 @@ pub(super) fn link_between(
     new_dir: BorrowedFd<'_>,
     new: &CStr,
 ) -> io::Result<()> {
-    // SAFETY: both descriptors are live and both names are valid NUL-terminated strings.
-    // Flags 0: do not follow `old` if it were a symlink.
-    check(unsafe {
-        libc::linkat(
-            old_dir.as_raw_fd(),
-            old.as_ptr(),
-            new_dir.as_raw_fd(),
-            new.as_ptr(),
-            0,
-        )
-    })
-    .map(drop)
+    // No flags: do not follow `old` if it were a symlink.
+    Ok(rustix::fs::linkat(
+        old_dir,
+        old,
+        new_dir,
+        new,
+        AtFlags::empty(),
+    )?)
 }
 
 /// Atomically renames `old` over `new` within `dir`.
 pub(super) fn rename_at(dir: BorrowedFd<'_>, old: &CStr, new: &CStr) -> io::Result<()> {
-    let raw = dir.as_raw_fd();
-    // SAFETY: `dir` is live and both names are valid NUL-terminated strings.
-    check(unsafe { libc::renameat(raw, old.as_ptr(), raw, new.as_ptr()) }).map(drop)
+    Ok(rustix::fs::renameat(dir, old, dir, new)?)
 }
 
 pub(super) fn unlink_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
-    // SAFETY: `dir` is live and `name` is a valid NUL-terminated string.
-    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(drop)
+    Ok(rustix::fs::unlinkat(dir, name, AtFlags::empty())?)
 }
 
 /// Whether `name` below `dir` is itself a symbolic link (not following it).
 pub(super) fn is_symlink_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<bool> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `dir` is live, `name` is NUL-terminated, and `st` points to writable memory
-    // large enough for a `struct stat`.
-    check(unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })?;
-    // SAFETY: fstatat succeeded, so it filled in `st` completely.
-    let st = unsafe { st.assume_init() };
-    Ok(st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok(FileType::from_raw_mode(st.st_mode).is_symlink())
 }
 
 /// Takes an exclusive `flock` on `fd`, waiting as long as needed. The lock belongs to the open
 /// file description, so it is released when the last descriptor for it is closed.
 pub(super) fn lock_exclusive(fd: BorrowedFd<'_>) -> io::Result<()> {
     loop {
-        // SAFETY: `fd` is live for the duration of the call.
-        match check(unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX) }) {
-            Ok(_) => return Ok(()),
+        match rustix::fs::flock(fd, FlockOperation::LockExclusive) {
+            Ok(()) => return Ok(()),
             // A signal interrupted the wait; the lock is still wanted.
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(err) => return Err(err.into()),
         }
     }
 }
@@ -132,37 +97,32 @@ pub(super) fn lock_exclusive(fd: BorrowedFd<'_>) -> io::Result<()> {
 /// Sets the modification time of `fd` to `mtime_ns` nanoseconds since the epoch, leaving the
 /// access time alone.
 pub(super) fn set_mtime_ns(fd: BorrowedFd<'_>, mtime_ns: u64) -> io::Result<()> {
-    let secs = libc::time_t::try_from(mtime_ns / 1_000_000_000)
-        .map_err(|_| io::Error::other("modification time out of range"))?;
-    let nanos = libc::c_long::try_from(mtime_ns % 1_000_000_000)
-        .map_err(|_| io::Error::other("modification time out of range"))?;
-    let times = [
-        libc::timespec {
+    let out_of_range = |_| io::Error::other("modification time out of range");
+    let times = Timestamps {
+        last_access: Timespec {
             tv_sec: 0,
-            tv_nsec: libc::UTIME_OMIT,
+            tv_nsec: rustix::fs::UTIME_OMIT,
         },
-        libc::timespec {
-            tv_sec: secs,
-            tv_nsec: nanos,
+        last_modification: Timespec {
+            tv_sec: (mtime_ns / 1_000_000_000)
+                .try_into()
+                .map_err(out_of_range)?,
+            tv_nsec: (mtime_ns % 1_000_000_000)
+                .try_into()
+                .map_err(out_of_range)?,
         },
-    ];
-    // SAFETY: `fd` is live and `times` is an array of exactly two timespecs, as futimens reads.
-    check(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map(drop)
+    };
+    Ok(rustix::fs::futimens(fd, &times)?)
 }
 
 /// Flushes a directory's entries (new links, renames) to stable storage.
 pub(super) fn fsync_dir(dir: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: `dir` is live for the duration of the call.
-    check(unsafe { libc::fsync(dir.as_raw_fd()) }).map(drop)
+    Ok(rustix::fs::fsync(dir)?)
 }
 
 /// Mode, owner and group of the inode `fd` refers to (any descriptor, `O_PATH` included).
 pub(super) fn mode_of(fd: BorrowedFd<'_>) -> io::Result<super::access::Access> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `fd` is live and `st` points to writable memory large enough for a `struct stat`.
-    check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
-    // SAFETY: fstat succeeded, so it filled in `st` completely.
-    let st = unsafe { st.assume_init() };
+    let st = rustix::fs::fstat(fd)?;
     Ok(super::access::Access {
         mode: st.st_mode,
         uid: st.st_uid,
@@ -178,28 +138,16 @@ pub(super) fn access_acl(fd: BorrowedFd<'_>) -> io::Result<Option<Vec<u8>>> {
     const NAME: &CStr = c"system.posix_acl_access";
     /// The largest extended attribute Linux stores.
     const MAX_XATTR: usize = 64 << 10;
-    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-        .map_err(|_| io::Error::other("descriptor path contains NUL"))?;
-    let absent = |e: &io::Error| {
-        matches!(
-            e.raw_os_error(),
-            Some(libc::ENODATA | libc::ENOTSUP | libc::ENOENT)
-        )
-    };
-    // SAFETY: `path` and `NAME` are NUL-terminated; a null buffer of size 0 asks for the size.
-    let size = unsafe { libc::getxattr(path.as_ptr(), NAME.as_ptr(), std::ptr::null_mut(), 0) };
-    let size = match usize::try_from(size) {
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let size = match rustix::fs::getxattr_query(path.as_str(), NAME) {
         Ok(size) => size.min(MAX_XATTR),
-        Err(_) => {
-            let e = io::Error::last_os_error();
-            return if absent(&e) { Ok(None) } else { Err(e) };
+        Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOTSUP | rustix::io::Errno::NOENT) => {
+            return Ok(None)
         }
+        Err(e) => return Err(e.into()),
     };
     let mut buf = vec![0u8; size];
-    // SAFETY: as above, with `buf` writable for the length passed.
-    let len =
-        unsafe { libc::getxattr(path.as_ptr(), NAME.as_ptr(), buf.as_mut_ptr().cast(), size) };
-    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
+    let len = rustix::fs::getxattr(path.as_str(), NAME, &mut buf[..])?;
     buf.truncate(len);
     Ok(Some(buf))
 }
@@ -213,21 +161,6 @@ pub(super) fn open_path_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Owned
 
 /// The target of the symlink a path-only descriptor ([`open_path_at`]) refers to.
 pub(super) fn read_link(link: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
-    // SAFETY: `link` is live, the empty path is NUL-terminated, and `buf` is writable for the
-    // length passed.
-    let len = unsafe {
-        libc::readlinkat(
-            link.as_raw_fd(),
-            c"".as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    let len = usize::try_from(len).map_err(|_| io::Error::last_os_error())?;
-    if len >= buf.len() {
-        return Err(io::Error::other("symlink target longer than PATH_MAX"));
-    }
-    buf.truncate(len);
-    Ok(buf)
+    let target = rustix::fs::readlinkat(link, c"", Vec::new())?;
+    Ok(target.into_bytes())
 }

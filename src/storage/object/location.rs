@@ -1,5 +1,7 @@
 //! `s3://bucket/prefix` and `gs://bucket/prefix`: which service, which bucket, which prefix.
 
+use crate::storage::LocationError;
+
 /// The object-store service a URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Service {
@@ -29,27 +31,25 @@ impl CloudUrl {
     /// Parses `s3://bucket[/prefix]` or `gs://bucket[/prefix]`; the reason it cannot be
     /// parsed otherwise. Query strings, fragments, `.`/`..` segments and empty segments inside
     /// the prefix are refused: a dataset location has to name one place unambiguously.
-    pub fn parse(url: &str) -> Result<CloudUrl, String> {
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
-            "not a URL (expected s3://bucket/prefix or gs://bucket/prefix)".to_string()
-        })?;
+    pub fn parse(url: &str) -> Result<CloudUrl, LocationError> {
+        let (scheme, rest) = url.split_once("://").ok_or(LocationError::NotAUrl)?;
         let service = match scheme.to_ascii_lowercase().as_str() {
             "s3" => Service::S3,
             "gs" => Service::Gcs,
-            other => return Err(format!("unsupported scheme {other:?} (expected s3 or gs)")),
+            other => return Err(LocationError::UnsupportedScheme(other.to_string())),
         };
         if rest.contains(['?', '#']) {
-            return Err("query strings and fragments are not part of a dataset location".into());
+            return Err(LocationError::QueryOrFragment);
         }
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Err("the bucket name is missing".into());
+            return Err(LocationError::NoBucket);
         }
         let bucket_ok = bucket.bytes().all(|b| {
             b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_')
         });
         if !bucket_ok {
-            return Err(format!("invalid bucket name {bucket:?}"));
+            return Err(LocationError::InvalidBucket(bucket.to_string()));
         }
         let prefix = prefix.trim_end_matches('/');
         if !prefix.is_empty()
@@ -57,7 +57,7 @@ impl CloudUrl {
                 .split('/')
                 .any(|segment| segment.is_empty() || segment == "." || segment == "..")
         {
-            return Err(format!("invalid key prefix {prefix:?}"));
+            return Err(LocationError::InvalidPrefix(prefix.to_string()));
         }
         Ok(CloudUrl {
             service,
