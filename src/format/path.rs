@@ -139,7 +139,7 @@ impl AbsolutePath {
     /// has no name to split off (`/`, `gs://bucket`).
     pub fn split_name(&self) -> Option<(&str, &str)> {
         let (parent, name) = self.0.rsplit_once('/')?;
-        let after_scheme = self.0.split_once("://").map_or(0, |(s, _)| s.len() + 3);
+        let after_scheme = split_scheme(&self.0).map_or(0, |(s, _)| s.len() + 3);
         if name.is_empty() || parent.len() < after_scheme {
             return None;
         }
@@ -153,12 +153,19 @@ impl fmt::Display for AbsolutePath {
     }
 }
 
+/// The scheme of a location (before `://`, as written) and the rest; `None` for a path
+/// without one. The one place a scheme is split off, for document references here and for
+/// store locations in `storage`.
+pub fn split_scheme(text: &str) -> Option<(&str, &str)> {
+    text.split_once("://")
+}
+
 /// Whether `text` names an absolute location (leading `/`, or `file://`, `gs://`, `s3://`).
 pub fn is_absolute(text: &str) -> bool {
     if text.starts_with('/') {
         return true;
     }
-    match text.split_once("://") {
+    match split_scheme(text) {
         Some((scheme, _)) => matches!(scheme, "gs" | "s3" | "file"),
         None => false,
     }

@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::format::path::split_scheme;
+
 use super::{
     CloudOptions, CloudStore, CloudUrl, Identity, LocalStore, LocationError, ObjectStore,
     StorageError,
@@ -41,16 +43,10 @@ impl StoreKey {
     }
 }
 
-/// The scheme of `text` (before `://`, as written) and the rest, `None` for a plain path. The
-/// one place a location's scheme is split off.
-fn scheme_of(text: &str) -> Option<(&str, &str)> {
-    text.split_once("://")
-}
-
 impl Location {
     /// Parses a store location; the reason it names none otherwise.
     pub fn parse(text: &str) -> Result<Location, LocationError> {
-        let Some((scheme, rest)) = scheme_of(text) else {
+        let Some((scheme, rest)) = split_scheme(text) else {
             return Ok(Location::Local(PathBuf::from(text)));
         };
         match scheme.to_ascii_lowercase().as_str() {
@@ -63,7 +59,7 @@ impl Location {
     /// Whether `text` names an object store (`s3://`, `gs://`, any letter case), without
     /// checking the rest.
     pub fn names_object_store(text: &str) -> bool {
-        scheme_of(text).is_some_and(|(scheme, _)| {
+        split_scheme(text).is_some_and(|(scheme, _)| {
             scheme.eq_ignore_ascii_case("s3") || scheme.eq_ignore_ascii_case("gs")
         })
     }
@@ -72,7 +68,8 @@ impl Location {
     /// object's path in it: `scheme://bucket` and the key for object stores, the directory and
     /// the file name for local paths.
     pub fn parse_object(text: &str) -> Result<(Location, String), LocationError> {
-        if let Some((scheme, rest)) = scheme_of(text).filter(|_| Location::names_object_store(text))
+        if let Some((scheme, rest)) =
+            split_scheme(text).filter(|_| Location::names_object_store(text))
         {
             let (bucket, key) = rest.split_once('/').ok_or(LocationError::BucketNotObject)?;
             let store = Location::parse(&format!("{scheme}://{bucket}"))?;

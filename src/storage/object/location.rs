@@ -1,5 +1,6 @@
 //! `s3://bucket/prefix` and `gs://bucket/prefix`: which service, which bucket, which prefix.
 
+use crate::format::path::split_scheme;
 use crate::storage::LocationError;
 
 /// The object-store service a URL names.
@@ -32,7 +33,7 @@ impl CloudUrl {
     /// parsed otherwise. Query strings, fragments, `.`/`..` segments and empty segments inside
     /// the prefix are refused: a dataset location has to name one place unambiguously.
     pub fn parse(url: &str) -> Result<CloudUrl, LocationError> {
-        let (scheme, rest) = url.split_once("://").ok_or(LocationError::NotAUrl)?;
+        let (scheme, rest) = split_scheme(url).ok_or(LocationError::NotAUrl)?;
         let service = match scheme.to_ascii_lowercase().as_str() {
             "s3" => Service::S3,
             "gs" => Service::Gcs,
