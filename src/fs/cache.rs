@@ -490,22 +490,20 @@ fn decode_checked(
 ) -> Result<record::Record, FsError> {
     let limits = &dataset.options().record_limits;
     let record = record::decode(payload, limits).map_err(|e| record_error(dataset, ordinal, e))?;
-    check_against_row(dataset, trees, ordinal, &record.meta(), expected)?;
+    if record.fingerprint() != expected {
+        explain_disagreement(dataset, trees, ordinal, &record.meta())?;
+    }
     Ok(record)
 }
 
-/// Checks a decoded record's `meta` against its row, whose fingerprint is `expected`: equal
-/// fingerprints say they agree; otherwise the row is read again to say what differs.
-fn check_against_row(
+/// The error saying how a decoded record's `meta` differs from its row, once their
+/// fingerprints differ (the row is read again for it; `Ok` if they agree after all).
+fn explain_disagreement(
     dataset: &Dataset,
     trees: &TreeCache,
     ordinal: u64,
     meta: &RecordMeta,
-    expected: u64,
 ) -> Result<(), FsError> {
-    if meta.fingerprint() == expected {
-        return Ok(());
-    }
     let row = trees.row(dataset, ordinal)?;
     record::check_row_agrees(&row, meta).map_err(|e| record_error(dataset, ordinal, e))
 }
@@ -582,7 +580,9 @@ fn load_into_file(
         .map_err(|e| failed("descriptor", e))?;
     let layout = RecordLayout::from_parts(header, &descriptor, limits)
         .map_err(|e| record_error(dataset, ordinal, e))?;
-    check_against_row(dataset, trees, ordinal, &layout.meta, expected)?;
+    if layout.meta.fingerprint() != expected {
+        explain_disagreement(dataset, trees, ordinal, &layout.meta)?;
+    }
     Ok(RecordBytes::File {
         spilled,
         layout,
@@ -610,8 +610,9 @@ pub struct TreeCache {
 #[derive(Debug)]
 pub struct CachedTree {
     tree: RecordTree,
-    /// Its row's [`RecordMeta::fingerprint`], which decodes check payloads against.
-    fingerprint: u64,
+    /// Its row's [`RecordMeta::fingerprint`], which decodes check payloads against (found
+    /// on the first decode: a walk decodes nothing).
+    fingerprint: OnceLock<u64>,
     _charge: Charge,
 }
 
@@ -691,8 +692,9 @@ impl TreeCache {
     /// little more than one payload, trees of a few KiB each were enough. Eight bytes are
     /// held instead.
     pub fn row_fingerprint(&self, dataset: &Dataset, ordinal: u64) -> Result<u64, FsError> {
-        if let Some(tree) = lock(&self.trees).peek(&ordinal) {
-            return Ok(tree.fingerprint);
+        let kept = lock(&self.trees).peek(&ordinal).cloned();
+        if let Some(tree) = kept {
+            return Ok(*tree.fingerprint.get_or_init(|| tree.meta.fingerprint()));
         }
         let known = self.fingerprints.get();
         if let Some(&fingerprint) = known.and_then(|all| all.get(ordinal as usize)) {
@@ -748,7 +750,7 @@ impl TreeCache {
             }
         }
         let tree = Arc::new(CachedTree {
-            fingerprint: tree.meta.fingerprint(),
+            fingerprint: OnceLock::new(),
             tree,
             _charge: charge,
         });

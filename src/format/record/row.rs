@@ -8,9 +8,11 @@
 //! `RecordMetadataCodec` bounds it (not by `max_descriptor_bytes`; both default to 16 MiB).
 
 use super::error::{limit, RecordError};
-use super::model::{FieldMeta, RecordMeta};
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use super::model::{FieldMeta, Record, RecordMeta};
 use super::validate::validate;
-use crate::format::json::{parse_object, to_compact};
+use crate::format::json::{parse_object, to_compact, Object};
 use crate::format::limits::RecordLimits;
 
 impl RecordMeta {
@@ -41,16 +43,47 @@ impl RecordMeta {
 impl RecordMeta {
     /// A digest of everything [`check_row_agrees`] compares: metas that agree have equal
     /// fingerprints, and metas that differ have different ones but with a chance of 2^-64.
-    /// Keyed per process (std's random SipHash keys), so a dataset cannot be made to collide.
     ///
     /// Why: a decode checks its payload against the record's row, and the row must not be
     /// held (charged to the memory budget) while the decode waits for room for the payload;
     /// eight bytes found beforehand are enough for a check that passes, and only a failing
-    /// one reads the row again to say what differs.
+    /// one reads the row again to say what differs. It detects damage, not forgery (whoever
+    /// writes both shards can make them agree), so a fast seeded hash (foldhash) serves.
     pub fn fingerprint(&self) -> u64 {
-        static KEYS: std::sync::OnceLock<std::hash::RandomState> = std::sync::OnceLock::new();
-        std::hash::BuildHasher::hash_one(KEYS.get_or_init(std::hash::RandomState::new), self)
+        fingerprint_of(
+            &self.id,
+            self.scene_id.as_deref(),
+            &self.metadata,
+            self.fields.iter(),
+        )
     }
+}
+
+impl Record {
+    /// [`RecordMeta::fingerprint`] of the record's meta, without building it.
+    pub fn fingerprint(&self) -> u64 {
+        let fields = self.fields.iter().map(|(name, field)| (name, &field.meta));
+        fingerprint_of(&self.id, self.scene_id.as_deref(), &self.metadata, fields)
+    }
+}
+
+fn fingerprint_of<'a>(
+    id: &str,
+    scene_id: Option<&str>,
+    metadata: &Object,
+    fields: impl ExactSizeIterator<Item = (&'a String, &'a FieldMeta)>,
+) -> u64 {
+    static SEED: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
+    let mut state = SEED.get_or_init(Default::default).build_hasher();
+    id.hash(&mut state);
+    scene_id.hash(&mut state);
+    metadata.hash(&mut state);
+    state.write_usize(fields.len());
+    for (name, field) in fields {
+        name.hash(&mut state);
+        field.hash(&mut state);
+    }
+    state.finish()
 }
 
 fn mismatch(what: &'static str, detail: String) -> Result<(), RecordError> {

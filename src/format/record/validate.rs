@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::{limit, rule, RecordError};
 use super::model::{Axis, Coordinate, FieldMeta, RecordMeta};
-use crate::format::json::{to_compact, Object, Value};
+use crate::format::json::{object_to_compact, to_compact, Object, Value};
 use crate::format::limits::RecordLimits;
 
 fn to_u64(n: usize) -> u64 {
@@ -244,34 +244,74 @@ fn check_references(meta: &RecordMeta) -> Result<(), RecordError> {
     Ok(())
 }
 
-/// Every JSON value the metadata limit measures, with a description of where it sits: the
-/// metadata objects, and each coordinate's five-key form (without its metadata), as the
-/// library's `validate` sums them.
-fn measured_values(meta: &RecordMeta) -> Vec<(String, Value)> {
-    let mut found = vec![(
-        "record metadata".to_string(),
-        Value::Object(meta.metadata.clone()),
-    )];
+/// Every JSON value the metadata limit measures, with where it sits: the metadata objects
+/// (borrowed: rows are validated on every read, and copying their metadata cost as much as
+/// parsing it), and each coordinate's five-key form (without its metadata), as the library's
+/// `validate` sums them.
+fn measured_values(meta: &RecordMeta) -> Vec<(Place<'_>, Measured<'_>)> {
+    let mut found = vec![(Place::Record, Measured::Object(&meta.metadata))];
     for (name, field) in &meta.fields {
-        let metadata = Value::Object(field.metadata.clone());
-        found.push((format!("field {name:?} metadata"), metadata));
+        found.push((Place::Field(name), Measured::Object(&field.metadata)));
         for (index, axis) in field.axes.iter().enumerate() {
-            let place = format!("field {name:?} axis {index}");
-            let metadata = Value::Object(axis.metadata.clone());
-            found.push((format!("{place} metadata"), metadata));
+            found.push((Place::Axis(name, index), Measured::Object(&axis.metadata)));
             if let Some(coordinate) = &axis.coordinate {
                 let mut form = coordinate.to_json();
-                let metadata = match &mut form {
-                    Value::Object(object) => object.remove("metadata"),
-                    _ => None,
-                };
-                found.push((format!("{place} coordinate"), form));
-                let metadata = metadata.unwrap_or(Value::Object(Object::new()));
-                found.push((format!("{place} coordinate metadata"), metadata));
+                if let Value::Object(object) = &mut form {
+                    object.remove("metadata");
+                }
+                found.push((Place::Coordinate(name, index), Measured::Owned(form)));
+                let metadata = Measured::Object(&coordinate.metadata);
+                found.push((Place::CoordinateMetadata(name, index), metadata));
             }
         }
     }
     found
+}
+
+/// Where a measured value sits, said only when it breaks a rule.
+enum Place<'a> {
+    Record,
+    Field(&'a str),
+    Axis(&'a str, usize),
+    Coordinate(&'a str, usize),
+    CoordinateMetadata(&'a str, usize),
+}
+
+impl std::fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Record => write!(f, "record metadata"),
+            Place::Field(name) => write!(f, "field {name:?} metadata"),
+            Place::Axis(name, index) => write!(f, "field {name:?} axis {index} metadata"),
+            Place::Coordinate(name, index) => write!(f, "field {name:?} axis {index} coordinate"),
+            Place::CoordinateMetadata(name, index) => {
+                write!(f, "field {name:?} axis {index} coordinate metadata")
+            }
+        }
+    }
+}
+
+/// A measured value: a metadata object as it is held, or a coordinate's form made for it.
+enum Measured<'a> {
+    Object(&'a Object),
+    Owned(Value),
+}
+
+impl Measured<'_> {
+    fn is_finite(&self) -> bool {
+        match self {
+            Measured::Object(object) => object.values().all(Value::is_finite),
+            Measured::Owned(value) => value.is_finite(),
+        }
+    }
+
+    fn python_dumps_len(&self) -> u64 {
+        match self {
+            Measured::Object(object) => to_u64(object_to_compact(object).len())
+                .saturating_add(object_separator_spaces(object)),
+            Measured::Owned(value) => python_dumps_len(value),
+        }
+    }
 }
 
 /// Finite numbers everywhere, and the total size, measured as the library measures it
@@ -283,7 +323,7 @@ fn check_metadata(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), Record
             let detail = format!("{place} holds a non-finite number");
             return Err(RecordError::validation(rule::METADATA_FINITE, detail));
         }
-        total_bytes = total_bytes.saturating_add(python_dumps_len(&value));
+        total_bytes = total_bytes.saturating_add(value.python_dumps_len());
         RecordError::check_limit(
             limit::METADATA_BYTES,
             total_bytes,
@@ -309,15 +349,17 @@ fn separator_spaces(value: &Value) -> u64 {
                 .map(separator_spaces)
                 .fold(commas, u64::saturating_add)
         }
-        Value::Object(object) => {
-            let separators = to_u64((2 * object.len()).saturating_sub(1));
-            object
-                .values()
-                .map(separator_spaces)
-                .fold(separators, u64::saturating_add)
-        }
+        Value::Object(object) => object_separator_spaces(object),
         _ => 0,
     }
+}
+
+fn object_separator_spaces(object: &Object) -> u64 {
+    let separators = to_u64((2 * object.len()).saturating_sub(1));
+    object
+        .values()
+        .map(separator_spaces)
+        .fold(separators, u64::saturating_add)
 }
 
 fn same_coordinate(left: &Option<Coordinate>, right: &Option<Coordinate>) -> bool {
