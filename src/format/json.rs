@@ -707,10 +707,23 @@ pub fn python_float_repr(value: f64) -> String {
 /// precision formatting is correctly rounded with ties to even, so the correctly rounded value
 /// at the shortest length is Python's answer whenever it round-trips (it can fail to only at a
 /// power-of-two boundary, where the shortest candidate stands).
+///
+/// A tie needs two candidates of `n` digits a unit of the last digit apart to both round-trip,
+/// so that unit must be at most the value's ulp; for a normal number the unit is above
+/// 10^-n of the value and the ulp below 2^-52 of it, so below 16 digits no tie can happen and
+/// `{:e}` is the answer without the second formatting and the parse (most metadata numbers).
 fn shortest_digits(value: f64) -> String {
     let shortest = format!("{value:e}");
     let mantissa = shortest.split('e').next().unwrap_or_default();
     let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+    if digits <= 15 && (value.is_normal() || value == 0.0) {
+        return shortest;
+    }
+    nearest_of_length(value, shortest, digits)
+}
+
+/// The correctly rounded `digits`-digit form of `value` when it round-trips, else `shortest`.
+fn nearest_of_length(value: f64, shortest: String, digits: usize) -> String {
     let nearest = format!("{:.*e}", digits.saturating_sub(1), value);
     if nearest.parse::<f64>() == Ok(value) {
         nearest
@@ -974,6 +987,39 @@ mod tests {
 
     fn parse(text: &str) -> Result<Value, JsonErrorKind> {
         parse_value(text.as_bytes(), &JsonLimits::CONTROL).map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn the_short_path_agrees_with_the_tie_check_below_16_digits() {
+        // Values with 1 to 15 significant digits at many scales, and random bit patterns.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut checked = 0;
+        for _ in 0..200_000 {
+            let bits = next();
+            let digits = (bits % 15) as u32 + 1;
+            let exponent = ((bits >> 8) % 80) as i32 - 40;
+            let mantissa = (next() % 10u64.pow(digits)) as f64;
+            for value in [mantissa * 10f64.powi(exponent), f64::from_bits(next())] {
+                if !value.is_finite() {
+                    continue;
+                }
+                let shortest = format!("{value:e}");
+                let mantissa = shortest.split('e').next().unwrap_or_default();
+                let count = mantissa.bytes().filter(u8::is_ascii_digit).count();
+                if count <= 15 && (value.is_normal() || value == 0.0) {
+                    let checked_way = nearest_of_length(value, shortest.clone(), count);
+                    assert_eq!(shortest, checked_way, "{value:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 
     #[test]
