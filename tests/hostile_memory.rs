@@ -545,9 +545,10 @@ fn annotation_object_indexes_are_charged_to_the_budget() {
     assert_within_budget(&mount, 8 * MIB);
 }
 
-/// Every read of record `ordinal`'s IQ field by `threads` readers, each reading a record of
-/// its own again and again for `seconds`, with the kernel's copy dropped before each read
-/// so that every read reaches the daemon; returns how many reads were served and the errors.
+/// Reads of `records/<n>/fields/iq.raw` by one reader per record `n` of `expected` (its
+/// bytes), each reading its record again and again for `seconds`, with the kernel's copy
+/// dropped before each read so that every read reaches the daemon; returns how many reads
+/// were served exactly and the errors.
 fn read_concurrently(
     mount: &MountGuard,
     expected: &[Vec<u8>],

@@ -275,7 +275,7 @@ impl RecordCache {
     }
 
     /// The decoded bytes of record `ordinal`. The caller holds nothing charged to the memory
-    /// budget while it may wait here for room (see [`TreeCache::row`]).
+    /// budget while it may wait here for room (see [`TreeCache::row_fingerprint`]).
     pub fn get(
         &self,
         dataset: &Dataset,

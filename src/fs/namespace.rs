@@ -211,19 +211,30 @@ impl Namespace {
     }
 
     /// Record `ordinal`'s tree and, when `needs` says that what is served from the tree reads
-    /// tensors, the record decoded. The record is decoded with no tree held: a request must
-    /// hold nothing charged to the memory budget while it may wait for room for a payload
-    /// (see [`TreeCache::row`]). The tree is found again afterwards (a cache hit unless the
-    /// payload's room was made by evicting it).
+    /// tensors, the record decoded (see [`Namespace::with_record`]).
     fn tree_and_record(
         &self,
         ordinal: u64,
         needs: impl FnOnce(&RecordTree) -> bool,
     ) -> Result<(Arc<CachedTree>, Option<Arc<RecordBytes>>), FsError> {
         let tree = self.record_tree(ordinal)?;
-        if !needs(&tree) {
+        let needed = needs(&tree);
+        self.with_record(tree, needed)
+    }
+
+    /// `tree`, with its record decoded when `needed`. The record is decoded with no tree
+    /// held: a request must hold nothing charged to the memory budget while it may wait for
+    /// room for a payload (see [`TreeCache::row_fingerprint`]). The tree is found again
+    /// afterwards (a cache hit unless the payload's room was made by evicting it).
+    fn with_record(
+        &self,
+        tree: Arc<CachedTree>,
+        needed: bool,
+    ) -> Result<(Arc<CachedTree>, Option<Arc<RecordBytes>>), FsError> {
+        if !needed {
             return Ok((tree, None));
         }
+        let ordinal = tree.ordinal;
         drop(tree);
         let record = self.decoded(ordinal)?;
         Ok((self.record_tree(ordinal)?, Some(record)))
@@ -831,22 +842,22 @@ impl Namespace {
         };
         let entry = tree.fields.get(field).ok_or(FsError::NotFound)?;
         // A tensor's reads need only its name, length and header: the tree is let go before
-        // the record is decoded (see `tree_and_record`).
-        let (name, raw_len) = (entry.name.clone(), entry.raw_len);
+        // the record is decoded (see `with_record`).
         match view {
             View::Json => Ok(slice_vec(&entry.json, offset, size)),
             View::SigmfMeta => {
-                drop(tree);
-                let (tree, record) =
-                    self.tree_and_record(ordinal, |tree| sigmf_needs_tensors(tree, field))?;
+                let needed = sigmf_needs_tensors(&tree, field);
+                let (tree, record) = self.with_record(tree, needed)?;
                 let meta = self.sigmf_meta(&tree, field, record.as_deref())?;
                 Ok(slice_vec(&meta, offset, size))
             }
             View::Raw | View::SigmfData => {
+                let (name, raw_len) = (entry.name.clone(), entry.raw_len);
                 drop(tree);
                 self.read_tensor(ordinal, &name, offset, size, raw_len)
             }
             View::Npy => {
+                let (name, raw_len) = (entry.name.clone(), entry.raw_len);
                 let header = entry.npy_header.clone();
                 drop(tree);
                 with_header(&header, offset, size, |offset, size| {

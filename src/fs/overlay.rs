@@ -326,7 +326,7 @@ impl Overlay {
             .get_unaligned(dataset, ordinal)
             .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
         // The source record's tree only now: nothing charged is held while the set's group
-        // may wait for room (see `TreeCache::row`).
+        // may wait for room (see `TreeCache::row_fingerprint`).
         let source = trees.get(dataset, ordinal)?;
         if row.source_record_id != source.meta.id {
             return Err(FsError::record(

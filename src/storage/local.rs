@@ -353,8 +353,9 @@ impl LocalStore {
         Ok(opened)
     }
 
-    /// Opens an existing regular file, checking `generation` against the opened inode.
-    fn open_object(&self, path: &RelPath, generation: Option<u64>) -> Result<Opened, StorageError> {
+    /// Opens an existing regular file that may be read (see `check_read`), with its
+    /// directory, leaf name and description.
+    fn open_existing(&self, path: &RelPath) -> Result<Existing<'_>, StorageError> {
         let object = self.describe(path);
         let (dir, leaf) = self.parent_dir(path, Walk::Existing)?;
         let opened =
@@ -362,6 +363,17 @@ impl LocalStore {
                 object: object.clone(),
             })?;
         self.check_read(&opened, &object)?;
+        Ok(Existing {
+            dir,
+            leaf,
+            opened,
+            object,
+        })
+    }
+
+    /// Opens an existing regular file, checking `generation` against the opened inode.
+    fn open_object(&self, path: &RelPath, generation: Option<u64>) -> Result<Opened, StorageError> {
+        let Existing { opened, object, .. } = self.open_existing(path)?;
         if let Some(expected) = generation {
             let actual = generation_of(&opened.meta, &object)?;
             if actual != expected {
@@ -477,15 +489,22 @@ pub struct LocalObject {
     content: Content<'static>,
 }
 
+/// An existing regular file opened for reading ([`LocalStore::open_existing`]).
+struct Existing<'a> {
+    dir: Dir<'a>,
+    leaf: CString,
+    opened: Opened,
+    object: String,
+}
+
 impl LocalStore {
     fn open_linkable(&self, path: &RelPath) -> Result<LocalObject, StorageError> {
-        let object = self.describe(path);
-        let (dir, leaf) = self.parent_dir(path, Walk::Existing)?;
-        let opened =
-            open_regular(dir.fd(), &leaf, &object)?.ok_or_else(|| StorageError::NotFound {
-                object: object.clone(),
-            })?;
-        self.check_read(&opened, &object)?;
+        let Existing {
+            dir,
+            leaf,
+            opened,
+            object,
+        } = self.open_existing(path)?;
         let dir = dir
             .fd()
             .try_clone_to_owned()
