@@ -15,31 +15,120 @@ use super::model::{Axis, Coordinate, FieldMeta, RecordMeta};
 use crate::format::dtype::DType;
 use crate::format::json::{AccessError, Object, ObjectExt, Value};
 
+/// Where a value sits, for error messages: formatted only when an error is reported, so that
+/// reading a valid record builds no message text (a row has dozens of places).
+type Place<'a> = &'a dyn std::fmt::Display;
+
+/// `{place} {what}` or `{place} {what} {index}`: a place inside another.
+struct Inside<'a> {
+    outer: Place<'a>,
+    what: &'static str,
+    index: Option<usize>,
+}
+
+impl std::fmt::Display for Inside<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(index) => write!(f, "{} {} {index}", self.outer, self.what),
+            None => write!(f, "{} {}", self.outer, self.what),
+        }
+    }
+}
+
+/// `{what} {name:?}`: a named field of a row or a descriptor.
+struct NamedField<'a> {
+    what: &'static str,
+    name: &'a str,
+}
+
+impl std::fmt::Display for NamedField<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {:?}", self.what, self.name)
+    }
+}
+
 /// Turns a typed-access failure into a validation error naming where it happened.
-fn key_error(place: &str) -> impl Fn(AccessError) -> RecordError + '_ {
+fn key_error(place: Place<'_>) -> impl Fn(AccessError) -> RecordError + '_ {
     move |e| RecordError::validation(rule::KEY_TYPE, format!("{place}: {e}"))
 }
 
-fn as_object<'v>(value: &'v Value, place: &str) -> Result<&'v Object, RecordError> {
-    value.as_object().ok_or_else(|| {
-        RecordError::validation(rule::KEY_TYPE, format!("{place} must be an object"))
-    })
+fn into_object(value: Value, place: Place<'_>) -> Result<Object, RecordError> {
+    match value {
+        Value::Object(object) => Ok(object),
+        _ => Err(RecordError::validation(
+            rule::KEY_TYPE,
+            format!("{place} must be an object"),
+        )),
+    }
+}
+
+// Reading takes the parsed document by value and moves its parts into the model: copying them
+// (metadata objects, names) cost as much as parsing them. Each helper refuses what the
+// borrowed `ObjectExt` accessor of the same name refuses, with the same message.
+
+fn wrong(key: &str, expected: &'static str) -> AccessError {
+    AccessError::WrongType {
+        key: key.to_string(),
+        expected,
+    }
+}
+
+fn take_required(object: &mut Object, key: &str) -> Result<Value, AccessError> {
+    object
+        .remove(key)
+        .ok_or_else(|| AccessError::Missing(key.to_string()))
+}
+
+fn take_string(object: &mut Object, key: &str) -> Result<String, AccessError> {
+    match take_required(object, key)? {
+        Value::String(text) => Ok(text),
+        _ => Err(wrong(key, "a string")),
+    }
+}
+
+fn take_object(object: &mut Object, key: &str) -> Result<Object, AccessError> {
+    match take_required(object, key)? {
+        Value::Object(inner) => Ok(inner),
+        _ => Err(wrong(key, "an object")),
+    }
+}
+
+fn take_array(object: &mut Object, key: &str) -> Result<Vec<Value>, AccessError> {
+    match take_required(object, key)? {
+        Value::Array(items) => Ok(items),
+        _ => Err(wrong(key, "an array")),
+    }
+}
+
+fn take_u64(object: &Object, key: &str) -> Result<u64, AccessError> {
+    object.req_u64(key)
 }
 
 /// A metadata object; absent or `null` reads as empty.
-fn metadata_of(object: &Object, place: &str) -> Result<Object, RecordError> {
-    let metadata = object.opt_object("metadata").map_err(key_error(place))?;
-    Ok(metadata.cloned().unwrap_or_default())
+fn take_metadata(object: &mut Object, place: Place<'_>) -> Result<Object, RecordError> {
+    match object.remove("metadata") {
+        None | Some(Value::Null) => Ok(Object::new()),
+        Some(Value::Object(metadata)) => Ok(metadata),
+        Some(_) => Err(key_error(place)(wrong("metadata", "an object or null"))),
+    }
 }
 
-fn opt_string(object: &Object, key: &str, place: &str) -> Result<Option<String>, RecordError> {
-    let text = object.opt_str(key).map_err(key_error(place))?;
-    Ok(text.map(str::to_string))
+/// An optional string; absent or `null` reads as `None`.
+fn take_opt_string(
+    object: &mut Object,
+    key: &str,
+    place: Place<'_>,
+) -> Result<Option<String>, RecordError> {
+    match object.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(key_error(place)(wrong(key, "a string or null"))),
+    }
 }
 
 /// An optional raw value: absent and `null` both read as `None`.
-fn opt_value(object: &Object, key: &str) -> Option<Value> {
-    object.get(key).filter(|v| **v != Value::Null).cloned()
+fn take_opt_value(object: &mut Object, key: &str) -> Option<Value> {
+    object.remove(key).filter(|v| *v != Value::Null)
 }
 
 fn string_or_null(text: &Option<String>) -> Value {
@@ -62,10 +151,14 @@ impl Coordinate {
 
     /// Reads a coordinate object; `place` names it in errors.
     pub fn from_json(value: &Value, place: &str) -> Result<Coordinate, RecordError> {
-        let object = as_object(value, place)?;
-        let values = match object.get("values") {
+        Coordinate::from_value(value.clone(), &place)
+    }
+
+    fn from_value(value: Value, place: Place<'_>) -> Result<Coordinate, RecordError> {
+        let mut object = into_object(value, place)?;
+        let values = match object.remove("values") {
             None | Some(Value::Null) => None,
-            Some(Value::Array(items)) => Some(items.clone()),
+            Some(Value::Array(items)) => Some(items),
             Some(_) => {
                 let detail = format!("{place}: key \"values\" must be an array or null");
                 return Err(RecordError::validation(rule::KEY_TYPE, detail));
@@ -73,11 +166,11 @@ impl Coordinate {
         };
         Ok(Coordinate {
             values,
-            start: opt_value(object, "start"),
-            step: opt_value(object, "step"),
-            reference: opt_string(object, "reference", place)?,
-            unit: opt_string(object, "unit", place)?,
-            metadata: metadata_of(object, place)?,
+            start: take_opt_value(&mut object, "start"),
+            step: take_opt_value(&mut object, "step"),
+            reference: take_opt_string(&mut object, "reference", place)?,
+            unit: take_opt_string(&mut object, "unit", place)?,
+            metadata: take_metadata(&mut object, place)?,
         })
     }
 }
@@ -101,32 +194,47 @@ impl Axis {
 
     /// Reads an axis object; `place` names it in errors.
     pub fn from_json(value: &Value, place: &str) -> Result<Axis, RecordError> {
-        let object = as_object(value, place)?;
-        let coordinate = match object.get("coordinate") {
+        Axis::from_value(value.clone(), &place)
+    }
+
+    fn from_value(value: Value, place: Place<'_>) -> Result<Axis, RecordError> {
+        let mut object = into_object(value, place)?;
+        let coordinate = match object.remove("coordinate") {
             None | Some(Value::Null) => None,
-            Some(c) => Some(Coordinate::from_json(c, &format!("{place} coordinate"))?),
+            Some(c) => {
+                let inside = Inside {
+                    outer: place,
+                    what: "coordinate",
+                    index: None,
+                };
+                Some(Coordinate::from_value(c, &inside)?)
+            }
         };
         Ok(Axis {
-            name: object
-                .req_str("name")
-                .map_err(key_error(place))?
-                .to_string(),
-            length: object.req_u64("length").map_err(key_error(place))?,
-            role: opt_string(object, "role", place)?,
-            id: opt_string(object, "id", place)?,
+            name: take_string(&mut object, "name").map_err(key_error(place))?,
+            length: take_u64(&object, "length").map_err(key_error(place))?,
+            role: take_opt_string(&mut object, "role", place)?,
+            id: take_opt_string(&mut object, "id", place)?,
             coordinate,
-            metadata: metadata_of(object, place)?,
+            metadata: take_metadata(&mut object, place)?,
         })
     }
 }
 
 /// Reads the required `axes` array of a field.
-fn axes_of(object: &Object, place: &str) -> Result<Vec<Axis>, RecordError> {
-    let items = object.req_array("axes").map_err(key_error(place))?;
+fn take_axes(object: &mut Object, place: Place<'_>) -> Result<Vec<Axis>, RecordError> {
+    let items = take_array(object, "axes").map_err(key_error(place))?;
     items
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, item)| Axis::from_json(item, &format!("{place} axis {i}")))
+        .map(|(i, item)| {
+            let inside = Inside {
+                outer: place,
+                what: "axis",
+                index: Some(i),
+            };
+            Axis::from_value(item, &inside)
+        })
         .collect()
 }
 
@@ -158,12 +266,15 @@ impl FieldMeta {
 
     /// Reads the row form of a field (unknown keys, including `name`, are ignored).
     pub fn from_row_value(value: &Value, place: &str) -> Result<FieldMeta, RecordError> {
-        let object = as_object(value, place)?;
+        FieldMeta::from_row_owned(value.clone(), &place)
+    }
+
+    fn from_row_owned(value: Value, place: Place<'_>) -> Result<FieldMeta, RecordError> {
+        let mut object = into_object(value, place)?;
         let dtype_name = object.req_str("dtype").map_err(key_error(place))?;
         let dtype = DType::from_row_dtype(dtype_name)
             .ok_or_else(|| RecordError::UnsupportedDtype(dtype_name.to_string()))?;
-        let shape = object
-            .req_array("shape")
+        let shape = take_array(&mut object, "shape")
             .map_err(key_error(place))?
             .iter()
             .map(|dim| {
@@ -176,8 +287,8 @@ impl FieldMeta {
         Ok(FieldMeta {
             dtype,
             shape,
-            axes: axes_of(object, place)?,
-            metadata: metadata_of(object, place)?,
+            axes: take_axes(&mut object, place)?,
+            metadata: take_metadata(&mut object, place)?,
         })
     }
 }
@@ -245,36 +356,32 @@ fn record_head(meta: &RecordMeta) -> Object {
 }
 
 /// Reads a descriptor object. Format and version are returned, not checked: the caller does.
-pub fn descriptor_from_object(object: &Object) -> Result<Descriptor, RecordError> {
-    let place = "descriptor";
-    let fields = object
-        .req_object("fields")
+pub fn descriptor_from_object(mut object: Object) -> Result<Descriptor, RecordError> {
+    let place: Place<'_> = &"descriptor";
+    let fields = take_object(&mut object, "fields")
         .map_err(key_error(place))?
-        .iter()
+        .into_iter()
         .map(|(name, value)| {
-            let field_place = format!("descriptor field {name:?}");
-            let field = as_object(value, &field_place)?;
-            let tensor = field.req_str("tensor").map_err(key_error(&field_place))?;
-            let parsed = DescriptorField {
-                tensor: tensor.to_string(),
-                axes: axes_of(field, &field_place)?,
-                metadata: metadata_of(field, &field_place)?,
+            let field_place = NamedField {
+                what: "descriptor field",
+                name: &name,
             };
-            Ok((name.clone(), parsed))
+            let mut field = into_object(value, &field_place)?;
+            let tensor = take_string(&mut field, "tensor").map_err(key_error(&field_place))?;
+            let parsed = DescriptorField {
+                tensor,
+                axes: take_axes(&mut field, &field_place)?,
+                metadata: take_metadata(&mut field, &field_place)?,
+            };
+            Ok((name, parsed))
         })
         .collect::<Result<_, RecordError>>()?;
     Ok(Descriptor {
-        format: object
-            .req_str("format")
-            .map_err(key_error(place))?
-            .to_string(),
-        version: object
-            .req_str("version")
-            .map_err(key_error(place))?
-            .to_string(),
-        id: object.req_str("id").map_err(key_error(place))?.to_string(),
-        scene_id: opt_string(object, "scene_id", place)?,
-        metadata: metadata_of(object, place)?,
+        format: take_string(&mut object, "format").map_err(key_error(place))?,
+        version: take_string(&mut object, "version").map_err(key_error(place))?,
+        id: take_string(&mut object, "id").map_err(key_error(place))?,
+        scene_id: take_opt_string(&mut object, "scene_id", place)?,
+        metadata: take_metadata(&mut object, place)?,
         fields,
     })
 }
@@ -294,20 +401,28 @@ impl RecordMeta {
 
     /// Reads a row object (unknown keys ignored); no validation.
     pub fn from_row_object(object: &Object) -> Result<RecordMeta, RecordError> {
-        let place = "row";
-        let fields = object
-            .req_object("fields")
+        RecordMeta::from_row_owned(object.clone())
+    }
+
+    /// [`RecordMeta::from_row_object`], moving the parts of `object` into the model.
+    pub fn from_row_owned(mut object: Object) -> Result<RecordMeta, RecordError> {
+        let place: Place<'_> = &"row";
+        let fields = take_object(&mut object, "fields")
             .map_err(key_error(place))?
-            .iter()
+            .into_iter()
             .map(|(name, value)| {
-                let field = FieldMeta::from_row_value(value, &format!("row field {name:?}"))?;
-                Ok((name.clone(), field))
+                let field_place = NamedField {
+                    what: "row field",
+                    name: &name,
+                };
+                let field = FieldMeta::from_row_owned(value, &field_place)?;
+                Ok((name, field))
             })
             .collect::<Result<_, RecordError>>()?;
         Ok(RecordMeta {
-            id: object.req_str("id").map_err(key_error(place))?.to_string(),
-            scene_id: opt_string(object, "scene_id", place)?,
-            metadata: metadata_of(object, place)?,
+            id: take_string(&mut object, "id").map_err(key_error(place))?,
+            scene_id: take_opt_string(&mut object, "scene_id", place)?,
+            metadata: take_metadata(&mut object, place)?,
             fields,
         })
     }

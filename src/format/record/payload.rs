@@ -36,7 +36,7 @@ use super::json_form::{
     SUPPORTED_RECORD_VERSIONS,
 };
 use super::model::{Field, FieldMeta, Record, RecordMeta};
-use super::validate::{check_json_extent, field_bytes, validate, validate_for_write};
+use super::validate::{check_json_extent, field_bytes, validate_for_write, validate_read};
 use crate::format::dtype::DType;
 use crate::format::json::{parse_object, to_compact, JsonLimits, Object, ObjectExt, Value};
 use crate::format::limits::RecordLimits;
@@ -591,9 +591,10 @@ impl RecordLayout {
             );
             return Err(RecordError::corrupt(rule::DESCRIPTOR_TENSOR, detail));
         }
+        let source_bytes = descriptor.len();
         let descriptor = read_descriptor(descriptor, limits)?;
         let (meta, fields) = join_fields(&header, descriptor)?;
-        validate(&meta, limits)?;
+        validate_read(&meta, limits, source_bytes)?;
         Ok(RecordLayout {
             meta,
             fields,
@@ -615,7 +616,7 @@ fn read_descriptor(bytes: &[u8], limits: &RecordLimits) -> Result<Descriptor, Re
     if !SUPPORTED_RECORD_VERSIONS.contains(&version.as_str()) {
         return Err(RecordError::UnsupportedVersion(version));
     }
-    descriptor_from_object(&object)
+    descriptor_from_object(object)
 }
 
 type Joined = (RecordMeta, BTreeMap<String, FieldLayout>);

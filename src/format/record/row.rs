@@ -11,7 +11,7 @@ use super::error::{limit, RecordError};
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::model::{FieldMeta, Record, RecordMeta};
-use super::validate::validate;
+use super::validate::validate_read;
 use crate::format::json::{parse_object, to_compact, Object};
 use crate::format::limits::RecordLimits;
 
@@ -34,8 +34,8 @@ impl RecordMeta {
     pub fn parse_row(bytes: &[u8], limits: &RecordLimits) -> Result<RecordMeta, RecordError> {
         let object = parse_object(bytes, &limits.row_json())
             .map_err(|e| RecordError::json_sized("metadata row", e, limit::METADATA_BYTES))?;
-        let meta = RecordMeta::from_row_object(&object)?;
-        validate(&meta, limits)?;
+        let meta = RecordMeta::from_row_owned(object)?;
+        validate_read(&meta, limits, bytes.len())?;
         Ok(meta)
     }
 }

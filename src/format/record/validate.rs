@@ -31,6 +31,25 @@ fn to_u64(n: usize) -> u64 {
 
 /// Checks every section 2 rule and section 9 limit that `meta` alone can answer.
 pub fn validate(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
+    validate_sized(meta, limits, None)
+}
+
+/// [`validate`] for a record read from `source_bytes` bytes of JSON (a metadata row or a
+/// descriptor): the same verdict, but the metadata is measured only when its source is large
+/// enough that it could exceed the limit ([`metadata_bound`]).
+pub fn validate_read(
+    meta: &RecordMeta,
+    limits: &RecordLimits,
+    source_bytes: usize,
+) -> Result<(), RecordError> {
+    validate_sized(meta, limits, Some(to_u64(source_bytes)))
+}
+
+fn validate_sized(
+    meta: &RecordMeta,
+    limits: &RecordLimits,
+    source_bytes: Option<u64>,
+) -> Result<(), RecordError> {
     check_counts(meta, limits)?;
     check_tensor_sizes(meta, limits)?;
     if meta.id.is_empty() {
@@ -48,7 +67,63 @@ pub fn validate(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordEr
     }
     check_axis_ids(meta)?;
     check_references(meta)?;
-    check_metadata(meta, limits)
+    let bounded =
+        source_bytes.is_some_and(|bytes| metadata_bound(meta, bytes) <= limits.max_metadata_bytes);
+    match bounded {
+        true => check_finite(meta),
+        false => check_metadata(meta, limits),
+    }
+}
+
+/// How much larger Python's `json.dumps` of a parsed value can be than the value's source
+/// text, at most. Strings come out no longer than they went in (Python escapes only what JSON
+/// requires escaped, and writes non-ASCII as it is); integers keep their digits; a float's repr
+/// is at most 24 bytes while its source is at least 3 (`1e5`), and the worst real case is
+/// 4.5 times (`1e15` is `1000000000000000.0`); the separators `", "` and `": "` add one byte to
+/// a source byte. Tested against the exact measure in `metadata_bound_holds`.
+const DUMPS_GROWTH: u64 = 8;
+
+/// Bytes a coordinate's measured form may add to what its source holds: its five keys and
+/// `null`s for those absent from the source.
+const COORDINATE_FORM_BYTES: u64 = 256;
+
+/// An upper bound of what [`check_metadata`] measures for a record read from `source_bytes`
+/// of JSON: every measured value is a part of that source, except each coordinate's form,
+/// whose keys and nulls are not.
+fn metadata_bound(meta: &RecordMeta, source_bytes: u64) -> u64 {
+    let coordinates = meta
+        .fields
+        .values()
+        .flat_map(|field| &field.axes)
+        .filter(|axis| axis.coordinate.is_some())
+        .count();
+    source_bytes
+        .saturating_mul(DUMPS_GROWTH)
+        .saturating_add(to_u64(coordinates).saturating_mul(COORDINATE_FORM_BYTES))
+}
+
+/// The finiteness half of [`check_metadata`], for metadata known to fit the limit. (A parsed
+/// document holds no non-finite number, so this only guards records built otherwise.)
+/// Coordinates' own numbers are [`check_coordinate`]'s to check; their forms are not built.
+fn check_finite(meta: &RecordMeta) -> Result<(), RecordError> {
+    let mut objects = vec![(Place::Record, &meta.metadata)];
+    for (name, field) in &meta.fields {
+        objects.push((Place::Field(name), &field.metadata));
+        for (index, axis) in field.axes.iter().enumerate() {
+            objects.push((Place::Axis(name, index), &axis.metadata));
+            if let Some(coordinate) = &axis.coordinate {
+                let place = Place::CoordinateMetadata(name, index);
+                objects.push((place, &coordinate.metadata));
+            }
+        }
+    }
+    for (place, object) in objects {
+        if !object.values().all(Value::is_finite) {
+            let detail = format!("{place} holds a non-finite number");
+            return Err(RecordError::validation(rule::METADATA_FINITE, detail));
+        }
+    }
+    Ok(())
 }
 
 /// The rules that only writing enforces, on top of [`validate`]: readers may still show a
@@ -497,6 +572,85 @@ mod tests {
         ] {
             assert!(!eq(a, b), "{a} != {b}");
         }
+    }
+
+    #[test]
+    fn metadata_bound_holds() {
+        // The cases that grow most: short floats with long reprs, separators, escapes.
+        let mut texts: Vec<String> = [
+            "[1e15]",
+            "[-1e15,9e15,1e-5,5e-324,1e16,1E15]",
+            "[0,1,2,3]",
+            "[[],[],{}]",
+            "{\"\":{},\"a\":[]}",
+            "[\"\\u0001\",\"\\\"\",\"\\n\",\"\\/\",\"\\u00e9\"]",
+            "[1.0,-0.0,2.5e-308,1.7976931348623157e308]",
+            "[123456789012345678901234567890,-1]",
+            "{\"a\":{\"b\":{\"c\":[true,false,null]}}}",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        // And random compact documents of short tokens.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        const TOKENS: [&str; 8] = [
+            "1e15",
+            "0",
+            "1.5",
+            "\"\"",
+            "null",
+            "9e15",
+            "\"\\u0007\"",
+            "1e22",
+        ];
+        for _ in 0..2000 {
+            let items: Vec<String> = (0..1 + next(12))
+                .map(|i| match next(3) {
+                    0 => format!("[{}]", TOKENS[next(8) as usize]),
+                    1 => format!("{{\"k{i}\":{}}}", TOKENS[next(8) as usize]),
+                    _ => TOKENS[next(8) as usize].to_string(),
+                })
+                .collect();
+            texts.push(format!("[{}]", items.join(",")));
+        }
+        let mut worst = 0.0f64;
+        for text in &texts {
+            let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL).unwrap();
+            let measured = python_dumps_len(&value);
+            let source = text.len() as u64;
+            assert!(
+                measured <= DUMPS_GROWTH * source,
+                "{text}: {measured} > 8 * {source}"
+            );
+            worst = worst.max(measured as f64 / source as f64);
+        }
+        // The bound is not loose by accident: the worst case found is 4.5x ("[1e15]" less
+        // its brackets), within 8x.
+        assert!(worst > 3.0, "worst growth {worst}");
+    }
+
+    #[test]
+    fn metadata_over_the_limit_is_refused_however_it_is_read() {
+        // A row of 1,1,... compact: Python's separators make its metadata 1.5 times its text.
+        let ones = vec!["1"; 400].join(",");
+        let text = format!(
+            r#"{{"id":"a","metadata":{{"a":[{ones}]}},"fields":{{"x":{{"dtype":"<f4","shape":[1],"axes":[{{"name":"t","length":1}}]}}}}}}"#
+        );
+        let limits = RecordLimits {
+            max_metadata_bytes: text.len() as u64 + 50,
+            ..RecordLimits::default()
+        };
+        let refused = RecordMeta::parse_row(text.as_bytes(), &limits).unwrap_err();
+        assert!(refused.to_string().contains("metadata"), "{refused}");
+        let meta = RecordMeta::parse_row(text.as_bytes(), &RecordLimits::default()).unwrap();
+        assert!(validate(&meta, &limits).is_err());
+        assert!(validate_read(&meta, &RecordLimits::default(), text.len()).is_ok());
     }
 
     #[test]
