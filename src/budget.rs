@@ -72,6 +72,9 @@ pub struct Budget {
     released: Condvar,
     /// Releases so far: a waiter sees from it whether anything was given back meanwhile.
     releases: std::sync::atomic::AtomicU64,
+    /// Charges waiting on `released`: a release wakes them only when there are any (waking
+    /// is a system call, and a record's read releases several charges).
+    waiters: std::sync::atomic::AtomicUsize,
     reclaimers: Mutex<Vec<Weak<dyn Reclaim>>>,
 }
 
@@ -123,6 +126,7 @@ impl Budget {
             used: Mutex::new(0),
             released: Condvar::new(),
             releases: std::sync::atomic::AtomicU64::new(0),
+            waiters: std::sync::atomic::AtomicUsize::new(0),
             reclaimers: Mutex::new(Vec::new()),
         })
     }
@@ -160,7 +164,11 @@ impl Budget {
         self.releases
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         drop(used);
-        self.released.notify_all();
+        // A waiter counts itself while holding the lock, before it checks for room and
+        // sleeps: one that this release could help was counted before the lock was ours.
+        if self.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            self.released.notify_all();
+        }
     }
 
     /// Charges `bytes`, reclaiming cache entries and then waiting for in-flight work as
@@ -220,11 +228,14 @@ impl Budget {
             }
             let used = self.lock();
             if used.saturating_add(bytes) > self.capacity {
+                use std::sync::atomic::Ordering::SeqCst;
+                self.waiters.fetch_add(1, SeqCst);
                 drop(
                     self.released
                         .wait_timeout(used, POLL)
                         .unwrap_or_else(|e| e.into_inner()),
                 );
+                self.waiters.fetch_sub(1, SeqCst);
             }
         }
     }

@@ -96,6 +96,11 @@ impl ChunkCache {
         index: u64,
     ) -> Result<Charged<Bytes>, DatasetError> {
         let group = shard.group_size().max(1);
+        // A chunk of one record is that record: nothing is kept for others to take, and the
+        // layers above make concurrent readers of one record wait for one decode.
+        if group == 1 {
+            return self.decode(shard, index, group);
+        }
         let key = (shard.name().to_string(), index / group);
         if let Some(hit) = self.kept_record(&key, shard, index) {
             return hit;
@@ -103,7 +108,7 @@ impl ChunkCache {
         self.decoding
             .one_at_a_time(key.clone(), || match self.kept_record(&key, shard, index) {
                 Some(hit) => hit,
-                None => self.decode(key.clone(), shard, index, group),
+                None => self.decode(shard, index, group),
             })
     }
 
@@ -119,7 +124,6 @@ impl ChunkCache {
 
     fn decode(
         &self,
-        key: ChunkKey,
         shard: &ShardReader,
         index: u64,
         group: u64,
@@ -145,9 +149,11 @@ impl ChunkCache {
                 held: Held(HeldBy::Own(charge)),
             });
         }
-        let records = shard.read_chunk(key.1).map_err(failed)?;
+        let chunk_index = index / group;
+        let records = shard.read_chunk(chunk_index).map_err(failed)?;
         charge.shrink_to(decoded);
         let chunk = Arc::new(DecodedChunk { records, charge });
+        let key = (shard.name().to_string(), chunk_index);
         lock(&self.kept).put(key, chunk.clone());
         record_of(chunk, shard, index)
     }

@@ -201,6 +201,12 @@ impl Parser<'_> {
         }
     }
 
+    /// The input from the current position. Tests on it compare bytes: decoding the rest as
+    /// UTF-8 for each keyword made parsing quadratic in the document's length.
+    fn rest(&self) -> &[u8] {
+        self.input.get(self.pos..).unwrap_or_default()
+    }
+
     fn rest_str(&self) -> &str {
         // The whole input was checked to be UTF-8 and `pos` only ever stops on char boundaries.
         std::str::from_utf8(self.input.get(self.pos..).unwrap_or_default()).unwrap_or_default()
@@ -239,14 +245,14 @@ impl Parser<'_> {
             Some(b'n') => self.keyword("null", Value::Null),
             Some(b'N') => self.non_finite("NaN"),
             Some(b'I') => self.non_finite("Infinity"),
-            Some(b'-') if self.rest_str().starts_with("-Infinity") => self.non_finite("-Infinity"),
+            Some(b'-') if self.rest().starts_with(b"-Infinity") => self.non_finite("-Infinity"),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => Err(self.unexpected()),
         }
     }
 
     fn keyword(&mut self, word: &str, value: Value) -> Result<Value, JsonError> {
-        if self.rest_str().starts_with(word) {
+        if self.rest().starts_with(word.as_bytes()) {
             self.pos += word.len();
             Ok(value)
         } else {
@@ -255,7 +261,7 @@ impl Parser<'_> {
     }
 
     fn non_finite(&mut self, word: &str) -> Result<Value, JsonError> {
-        if self.rest_str().starts_with(word) {
+        if self.rest().starts_with(word.as_bytes()) {
             Err(self.error(JsonErrorKind::NonFinite(word.to_string())))
         } else {
             Err(self.unexpected())
@@ -291,13 +297,17 @@ impl Parser<'_> {
             self.expect_byte(b':')?;
             self.skip_whitespace();
             let value = self.value(depth + 1)?;
-            if object.contains_key(&key) {
-                return Err(JsonError {
-                    kind: JsonErrorKind::DuplicateKey(key),
-                    offset: key_offset,
-                });
+            match object.entry(key) {
+                std::collections::btree_map::Entry::Occupied(taken) => {
+                    return Err(JsonError {
+                        kind: JsonErrorKind::DuplicateKey(taken.key().clone()),
+                        offset: key_offset,
+                    });
+                }
+                std::collections::btree_map::Entry::Vacant(free) => {
+                    free.insert(value);
+                }
             }
-            object.insert(key, value);
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -404,7 +414,7 @@ impl Parser<'_> {
         let first = self.hex4()?;
         let code = match first {
             0xD800..=0xDBFF => {
-                if !self.rest_str().starts_with("\\u") {
+                if !self.rest().starts_with(b"\\u") {
                     return Err(self.error(JsonErrorKind::LoneSurrogate));
                 }
                 self.pos += 2;

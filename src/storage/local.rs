@@ -315,19 +315,18 @@ impl LocalStore {
         path: &RelPath,
         range: Range<u64>,
         generation: Option<u64>,
-    ) -> Result<(Arc<Opened>, String), StorageError> {
-        let object = self.describe(path);
+    ) -> Result<Arc<Opened>, StorageError> {
         let opened = self.open_cached(path, generation)?;
         let size = opened.meta.len();
         if range.start > range.end || range.end > size {
             return Err(StorageError::OutOfRange {
-                object,
+                object: self.describe(path),
                 start: range.start,
                 end: range.end,
                 size,
             });
         }
-        Ok((opened, object))
+        Ok(opened)
     }
 
     fn open_cached(
@@ -340,9 +339,10 @@ impl LocalStore {
         }
         let cached = lock(&self.open_objects).get(path).cloned();
         if let Some(opened) = cached {
+            // A file whose time is no generation is opened again, and refused there.
             let fresh = match generation {
                 None => true,
-                Some(g) => generation_of(&opened.meta, &self.describe(path))? == g,
+                Some(g) => generation_of(&opened.meta, "").ok() == Some(g),
             };
             if fresh {
                 return Ok(opened);
@@ -547,10 +547,12 @@ impl ObjectStore for LocalStore {
         range: Range<u64>,
         generation: Option<u64>,
     ) -> Result<Bytes, StorageError> {
-        let (opened, object) = self.open_range(path, range.clone(), generation)?;
-        let (mut buf, len) = reserved(range.end - range.start, &object)?;
+        let opened = self.open_range(path, range.clone(), generation)?;
+        // The object is named only when something fails: naming it costs two allocations,
+        // and a scan reads a range per record.
+        let (mut buf, len) = reserved(range.end - range.start, || self.describe(path))?;
         crate::memory::read_exact_at_into(&opened.file, range.start, len, &mut buf)
-            .map_err(|e| StorageError::io(object, e))?;
+            .map_err(|e| StorageError::io(self.describe(path), e))?;
         Ok(Bytes::from(buf))
     }
 
@@ -562,7 +564,10 @@ impl ObjectStore for LocalStore {
     ) -> Option<Result<LocalRange, StorageError>> {
         Some(
             self.open_range(path, range, generation)
-                .map(|(opened, object)| LocalRange { opened, object }),
+                .map(|opened| LocalRange {
+                    opened,
+                    object: self.describe(path),
+                }),
         )
     }
 
@@ -882,9 +887,10 @@ fn version_of(meta: &Metadata, object: &str) -> Result<Version, StorageError> {
 
 /// An empty buffer with room for `len` bytes, and `len` as a `usize`; sizes this process
 /// cannot hold are refused rather than aborting on allocation failure.
-fn reserved(len: u64, object: &str) -> Result<(Vec<u8>, usize), StorageError> {
+/// A buffer of `len` bytes reserved; `object` names what it is for if it cannot be.
+fn reserved(len: u64, object: impl Fn() -> String) -> Result<(Vec<u8>, usize), StorageError> {
     let too_large = || StorageError::TooLarge {
-        object: object.to_string(),
+        object: object(),
         size: len,
         limit: isize::MAX as u64,
     };
@@ -898,7 +904,7 @@ fn reserved(len: u64, object: &str) -> Result<(Vec<u8>, usize), StorageError> {
 
 /// A zero-filled buffer of `len` bytes (see [`reserved`]).
 fn zeroed(len: u64, object: &str) -> Result<Vec<u8>, StorageError> {
-    let (mut buf, len) = reserved(len, object)?;
+    let (mut buf, len) = reserved(len, || object.to_string())?;
     buf.resize(len, 0);
     Ok(buf)
 }
