@@ -359,6 +359,20 @@ impl RecordCache {
         false
     }
 
+    /// Decodes record `ordinal` unless it is cached or being decoded; returns whether it was
+    /// neither (so the caller went on working instead of waiting), or the decode's failure.
+    pub fn decode_if_idle(
+        &self,
+        dataset: &Dataset,
+        trees: &TreeCache,
+        ordinal: u64,
+    ) -> Result<bool, FsError> {
+        if self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal) {
+            return Ok(false);
+        }
+        self.get(dataset, trees, ordinal).map(|_| true)
+    }
+
     fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
         if let Some(hit) = lock(&self.memory).entries.get(&ordinal) {
             return Some(hit.clone());

@@ -1169,6 +1169,9 @@ impl Namespace {
         scan: bool,
     ) -> Result<Bytes, FsError> {
         let pieces = index.pieces(column, offset, size.into());
+        if scan && pieces.len() > 1 {
+            self.decode_from_the_end(&pieces)?;
+        }
         let mut joined = Vec::new();
         let mut unchecked = u64::MAX;
         for piece in &pieces {
@@ -1189,6 +1192,29 @@ impl Namespace {
             joined.extend_from_slice(&stretch);
         }
         Ok(Bytes::from(joined))
+    }
+
+    /// Decodes a scan's read's records from the last backwards, until one is cached or being
+    /// decoded: the decode-ahead workers go forwards from the read's start, so the reader and
+    /// the workers meet in the middle instead of the reader waiting on the record a worker
+    /// holds (a sleep and a wake-up per record). A failure is left for the in-order pass to
+    /// report.
+    fn decode_from_the_end(&self, pieces: &[columns::Piece]) -> Result<(), FsError> {
+        let mut unchecked = 0u64;
+        for piece in pieces.iter().rev() {
+            if unchecked >= INTERRUPT_CHECK_BYTES {
+                interrupt::check()?;
+                unchecked = 0;
+            }
+            unchecked += piece.len;
+            let decoded = self
+                .records
+                .decode_if_idle(&self.dataset, &self.trees, piece.ordinal);
+            if !matches!(decoded, Ok(true)) {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// The bytes of one record's stretch of a column.
