@@ -31,7 +31,7 @@ pub use publish::{
     encode_shard, publish, publish_entries, relative_location, write_shard, EncodedShard,
     PageLayout, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
 };
-pub use reader::{Dataset, ReadInstruction};
+pub use reader::{Dataset, ReadInstruction, StoredRow};
 pub use shards::ShardReader;
 pub use verify::{
     verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem,

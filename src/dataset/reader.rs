@@ -303,20 +303,37 @@ impl Dataset {
 
     /// The metadata row at a known location.
     pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
+        let row = self.stored_row(location)?;
+        self.parse_stored_row(&row)
+    }
+
+    /// The metadata row at a known location as stored, not yet parsed (charged while it
+    /// lives): reading rows and parsing them can then happen on different threads.
+    pub fn stored_row(&self, location: &RecordLocation) -> Result<StoredRow, DatasetError> {
         let shard = self.metadata_shard(location)?;
-        let row = self.read_chunk(&shard, location.physical_index)?;
+        let text = self.read_chunk(&shard, location.physical_index)?;
+        Ok(StoredRow {
+            ordinal: location.ordinal,
+            shard,
+            text,
+        })
+    }
+
+    /// Parses and checks a row [`Dataset::stored_row`] read.
+    pub fn parse_stored_row(&self, row: &StoredRow) -> Result<RecordMeta, DatasetError> {
+        let (text, shard) = (&row.text.value, &row.shard);
         // Parsing builds a tree of values beside the text: charged while it runs.
         let _parsing = self
             .options
             .memory
-            .charge(row_parse_bytes(&row.value))
+            .charge(row_parse_bytes(text))
             .map_err(|source| DatasetError::Budget {
-                object: format!("{} (row of record {})", shard.name(), location.ordinal),
+                object: format!("{} (row of record {})", shard.name(), row.ordinal),
                 source,
             })?;
-        RecordMeta::parse_row(&row.value, &self.options.record_limits).map_err(|source| {
+        RecordMeta::parse_row(text, &self.options.record_limits).map_err(|source| {
             DatasetError::Record {
-                ordinal: location.ordinal,
+                ordinal: row.ordinal,
                 object: shard.name().to_string(),
                 source,
             }
@@ -490,6 +507,25 @@ impl Dataset {
 /// parsed values, the compact and pretty texts validation and the views write from them, and
 /// the allocator's slack around blocks that size, measured for rows carrying one large
 /// string), and 64 bytes for each value it can hold ([`crate::format::json::values_at_most`]).
+/// A metadata row as stored ([`Dataset::stored_row`]).
+pub struct StoredRow {
+    ordinal: u64,
+    shard: Arc<ShardReader>,
+    text: Charged<Bytes>,
+}
+
+impl StoredRow {
+    /// The record whose row this is.
+    pub fn ordinal(&self) -> u64 {
+        self.ordinal
+    }
+
+    /// Bytes charged for it while it lives.
+    pub fn held_bytes(&self) -> u64 {
+        self.text.held.bytes()
+    }
+}
+
 fn row_parse_bytes(row: &[u8]) -> u64 {
     let values = crate::format::json::values_at_most(row);
     (row.len() as u64)

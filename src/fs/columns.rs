@@ -30,7 +30,7 @@ use super::error::FsError;
 use super::log_limit::thousands;
 use super::record_tree::{Builder, FileView, Node, TreeError};
 use crate::budget::Charge;
-use crate::dataset::Dataset;
+use crate::dataset::{Dataset, StoredRow};
 use crate::format::dtype::DType;
 use crate::format::json::{object_to_compact, write_string};
 use crate::format::npy;
@@ -361,9 +361,11 @@ struct Scan {
     meter: Meter,
 }
 
-/// Rows one reader parses at a time: the readers hold at most this many rows each, stripped
-/// to what the index needs and charged to the budget.
-const ROWS_PER_BLOCK: u64 = 512;
+/// Rows read ahead of the parsing at most, in blocks of at most this many rows and at most
+/// a sixteenth of the budget's bytes each (so a block of large rows never fills the budget
+/// by itself), [`BLOCKS_AHEAD`] blocks queued.
+const ROWS_PER_BLOCK: usize = 512;
+const BLOCKS_AHEAD: usize = 1;
 
 /// A row as the index needs it: its line of `records.jsonl`, and its fields' dtypes and
 /// shapes (axes and metadata dropped).
@@ -373,23 +375,14 @@ struct Row {
     fingerprint: u64,
 }
 
-/// Why a block of rows could not be read.
-enum BlockError {
-    /// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
-    Row(u64, FsError),
-    /// The rows outgrew the memory budget: the index fails, like its own growth.
-    Budget(FsError),
-}
+/// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
+struct Unreadable(u64, FsError);
 
-/// A block of rows, charged to the budget while it is held.
-struct Block {
-    rows: Vec<(u64, Row)>,
-    _meter: Meter,
-}
-
-/// Reads every row and builds the index (see the module docs). Reading and parsing the rows
-/// is most of the work, so one reader per core parses a block of rows while the index takes
-/// in the blocks in ordinal order.
+/// Reads every row and builds the index (see the module docs). Reading a row (its chunk
+/// read, checked and decompressed) costs about as much as parsing it, so one thread reads
+/// rows ahead, in blocks, while this one parses them: two threads each doing both spent their
+/// time waiting for the allocator's lock (parsing allocates dozens of small values a row),
+/// and were no faster than one.
 pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsError> {
     let records = dataset.len();
     let mut scan = Scan {
@@ -403,89 +396,95 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
         }),
         meter: Meter::default(),
     };
-    let readers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let stride = ROWS_PER_BLOCK * readers;
-    for first in (0..records).step_by(stride.max(1) as usize) {
+    std::thread::scope(|scope| {
+        let (blocks, read) = std::sync::mpsc::sync_channel(BLOCKS_AHEAD);
+        scope.spawn(move || read_blocks(dataset, stop, blocks));
+        for block in read {
+            if stop.load(Ordering::Relaxed) {
+                return Err(FsError::failed("the mount is ending"));
+            }
+            let unreadable_at = |ordinal, e: &FsError, scan: Scan| {
+                Ok(unreadable(
+                    records,
+                    ordinal,
+                    &e.to_string(),
+                    scan.meter.charges,
+                ))
+            };
+            let block = match block {
+                Ok(block) => block,
+                Err(Unreadable(ordinal, e)) => return unreadable_at(ordinal, &e, scan),
+            };
+            for stored in block {
+                let ordinal = stored.ordinal();
+                match read_row(dataset, &stored) {
+                    Ok(row) => scan.take(dataset, ordinal, row)?,
+                    Err(e) => return unreadable_at(ordinal, &e, scan),
+                }
+            }
+        }
         if stop.load(Ordering::Relaxed) {
             return Err(FsError::failed("the mount is ending"));
         }
-        let blocks = read_blocks(dataset, first..first.saturating_add(stride).min(records));
-        for block in blocks {
-            let block = match block {
-                Ok(block) => block,
-                Err(BlockError::Row(ordinal, e)) => {
-                    let charges = scan.meter.charges;
-                    return Ok(unreadable(records, ordinal, &e.to_string(), charges));
-                }
-                Err(BlockError::Budget(e)) => return Err(e),
-            };
-            for (ordinal, row) in block.rows {
-                scan.take(dataset, ordinal, row)?;
-            }
-        }
-    }
-    finish(records, scan).map_err(|e| FsError::at("columns/", e))
-}
-
-/// The rows of `range`, read in blocks of [`ROWS_PER_BLOCK`] by a thread each, in order; a
-/// block ends at its first unreadable row.
-fn read_blocks(dataset: &Dataset, range: std::ops::Range<u64>) -> Vec<Result<Block, BlockError>> {
-    let starts: Vec<u64> = range.clone().step_by(ROWS_PER_BLOCK as usize).collect();
-    std::thread::scope(|scope| {
-        let readers: Vec<_> = starts
-            .iter()
-            .map(|&start| {
-                let end = start.saturating_add(ROWS_PER_BLOCK).min(range.end);
-                scope.spawn(move || read_block(dataset, start..end))
-            })
-            .collect();
-        readers
-            .into_iter()
-            .zip(&starts)
-            .map(|(reader, &start)| {
-                reader.join().unwrap_or_else(|_| {
-                    let panicked = FsError::record(start, "a row reader panicked");
-                    Err(BlockError::Row(start, panicked))
-                })
-            })
-            .collect()
+        finish(records, scan).map_err(|e| FsError::at("columns/", e))
     })
 }
 
-fn read_block(dataset: &Dataset, range: std::ops::Range<u64>) -> Result<Block, BlockError> {
-    let mut block = Block {
-        rows: Vec::with_capacity((range.end - range.start) as usize),
-        _meter: Meter::default(),
-    };
-    for ordinal in range {
-        let (row, held) = read_row(dataset, ordinal).map_err(|e| BlockError::Row(ordinal, e))?;
-        block
-            ._meter
-            .grow(dataset, ordinal, held)
-            .map_err(BlockError::Budget)?;
-        block.rows.push((ordinal, row));
+/// Reads the rows of every record in order and sends them in blocks; ends at the first
+/// unreadable row, or when the index stops taking blocks.
+fn read_blocks(
+    dataset: &Dataset,
+    stop: &AtomicBool,
+    blocks: std::sync::mpsc::SyncSender<Result<Vec<StoredRow>, Unreadable>>,
+) {
+    let block_bytes = dataset.memory().capacity() / 16;
+    let mut ordinal = 0;
+    while ordinal < dataset.len() && !stop.load(Ordering::Relaxed) {
+        let block = read_block(dataset, &mut ordinal, block_bytes);
+        let failed = block.is_err();
+        if blocks.send(block).is_err() || failed {
+            return;
+        }
     }
-    Ok(block)
 }
 
-/// Record `ordinal`'s row, stripped (see [`Row`]), and the memory it holds (estimated).
-fn read_row(dataset: &Dataset, ordinal: u64) -> Result<(Row, u64), FsError> {
-    let mut meta = dataset.record_meta(ordinal)?;
-    let line = record_line(&meta, ordinal);
+/// The rows from `*next` on, up to [`ROWS_PER_BLOCK`] of them or `block_bytes` of stored
+/// text; `*next` is left after the last.
+fn read_block(
+    dataset: &Dataset,
+    next: &mut u64,
+    block_bytes: u64,
+) -> Result<Vec<StoredRow>, Unreadable> {
+    let mut rows = Vec::with_capacity(ROWS_PER_BLOCK);
+    let mut bytes = 0u64;
+    while *next < dataset.len() && rows.len() < ROWS_PER_BLOCK && bytes < block_bytes {
+        let ordinal = *next;
+        let stored = dataset
+            .locate(ordinal)
+            .and_then(|location| dataset.stored_row(&location))
+            .map_err(|e| Unreadable(ordinal, e.into()))?;
+        bytes = bytes.saturating_add(stored.held_bytes());
+        rows.push(stored);
+        *next += 1;
+    }
+    Ok(rows)
+}
+
+/// A stored row parsed and stripped to what the index needs (see [`Row`]).
+fn read_row(dataset: &Dataset, stored: &StoredRow) -> Result<Row, FsError> {
+    let mut meta = dataset.parse_stored_row(stored)?;
+    let line = record_line(&meta, stored.ordinal());
     let fingerprint = meta.fingerprint();
     meta.metadata = Default::default();
-    let mut held = line.len() as u64 + 256;
-    for (name, field) in &mut meta.fields {
+    for field in meta.fields.values_mut() {
         field.axes = Vec::new();
         field.metadata = Default::default();
-        held += name.len() as u64 + 8 * field.shape.len() as u64 + 128;
     }
-    let row = Row {
+    Ok(Row {
         meta,
         line,
         fingerprint,
-    };
-    Ok((row, held))
+    })
 }
 
 impl Meter {
