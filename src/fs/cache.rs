@@ -305,23 +305,27 @@ impl RecordCache {
     /// the cache). Returns whether one was decoded (so there may be more to do); a failure
     /// returns false, and is left for the read that needs the record to report. A record
     /// scan's rows come through `trees`, where the lookups that follow find them built; a
-    /// column scan's straight from the metadata shard (nothing looks its tree up).
+    /// column scan's straight from the metadata shard (nothing looks its tree up). `cursor`
+    /// is where the worker's previous look ended (see [`WindowCursor`]).
     pub fn decode_next_ahead(
         &self,
         dataset: &Dataset,
         trees: &TreeCache,
         at: u64,
         window: Window,
+        cursor: &mut WindowCursor,
     ) -> bool {
         let Ok(reading) = dataset.locate(at) else {
             return false;
         };
         let budget = window.bytes.min(self.config.memory_bytes / 4);
-        let mut window_bytes = 0u64;
         let last = at
             .saturating_add(window.records)
             .min(dataset.len().saturating_sub(1));
-        for ordinal in at.saturating_add(1)..=last {
+        let Some((first, mut window_bytes)) = cursor.resume(dataset, at, window) else {
+            return false;
+        };
+        for ordinal in first..=last {
             let Ok(location) = dataset.locate(ordinal) else {
                 return false;
             };
@@ -341,6 +345,13 @@ impl RecordCache {
             if self.spills(claimed) || window_bytes > budget {
                 return false;
             }
+            // Looked at: a later look starts after it.
+            *cursor = WindowCursor {
+                at,
+                next: ordinal + 1,
+                bytes: window_bytes,
+                window: Some(window),
+            };
             // A record being decoded by a read is skipped, not waited for: the worker then
             // decodes the next one beside it.
             if self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal) {
@@ -839,6 +850,38 @@ impl PictureCache {
     }
 }
 
+/// Where a decode-ahead worker's last look through the window ended: the records after the
+/// scan's position up to `next` were cached or being decoded then, and their payloads take
+/// `bytes`. The next look starts there instead of at the window's start, less the records
+/// the scan has moved past since: looking through a column scan's window of hundreds of
+/// records again for every record decoded cost more than the decodes' own bookkeeping.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WindowCursor {
+    at: u64,
+    next: u64,
+    bytes: u64,
+    window: Option<Window>,
+}
+
+impl WindowCursor {
+    /// Where a look at the window of a scan at `at` starts, and the payload bytes before that;
+    /// `None` when a record's length cannot be read.
+    fn resume(&mut self, dataset: &Dataset, at: u64, window: Window) -> Option<(u64, u64)> {
+        let continues = self.window == Some(window) && self.at <= at && at < self.next;
+        if !continues {
+            *self = WindowCursor::default();
+            return Some((at.saturating_add(1), 0));
+        }
+        // The records the scan has moved past have left the window.
+        let mut bytes = self.bytes;
+        for gone in self.at.saturating_add(1)..=at {
+            let location = dataset.locate(gone).ok()?;
+            bytes = bytes.saturating_sub(dataset.payload_len(&location).ok()?);
+        }
+        Some((self.next, bytes))
+    }
+}
+
 /// How many records past the one a scan is reading the workers keep decoded (fewer when
 /// their payloads would fill more than a quarter of the cache). One was not enough: the
 /// worker waited for each step's request while the reader was busy with the kernel, and with
@@ -992,6 +1035,7 @@ fn spawn_worker(
         .name("sdsfs-ahead".into())
         .spawn(move || {
             let mut seen = 0;
+            let mut cursor = WindowCursor::default();
             loop {
                 {
                     let mut signal = lock(&shared.steps);
@@ -1009,7 +1053,7 @@ fn spawn_worker(
                 };
                 let at = || shared.scan_at.load(Ordering::Relaxed);
                 crate::interrupt::background(|| {
-                    while cache.decode_next_ahead(&dataset, &trees, at(), window()) {}
+                    while cache.decode_next_ahead(&dataset, &trees, at(), window(), &mut cursor) {}
                 });
             }
         });
