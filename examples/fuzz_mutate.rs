@@ -487,7 +487,7 @@ fn set(document: &mut Value, path: &[&str], value: Value) -> Result<(), String> 
     }
     match node {
         Value::Object(object) => {
-            object.insert(last.to_string(), value);
+            object.insert((*last).into(), value);
             Ok(())
         }
         _ => Err(format!("{path:?} is not in an object")),

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use sdsfs::budget::Budget;
 use sdsfs::dataset::{publish, write_shard, Dataset, OpenOptions, PublishOptions, ShardOptions};
-use sdsfs::format::json::{parse_value, to_pretty, Value};
+use sdsfs::format::json::{parse_value, to_pretty, Object, Value};
 use sdsfs::format::limits::JsonLimits;
 use sdsfs::format::record::Record;
 use sdsfs::fs::cache::CacheConfig;
@@ -190,7 +190,7 @@ fn name_objects(files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<(&'static str, 
 }
 
 /// A control document as an object, if it parses as one.
-pub fn parse_document(bytes: &[u8]) -> Option<BTreeMap<String, Value>> {
+pub fn parse_document(bytes: &[u8]) -> Option<Object> {
     match parse_value(bytes, &JsonLimits::CONTROL).ok()? {
         Value::Object(object) => Some(object),
         _ => None,
@@ -198,7 +198,7 @@ pub fn parse_document(bytes: &[u8]) -> Option<BTreeMap<String, Value>> {
 }
 
 /// The text of a document as the library writes it (pretty, with a final newline).
-pub fn document_bytes(object: &BTreeMap<String, Value>) -> Vec<u8> {
+pub fn document_bytes(object: &Object) -> Vec<u8> {
     let mut text = to_pretty(&Value::Object(object.clone()));
     text.push('\n');
     text.into_bytes()
@@ -315,7 +315,7 @@ pub fn reseal(files: &mut BTreeMap<String, Vec<u8>>, base: &BTreeMap<String, Vec
 fn reseal_manifest(
     files: &mut BTreeMap<String, Vec<u8>>,
     base: &BTreeMap<String, Vec<u8>>,
-    manifest: &mut BTreeMap<String, Value>,
+    manifest: &mut Object,
 ) {
     let Some(page_path) = ref_path(manifest.get("object")) else {
         return;
@@ -374,7 +374,7 @@ fn file_len(files: &BTreeMap<String, Vec<u8>>, path: &str) -> Option<u64> {
     files.get(path).map(|bytes| bytes.len() as u64)
 }
 
-fn stored_bytes(object: &BTreeMap<String, Value>) -> Option<u64> {
+fn stored_bytes(object: &Object) -> Option<u64> {
     object.get("stored_bytes")?.as_u64()
 }
 

@@ -110,7 +110,7 @@ fn json_on_the_demo_dataset() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.is_empty());
     let doc = parse(&out.stdout);
-    let keys: Vec<&str> = doc.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = doc.keys().map(|k| k.as_str()).collect();
     assert_eq!(
         keys,
         [
@@ -138,7 +138,7 @@ fn json_on_the_demo_dataset() {
     assert_eq!(int(&doc["manifest_pages"]), 2);
     assert_eq!(int(&doc["stored_bytes"]) as u64, shard_bytes(&demo));
     let first = doc["first_record"].as_object().unwrap();
-    let keys: Vec<&str> = first.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = first.keys().map(|k| k.as_str()).collect();
     assert_eq!(keys, ["fields", "id", "scene_id"]);
     assert_eq!(text(&first["scene_id"]), "scene-0000");
     assert!(text(&first["id"]).starts_with("obs-"));

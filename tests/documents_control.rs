@@ -303,7 +303,7 @@ fn writers_build_pages_of_the_librarys_shape() {
             sdsfs::format::json::parse_object(page_doc.to_json().as_bytes(), &LIMITS)
                 .unwrap()
                 .keys()
-                .cloned()
+                .map(|k| k.to_string())
                 .collect();
         assert_eq!(
             keys,

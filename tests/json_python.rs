@@ -124,7 +124,7 @@ fn random_value(rng: &mut StdRng, depth: usize) -> Value {
 fn random_object(rng: &mut StdRng, depth: usize) -> Object {
     let n = rng.gen_range(0..5);
     (0..n)
-        .map(|_| (random_string(rng), random_value(rng, depth)))
+        .map(|_| (random_string(rng).into(), random_value(rng, depth)))
         .collect()
 }
 
@@ -171,7 +171,7 @@ fn random_shape(rng: &mut StdRng, depth: usize) -> Value {
     } else {
         Value::Object(
             (0..n)
-                .map(|i| (format!("k{i}"), random_shape(rng, depth - 1)))
+                .map(|i| (format!("k{i}").into(), random_shape(rng, depth - 1)))
                 .collect(),
         )
     }
@@ -223,6 +223,6 @@ fn depth_and_node_limits_refuse_what_the_library_refuses() {
 fn random_shape_object(rng: &mut StdRng) -> Object {
     match random_shape(rng, 7) {
         Value::Object(object) => object,
-        other => [("v".to_string(), other)].into_iter().collect(),
+        other => [("v".into(), other)].into_iter().collect(),
     }
 }

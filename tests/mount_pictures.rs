@@ -34,7 +34,7 @@ fn check_with_the_library(dataset: &Path, mount: &MountGuard) -> Vec<(String, u6
     let output = common::run_python("picture_check.py", &[root, mounted.to_str().unwrap()], b"");
     let doc = json::parse_object(&output, &Default::default()).unwrap();
     doc.iter()
-        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .map(|(k, v)| (k.to_string(), v.as_u64().unwrap()))
         .collect()
 }
 

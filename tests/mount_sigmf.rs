@@ -32,7 +32,7 @@ fn check_with_the_library(dataset: &Path, mount: &MountGuard) -> BTreeMap<String
     let output = common::run_python("sigmf_check.py", &[root, mounted.to_str().unwrap()], b"");
     let doc = json::parse_object(&output, &Default::default()).unwrap();
     doc.iter()
-        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .map(|(k, v)| (k.to_string(), v.as_u64().unwrap()))
         .collect()
 }
 
@@ -107,14 +107,14 @@ fn stat_reads_no_data_shard_and_reading_decodes_once() {
 /// An IQ field of 1000 samples at 1 MHz centred at 1 GHz.
 fn iq() -> Field {
     let block: Object = [
-        ("kind".to_string(), Value::from("uniform")),
-        ("sample_rate_hz".to_string(), Value::Float(1e6)),
+        ("kind".into(), Value::from("uniform")),
+        ("sample_rate_hz".into(), Value::Float(1e6)),
     ]
     .into_iter()
     .collect();
     let metadata: Object = [
-        ("time_coordinates".to_string(), Value::Object(block)),
-        ("center_frequency_hz".to_string(), Value::Float(1e9)),
+        ("time_coordinates".into(), Value::Object(block)),
+        ("center_frequency_hz".into(), Value::Float(1e9)),
     ]
     .into_iter()
     .collect();
@@ -132,7 +132,7 @@ fn offset_frame(frequency_frame: &str) -> Object {
         ("sample_rate_hz", Value::Float(1e6)),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
+    .map(|(k, v)| (k.into(), v))
     .collect()
 }
 
@@ -156,7 +156,7 @@ fn identity(rows: &[[i32; 2]], names: Option<Object>) -> Field {
         .flat_map(|v| v.to_le_bytes())
         .collect();
     let metadata: Object = names
-        .map(|n| ("class_names".to_string(), Value::Object(n)))
+        .map(|n| ("class_names".into(), Value::Object(n)))
         .into_iter()
         .collect();
     Field::new(DType::I32, vec![rows.len() as u64, 2], bytes)
@@ -171,9 +171,7 @@ fn identity(rows: &[[i32; 2]], names: Option<Object>) -> Field {
 /// Records of hostile labels: their boxes, identities and what each should give.
 fn hostile_records() -> Vec<Record> {
     let good = [10.0, 20.0, -1e3, 1e3];
-    let names: Object = [("1".to_string(), Value::from("burst"))]
-        .into_iter()
-        .collect();
+    let names: Object = [("1".into(), Value::from("burst"))].into_iter().collect();
     let record = |i: usize, extent: Field, identity: Option<Field>| {
         let mut record = Record::new(format!("h{i}"))
             .with_scene_id("hostile")

@@ -31,7 +31,7 @@ fn regenerating() -> bool {
 fn obj(pairs: &[(&str, Value)]) -> Object {
     pairs
         .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
+        .map(|(k, v)| ((*k).into(), v.clone()))
         .collect()
 }
 
@@ -209,7 +209,7 @@ fn reference_safetensors_loads_the_record() {
         .as_object()
         .unwrap()
         .clone();
-    let keys: Vec<&str> = loaded.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = loaded.keys().map(|k| k.as_str()).collect();
     assert_eq!(
         keys,
         ["__sds_descriptor__", "tensor_000000", "tensor_000001"]

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use record_support::*;
-use sdsfs::format::json::{object_to_compact, Value};
+use sdsfs::format::json::{object_to_compact, CompactString, Value};
 use sdsfs::format::limits::RecordLimits;
 use sdsfs::format::record::*;
 
@@ -128,11 +128,11 @@ fn header_json_edits() {
         let (header, data) = split(&seed);
         for _ in 0..150 {
             let mut edited = header.clone();
-            let keys: Vec<String> = edited.keys().cloned().collect();
+            let keys: Vec<CompactString> = edited.keys().cloned().collect();
             let key = &keys[rng.gen_range(0..keys.len())];
             match rng.gen_range(0..4) {
                 0 => drop(edited.remove(key)),
-                1 => drop(edited.insert(format!("{key}x"), edited[key].clone())),
+                1 => drop(edited.insert(format!("{key}x").into(), edited[key].clone())),
                 _ => {
                     let Value::Object(entry) = edited.get_mut(key).unwrap() else {
                         panic!()

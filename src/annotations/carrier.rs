@@ -91,21 +91,18 @@ impl AnnotationRecord {
         let empty = self.fields.is_empty();
         let annotation = Object::from([
             (
-                "detail_status".to_string(),
+                "detail_status".into(),
                 Value::from(self.detail_status.clone()),
             ),
-            ("empty_fields".to_string(), Value::Bool(empty)),
-            (
-                "provenance".to_string(),
-                Value::Object(self.provenance.clone()),
-            ),
-            ("source_index".to_string(), Value::from(self.source_index)),
-            ("status".to_string(), Value::from(self.status.as_wire())),
-            ("values".to_string(), Value::Object(self.values.clone())),
+            ("empty_fields".into(), Value::Bool(empty)),
+            ("provenance".into(), Value::Object(self.provenance.clone())),
+            ("source_index".into(), Value::from(self.source_index)),
+            ("status".into(), Value::from(self.status.as_wire())),
+            ("values".into(), Value::Object(self.values.clone())),
         ]);
         let mut record =
             Record::new(self.source_record_id.clone()).with_metadata(Object::from([(
-                "annotation".to_string(),
+                "annotation".into(),
                 Value::Object(annotation),
             )]));
         if empty {
@@ -214,21 +211,18 @@ impl AnnotationRecord {
     pub fn to_annotation_json(&self, set: &str) -> String {
         object_to_pretty(&Object::from([
             (
-                "detail_status".to_string(),
+                "detail_status".into(),
                 Value::from(self.detail_status.clone()),
             ),
+            ("provenance".into(), Value::Object(self.provenance.clone())),
+            ("set".into(), Value::from(set)),
+            ("source_index".into(), Value::from(self.source_index)),
             (
-                "provenance".to_string(),
-                Value::Object(self.provenance.clone()),
-            ),
-            ("set".to_string(), Value::from(set)),
-            ("source_index".to_string(), Value::from(self.source_index)),
-            (
-                "source_record_id".to_string(),
+                "source_record_id".into(),
                 Value::from(self.source_record_id.as_str()),
             ),
-            ("status".to_string(), Value::from(self.status.as_wire())),
-            ("values".to_string(), Value::Object(self.values.clone())),
+            ("status".into(), Value::from(self.status.as_wire())),
+            ("values".into(), Value::Object(self.values.clone())),
         ]))
     }
 }

@@ -133,7 +133,7 @@ fn parse_row(line: &str, base: &Path) -> Result<RowInput, Cause> {
             for (name, spec) in specs {
                 let field = field_from_spec(spec, base)
                     .map_err(|cause| cause.at(format!("field {name:?}")))?;
-                fields.insert(name.clone(), field);
+                fields.insert(name.to_string(), field);
             }
         }
         Some(_) => {

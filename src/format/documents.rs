@@ -287,7 +287,7 @@ pub(crate) fn check_sum(declared: u64, parts: u64, key: &str, over: &str) -> Rul
 
 /// Builds an [`Object`] from `(key, value)` pairs.
 pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Object {
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    pairs.into_iter().map(|(k, v)| (k.into(), v)).collect()
 }
 
 #[cfg(test)]

@@ -20,16 +20,22 @@
 //! containers is at depth 129). Nodes are values (objects, arrays, scalars), never keys.
 //!
 //! The writer reproduces Python's `json.dumps(doc, sort_keys=True, ensure_ascii=False, ...)`:
-//! keys in code-point order (a `BTreeMap<String, _>` orders UTF-8 bytes, which is the same
+//! keys in code-point order (a `BTreeMap` of string keys orders UTF-8 bytes, which is the same
 //! order), only the escapes Python emits, and floats as `repr(float)` writes them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+pub use compact_str::CompactString;
+
 pub use super::limits::JsonLimits;
 
 /// A JSON object: keys in code-point order, which is also the deterministic output order.
-pub type Object = BTreeMap<String, Value>;
+///
+/// Keys are [`CompactString`]s, which keep up to 24 bytes inline: document keys are short
+/// (`"axes"`, `"metadata"`, `"coordinate"`), so a parsed object allocates for its nodes and
+/// not for each key. They order, hash, compare and print as their `str`.
+pub type Object = BTreeMap<CompactString, Value>;
 
 /// The most digits an integer may have: CPython's default `int_max_str_digits`, beyond which
 /// the library's JSON reader refuses the document.
@@ -169,6 +175,30 @@ pub fn parse_value(input: &[u8], limits: &JsonLimits) -> Result<Value, JsonError
     Ok(value)
 }
 
+/// What a JSON string is read into: a `String` for values, a [`CompactString`] for keys.
+trait Text: Default {
+    fn push_str(&mut self, run: &str);
+    fn push(&mut self, c: char);
+}
+
+impl Text for String {
+    fn push_str(&mut self, run: &str) {
+        String::push_str(self, run);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+impl Text for CompactString {
+    fn push_str(&mut self, run: &str) {
+        CompactString::push_str(self, run);
+    }
+    fn push(&mut self, c: char) {
+        CompactString::push(self, c);
+    }
+}
+
 struct Parser<'a> {
     input: &'a [u8],
     pos: usize,
@@ -300,7 +330,7 @@ impl Parser<'_> {
             match object.entry(key) {
                 std::collections::btree_map::Entry::Occupied(taken) => {
                     return Err(JsonError {
-                        kind: JsonErrorKind::DuplicateKey(taken.key().clone()),
+                        kind: JsonErrorKind::DuplicateKey(taken.key().to_string()),
                         offset: key_offset,
                     });
                 }
@@ -344,9 +374,9 @@ impl Parser<'_> {
         }
     }
 
-    fn string(&mut self) -> Result<String, JsonError> {
+    fn string<T: Text>(&mut self) -> Result<T, JsonError> {
         self.pos += 1; // opening quote
-        let mut out = String::new();
+        let mut out = T::default();
         loop {
             let start = self.pos;
             while let Some(b) = self.peek() {
@@ -985,7 +1015,7 @@ impl ObjectExt for Object {
 
     fn only_keys(&self, allowed: &[&str]) -> Result<(), AccessError> {
         match self.keys().find(|k| !allowed.contains(&k.as_str())) {
-            Some(unknown) => Err(AccessError::Unknown(unknown.clone())),
+            Some(unknown) => Err(AccessError::Unknown(unknown.to_string())),
             None => Ok(()),
         }
     }

@@ -464,7 +464,7 @@ mod tests {
     fn metadata(pairs: &[(&str, Value)]) -> Object {
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
+            .map(|(k, v)| ((*k).into(), v.clone()))
             .collect()
     }
 

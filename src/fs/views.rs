@@ -72,7 +72,7 @@ pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
     let fields: Object = meta
         .fields
         .iter()
-        .map(|(name, field)| (name.clone(), field.to_row_value()))
+        .map(|(name, field)| (name.as_str().into(), field.to_row_value()))
         .collect();
     let mut doc = Object::new();
     doc.insert("fields".into(), Value::Object(fields));

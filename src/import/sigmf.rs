@@ -546,7 +546,7 @@ fn class_names(sigmf: &SigmfMeta) -> Object {
         .labels
         .iter()
         .enumerate()
-        .map(|(i, l)| (i.to_string(), Value::from(l.as_str())))
+        .map(|(i, l)| (i.to_string().into(), Value::from(l.as_str())))
         .collect();
     let mut metadata = Object::new();
     metadata.insert("class_names".into(), Value::Object(names));

@@ -42,7 +42,7 @@ impl Bits {
 pub fn obj(pairs: &[(&str, Value)]) -> Object {
     pairs
         .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
+        .map(|(k, v)| ((*k).into(), v.clone()))
         .collect()
 }
 

@@ -190,7 +190,7 @@ pub fn at<'a>(doc: &'a mut Object, path: &str) -> &'a mut Object {
 
 /// `set(doc, "a.0.b", key, value)`.
 pub fn set(doc: &mut Object, path: &str, key: &str, value: Value) {
-    at(doc, path).insert(key.to_string(), value);
+    at(doc, path).insert(key.into(), value);
 }
 
 pub fn remove(doc: &mut Object, path: &str, key: &str) {

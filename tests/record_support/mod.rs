@@ -30,7 +30,7 @@ pub fn sample_record() -> Record {
 pub fn obj(pairs: &[(&str, Value)]) -> Object {
     pairs
         .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
+        .map(|(k, v)| ((*k).into(), v.clone()))
         .collect()
 }
 
@@ -64,7 +64,7 @@ pub fn header_and_data(tensors: &[RawTensor]) -> (Object, Vec<u8>) {
         entry.insert("shape".into(), Value::Array(shape));
         let offsets = vec![Value::from(start), Value::from(data.len() as u64)];
         entry.insert("data_offsets".into(), Value::Array(offsets));
-        header.insert(t.name.clone(), Value::Object(entry));
+        header.insert(t.name.as_str().into(), Value::Object(entry));
     }
     (header, data)
 }
@@ -203,7 +203,7 @@ pub fn random_float(rng: &mut StdRng) -> f64 {
 pub fn random_object(rng: &mut StdRng, depth: u32) -> Object {
     (0..rng.gen_range(0..3))
         .map(|_| {
-            let key = NAME_POOL[rng.gen_range(0..NAME_POOL.len())].to_string();
+            let key = NAME_POOL[rng.gen_range(0..NAME_POOL.len())].into();
             (key, random_json(rng, depth))
         })
         .collect()

@@ -125,7 +125,7 @@ fn metadata(pairs: &[String]) -> Result<Object, CliError> {
             .ok_or_else(|| format!("--metadata {pair:?}: expected KEY=VALUE"))?;
         let value = parse_value(text.as_bytes(), &JsonLimits::CONTROL)
             .unwrap_or_else(|_| Value::from(text));
-        if object.insert(key.to_string(), value).is_some() {
+        if object.insert(key.into(), value).is_some() {
             return Err(CliError::from(format!(
                 "--metadata: key {key:?} given twice"
             )));

@@ -103,7 +103,7 @@ fn field_roles(names: &[&str]) -> (Object, Vec<Value>, Vec<Value>) {
         } else {
             "communications_rx"
         };
-        owners.insert(name.to_string(), owner.into());
+        owners.insert((*name).into(), owner.into());
         if name.contains("/coordinates/") || name.starts_with("provenance/") {
             auxiliary.push((*name).into());
         } else {

@@ -241,7 +241,7 @@ fn first_record_json(row: &RecordMeta) -> Value {
         let mut entry = Object::new();
         entry.insert("dtype".into(), field.dtype.numpy_name().into());
         entry.insert("shape".into(), shape.into());
-        fields.insert(name.clone(), entry.into());
+        fields.insert(name.as_str().into(), entry.into());
     }
     let mut out = Object::new();
     out.insert("fields".into(), fields.into());
@@ -263,7 +263,7 @@ fn set_json(set: &SetInfo) -> Value {
                 Value::Object(
                     counts
                         .iter()
-                        .map(|(status, n)| (status.as_wire().to_string(), Value::from(*n)))
+                        .map(|(status, n)| (status.as_wire().into(), Value::from(*n)))
                         .collect(),
                 )
             }),

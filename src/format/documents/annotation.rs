@@ -306,7 +306,7 @@ impl Revision {
                 .iter()
                 .map(|(name, value)| {
                     AnnotationRef::from_value(value)
-                        .map(|r| (name.clone(), r))
+                        .map(|r| (name.to_string(), r))
                         .map_err(|r| r.at(&format!("sets[{name:?}]")))
                 })
                 .collect::<RuleResult<_>>()?;
@@ -332,7 +332,7 @@ impl Revision {
         let sets = self
             .sets
             .iter()
-            .map(|(name, r)| (name.clone(), r.to_value_with_generation()))
+            .map(|(name, r)| (name.as_str().into(), r.to_value_with_generation()))
             .collect();
         object_to_compact(&object([("sets", Value::Object(sets))]))
     }

@@ -336,7 +336,7 @@ pub fn descriptor_value(meta: &RecordMeta) -> Value {
             object.insert("axes".into(), axes_to_json(&field.axes));
             object.insert("metadata".into(), Value::Object(field.metadata.clone()));
             object.insert("tensor".into(), Value::String(tensor_key(index)));
-            (name.clone(), Value::Object(object))
+            (name.as_str().into(), Value::Object(object))
         })
         .collect();
     let mut object = record_head(meta);
@@ -373,7 +373,7 @@ pub fn descriptor_from_object(mut object: Object) -> Result<Descriptor, RecordEr
                 axes: take_axes(&mut field, &field_place)?,
                 metadata: take_metadata(&mut field, &field_place)?,
             };
-            Ok((name, parsed))
+            Ok((name.into_string(), parsed))
         })
         .collect::<Result<_, RecordError>>()?;
     Ok(Descriptor {
@@ -392,7 +392,7 @@ impl RecordMeta {
         let fields = self
             .fields
             .iter()
-            .map(|(name, field)| (name.clone(), field.to_row_value()))
+            .map(|(name, field)| (name.as_str().into(), field.to_row_value()))
             .collect();
         let mut object = record_head(self);
         object.insert("fields".into(), Value::Object(fields));
@@ -416,7 +416,7 @@ impl RecordMeta {
                     name: &name,
                 };
                 let field = FieldMeta::from_row_owned(value, &field_place)?;
-                Ok((name, field))
+                Ok((name.into_string(), field))
             })
             .collect::<Result<_, RecordError>>()?;
         Ok(RecordMeta {

@@ -341,7 +341,7 @@ pub fn parse_header(prefix: &[u8], limits: &RecordLimits) -> Result<PayloadHeade
     let relative = object
         .iter()
         .filter(|(name, _)| name.as_str() != HEADER_METADATA_KEY)
-        .map(|(name, value)| Ok((name.clone(), header_entry(name, value, limits)?)))
+        .map(|(name, value)| Ok((name.to_string(), header_entry(name, value, limits)?)))
         .collect::<Result<BTreeMap<_, _>, RecordError>>()?;
     let data_len = check_coverage(&relative)?;
     check_header_totals(&relative, limits)?;

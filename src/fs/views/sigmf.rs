@@ -403,11 +403,23 @@ fn meta_document(name: &str, field: &FieldMeta, at: &Provenance, metadata_only: 
         global.insert("core:sample_rate".into(), Value::Float(rate));
     }
     global.insert("core:version".into(), Value::from(SIGMF_VERSION));
-    global.insert(format!("{NAMESPACE}:dataset"), Value::from(at.dataset_id));
-    global.insert(format!("{NAMESPACE}:field"), Value::from(name));
-    global.insert(format!("{NAMESPACE}:ordinal"), Value::from(at.ordinal));
-    global.insert(format!("{NAMESPACE}:record_id"), Value::from(at.record_id));
-    global.insert(format!("{NAMESPACE}:snapshot"), Value::from(at.snapshot_id));
+    global.insert(
+        format!("{NAMESPACE}:dataset").into(),
+        Value::from(at.dataset_id),
+    );
+    global.insert(format!("{NAMESPACE}:field").into(), Value::from(name));
+    global.insert(
+        format!("{NAMESPACE}:ordinal").into(),
+        Value::from(at.ordinal),
+    );
+    global.insert(
+        format!("{NAMESPACE}:record_id").into(),
+        Value::from(at.record_id),
+    );
+    global.insert(
+        format!("{NAMESPACE}:snapshot").into(),
+        Value::from(at.snapshot_id),
+    );
     let mut capture = Object::new();
     capture.insert("core:sample_start".into(), Value::from(0u64));
     if let Some(center) = labels::center_frequency(&field.metadata) {
@@ -521,7 +533,7 @@ mod tests {
     fn obj(pairs: &[(&str, Value)]) -> Object {
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
+            .map(|(k, v)| ((*k).into(), v.clone()))
             .collect()
     }
 

@@ -43,7 +43,7 @@ pub type Obj = Vec<(&'static str, Value)>;
 
 /// An object from key/value pairs.
 pub fn obj(pairs: Obj) -> Object {
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    pairs.into_iter().map(|(k, v)| (k.into(), v)).collect()
 }
 
 fn strings(items: &[&str]) -> Vec<Value> {
