@@ -451,6 +451,42 @@ fn column_sizes_read_no_data_shard_and_a_read_decodes_only_the_records_it_covers
     assert_eq!(metadata_reads(&store), 0, "a column scan read rows");
 }
 
+#[test]
+fn a_column_scan_lets_go_of_the_records_it_has_read_through() {
+    let dir = dataset(40, 4);
+    let (_store, ns) = mount_core(dir.path());
+    let raw = column_attr(&ns, "a/iq.raw");
+    // Records 0 and 1 (records of 32 bytes), then 2 continuing the scan: the window after it
+    // is decoded ahead, to the column's end.
+    assert_eq!(
+        &ns.read(raw.ino, 0, 64).unwrap()[..],
+        &[[0u8; 32], [1; 32]].concat()[..]
+    );
+    let before = misses(&ns);
+    assert_eq!(&ns.read(raw.ino, 64, 32).unwrap()[..], &[2u8; 32][..]);
+    wait_for_misses(&ns, before + 1 + 37, "record 39");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let decoded = misses(&ns);
+    assert_eq!(decoded, before + 38);
+    // Record 2 was read through by the scan: it is decoded again when read elsewhere.
+    assert_eq!(&ns.read(raw.ino, 64, 32).unwrap()[..], &[2u8; 32][..]);
+    assert_eq!(
+        misses(&ns),
+        decoded + 1,
+        "a record the scan read through stayed cached"
+    );
+    // Records decoded ahead and not read yet are kept: reading them decodes nothing.
+    assert_eq!(
+        &ns.read(raw.ino, 5 * 32, 64).unwrap()[..],
+        &[[5u8; 32], [6; 32]].concat()[..]
+    );
+    assert_eq!(
+        misses(&ns),
+        decoded + 1,
+        "records decoded ahead were dropped"
+    );
+}
+
 /// `columns/records.jsonl` of the `dataset` helper's first `records` records, by hand.
 fn expected_lines(records: u64) -> String {
     (0..records)

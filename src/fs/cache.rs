@@ -477,6 +477,21 @@ impl RecordCache {
     }
 }
 
+impl RecordCache {
+    /// Drops record `ordinal` from memory: a scan has read it through, and will not again.
+    pub fn let_go(&self, ordinal: u64) {
+        let mut memory = lock(&self.memory);
+        let Some(bytes) = memory.entries.pop(&ordinal) else {
+            return;
+        };
+        let weight = memory.weights.remove(&ordinal).unwrap_or(0);
+        memory.total = memory.total.saturating_sub(weight);
+        drop(memory);
+        // Its charge goes back once the last reader drops it, outside the lock.
+        drop(bytes);
+    }
+}
+
 /// Under memory pressure, decoded records in memory go first (least recently used).
 impl Reclaim for RecordCache {
     fn reclaim_one(&self) -> bool {

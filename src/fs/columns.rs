@@ -101,6 +101,8 @@ pub struct Piece {
     /// Where the stretch starts within the record's field bytes.
     pub offset: u64,
     pub len: u64,
+    /// Whether the stretch runs to the end of the record's field bytes.
+    pub ends_record: bool,
 }
 
 /// What `columns/` shows, from every metadata row.
@@ -271,7 +273,8 @@ impl ColumnIndex {
         while at < end {
             let ordinal = column.record_at(at);
             let start = column.start_of(ordinal);
-            let record_end = column.start_of(ordinal + 1).min(end);
+            let next_start = column.start_of(ordinal + 1);
+            let record_end = next_start.min(end);
             if ordinal >= self.records || record_end <= at {
                 break;
             }
@@ -279,6 +282,7 @@ impl ColumnIndex {
                 ordinal,
                 offset: at - start,
                 len: record_end - at,
+                ends_record: record_end == next_start,
             });
             at = record_end;
         }

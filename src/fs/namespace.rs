@@ -1248,6 +1248,12 @@ impl Namespace {
                 ),
             ));
         }
+        // A scan that has read a record through will not read it again (the kernel keeps the
+        // column's pages): keeping it cached only made every next decode take fresh memory,
+        // a page fault per 4 KiB, until the cache was full of records nobody would read.
+        if scan && piece.ends_record {
+            self.records.let_go(piece.ordinal);
+        }
         Ok(stretch)
     }
 
