@@ -108,6 +108,11 @@ pub struct Namespace {
     /// The column node last read and where that read ended: a read that starts there
     /// continues a scan, and only a scan decodes ahead.
     column_scan: std::sync::Mutex<(u32, u64)>,
+    /// Held by the read a column scan is serving: the kernel sends a scan's reads two at a
+    /// time (its readahead), and served side by side they took the cores from each other
+    /// and from the reader, so each finished later; served in order, each is done sooner
+    /// (10,000 records of 16 KiB: 0.43 s with both at once, 0.36 s in order).
+    column_scan_turn: std::sync::Mutex<()>,
     overlay: Overlay,
     pictures: Arc<PictureCache>,
 }
@@ -166,6 +171,7 @@ impl Namespace {
             indexes: RowIndexes::new(),
             columns: Background::new("columns/"),
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
+            column_scan_turn: std::sync::Mutex::new(()),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             pictures: PictureCache::new(dataset.memory().clone()),
             dataset,
@@ -1168,6 +1174,7 @@ impl Namespace {
         size: u32,
         scan: bool,
     ) -> Result<Bytes, FsError> {
+        let _turn = scan.then(|| interrupt::waiting(|| crate::sync::lock(&self.column_scan_turn)));
         let pieces = index.pieces(column, offset, size.into());
         if scan && pieces.len() > 1 {
             self.decode_from_the_end(&pieces)?;
