@@ -10,6 +10,8 @@
 //!   reported (`sds verify`).
 //! - [`view`]: selections of records published as reference views (absolute references to
 //!   the source's shards, `record_indices`) or materialized into new shards (`sds select`).
+//! - `rows`: every metadata row in order, read ahead on a second thread
+//!   ([`Dataset::for_each_stored_row`]), for indexes that need every row.
 //! - `objects`: what a reference's path names — the dataset's own store for relative paths, a
 //!   store opened for an absolute location otherwise ([`AbsoluteReferences`]).
 
@@ -19,6 +21,7 @@ mod objects;
 mod pages;
 pub mod publish;
 pub mod reader;
+mod rows;
 pub(crate) mod shards;
 pub mod verify;
 pub mod view;
@@ -32,6 +35,7 @@ pub use publish::{
     PageLayout, PublishOptions, PublishSummary, ShardOptions, ShardReceipt,
 };
 pub use reader::{Dataset, ReadInstruction, StoredRow};
+pub use rows::RowRead;
 pub use shards::ShardReader;
 pub use verify::{
     verify, verify_objects, verify_store, verify_store_opened_with, verify_store_with, Problem,

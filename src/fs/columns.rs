@@ -23,6 +23,7 @@
 //! column's bytes are the records' files' bytes by construction; [`ColumnIndex::pieces`]
 //! says which records a byte range of a column covers.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -365,12 +366,6 @@ struct Scan {
     meter: Meter,
 }
 
-/// Rows read ahead of the parsing at most, in blocks of at most this many rows and at most
-/// a sixteenth of the budget's bytes each (so a block of large rows never fills the budget
-/// by itself), [`BLOCKS_AHEAD`] blocks queued.
-const ROWS_PER_BLOCK: usize = 512;
-const BLOCKS_AHEAD: usize = 1;
-
 /// A row as the index needs it: its line of `records.jsonl`, and its fields' dtypes and
 /// shapes (axes and metadata dropped).
 struct Row {
@@ -379,14 +374,16 @@ struct Row {
     fingerprint: u64,
 }
 
-/// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
-struct Unreadable(u64, FsError);
+/// Why the index took no more rows.
+enum End {
+    /// Record `.0`'s row cannot be read: the index shows no column (see [`unreadable`]).
+    Unreadable(u64, FsError),
+    /// The index cannot go on (it outgrew the memory budget).
+    Failed(FsError),
+}
 
-/// Reads every row and builds the index (see the module docs). Reading a row (its chunk
-/// read, checked and decompressed) costs about as much as parsing it, so one thread reads
-/// rows ahead, in blocks, while this one parses them: two threads each doing both spent their
-/// time waiting for the allocator's lock (parsing allocates dozens of small values a row),
-/// and were no faster than one.
+/// Reads every row and builds the index (see the module docs). The rows are read ahead on a
+/// second thread while this one parses them ([`Dataset::for_each_stored_row`]).
 pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsError> {
     let records = dataset.len();
     let mut scan = Scan {
@@ -400,78 +397,28 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
         }),
         meter: Meter::default(),
     };
-    std::thread::scope(|scope| {
-        let (blocks, read) = std::sync::mpsc::sync_channel(BLOCKS_AHEAD);
-        scope.spawn(move || read_blocks(dataset, stop, blocks));
-        for block in read {
-            if stop.load(Ordering::Relaxed) {
-                return Err(FsError::failed("the mount is ending"));
-            }
-            let unreadable_at = |ordinal, e: &FsError, scan: Scan| {
-                Ok(unreadable(
-                    records,
-                    ordinal,
-                    &e.to_string(),
-                    scan.meter.charges,
-                ))
-            };
-            let block = match block {
-                Ok(block) => block,
-                Err(Unreadable(ordinal, e)) => return unreadable_at(ordinal, &e, scan),
-            };
-            for stored in block {
-                let ordinal = stored.ordinal();
-                match read_row(dataset, &stored) {
-                    Ok(row) => scan.take(dataset, ordinal, row)?,
-                    Err(e) => return unreadable_at(ordinal, &e, scan),
-                }
-            }
+    let end = dataset.for_each_stored_row(stop, |read| {
+        let (ordinal, row) = match read {
+            Ok(stored) => (stored.ordinal(), read_row(dataset, &stored)),
+            Err((ordinal, e)) => (ordinal, Err(e.into())),
+        };
+        match row.map(|row| scan.take(dataset, ordinal, row)) {
+            Ok(Ok(())) => ControlFlow::Continue(()),
+            Ok(Err(e)) => ControlFlow::Break(End::Failed(e)),
+            Err(e) => ControlFlow::Break(End::Unreadable(ordinal, e)),
         }
-        if stop.load(Ordering::Relaxed) {
-            return Err(FsError::failed("the mount is ending"));
-        }
-        finish(records, scan).map_err(|e| FsError::at("columns/", e))
-    })
-}
-
-/// Reads the rows of every record in order and sends them in blocks; ends at the first
-/// unreadable row, or when the index stops taking blocks.
-fn read_blocks(
-    dataset: &Dataset,
-    stop: &AtomicBool,
-    blocks: std::sync::mpsc::SyncSender<Result<Vec<StoredRow>, Unreadable>>,
-) {
-    let block_bytes = dataset.memory().capacity() / 16;
-    let mut ordinal = 0;
-    while ordinal < dataset.len() && !stop.load(Ordering::Relaxed) {
-        let block = read_block(dataset, &mut ordinal, block_bytes);
-        let failed = block.is_err();
-        if blocks.send(block).is_err() || failed {
-            return;
-        }
+    });
+    match end {
+        Some(End::Unreadable(ordinal, e)) => Ok(unreadable(
+            records,
+            ordinal,
+            &e.to_string(),
+            scan.meter.charges,
+        )),
+        Some(End::Failed(e)) => Err(e),
+        None if stop.load(Ordering::Relaxed) => Err(FsError::failed("the mount is ending")),
+        None => finish(records, scan).map_err(|e| FsError::at("columns/", e)),
     }
-}
-
-/// The rows from `*next` on, up to [`ROWS_PER_BLOCK`] of them or `block_bytes` of stored
-/// text; `*next` is left after the last.
-fn read_block(
-    dataset: &Dataset,
-    next: &mut u64,
-    block_bytes: u64,
-) -> Result<Vec<StoredRow>, Unreadable> {
-    let mut rows = Vec::with_capacity(ROWS_PER_BLOCK);
-    let mut bytes = 0u64;
-    while *next < dataset.len() && rows.len() < ROWS_PER_BLOCK && bytes < block_bytes {
-        let ordinal = *next;
-        let stored = dataset
-            .locate(ordinal)
-            .and_then(|location| dataset.stored_row(&location))
-            .map_err(|e| Unreadable(ordinal, e.into()))?;
-        bytes = bytes.saturating_add(stored.held_bytes());
-        rows.push(stored);
-        *next += 1;
-    }
-    Ok(rows)
 }
 
 /// A stored row parsed and stripped to what the index needs (see [`Row`]).

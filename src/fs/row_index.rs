@@ -11,6 +11,7 @@
 //! so there is no per-record reverse map.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -103,23 +104,28 @@ fn snapshot_name(dataset: &Dataset) -> String {
     dataset.root().snapshot.path.to_string()
 }
 
-/// Reads every row; unreadable rows are left out (logged, rate-limited).
+/// Reads every row (read ahead on a second thread: [`Dataset::for_each_stored_row`]);
+/// unreadable rows are left out (logged, rate-limited).
 fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<Indexes, FsError> {
     let mut ids: Vec<(String, u64)> = Vec::new();
     let mut scenes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut bytes = 0u64;
     let mut charges: Vec<Charge> = Vec::new();
-    for ordinal in 0..dataset.len() {
-        if stop.load(Ordering::Relaxed) {
-            return Err(FsError::failed("the mount is ending"));
-        }
-        let meta = match dataset.record_meta(ordinal) {
-            Ok(meta) => meta,
-            Err(e) => {
+    let failed = dataset.for_each_stored_row(stop, |read| {
+        let parsed = read.and_then(|stored| {
+            let ordinal = stored.ordinal();
+            dataset
+                .parse_stored_row(&stored)
+                .map(|meta| (ordinal, meta))
+                .map_err(|e| (ordinal, e))
+        });
+        let (ordinal, meta) = match parsed {
+            Ok(parsed) => parsed,
+            Err((ordinal, e)) => {
                 if log_limit::admit("index-row") {
                     tracing::warn!(ordinal, error = %e, "record left out of by-id/ and by-scene/");
                 }
-                continue;
+                return ControlFlow::Continue(());
             }
         };
         let id = encode_entry(&meta.id);
@@ -137,16 +143,25 @@ fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<Indexes, FsError> {
             }
         }
         while bytes > charges.len() as u64 * CHARGE_STEP {
-            let charge = dataset.memory().charge(CHARGE_STEP).map_err(|e| {
-                let detail = format!(
-                    "by-id/ and by-scene/: the index outgrew the memory budget at record \
-                     {ordinal} of {} (--cache-size)",
-                    thousands(dataset.len())
-                );
-                FsError::at(detail, e)
-            })?;
-            charges.push(charge);
+            match dataset.memory().charge(CHARGE_STEP) {
+                Ok(charge) => charges.push(charge),
+                Err(e) => {
+                    let detail = format!(
+                        "by-id/ and by-scene/: the index outgrew the memory budget at record \
+                         {ordinal} of {} (--cache-size)",
+                        thousands(dataset.len())
+                    );
+                    return ControlFlow::Break(FsError::at(detail, e));
+                }
+            }
         }
+        ControlFlow::Continue(())
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Err(FsError::failed("the mount is ending"));
     }
     // Stable sort: for a name carried by several records, the lowest ordinal comes first.
     ids.sort_by(|a, b| a.0.cmp(&b.0));
