@@ -7,7 +7,10 @@
 //! charged at its decoded size plus its stored span (both from the shard's index, before any
 //! read) and decoded by one reader at a time (a per-chunk gate); a chunk of several records is
 //! then kept in a small LRU, so the readers waiting behind the gate, and the next rows of a
-//! walk, take their record from it. A chunk larger than the whole budget is never decoded.
+//! walk, take their record from it. A chunk of one record (`group_size` 1, what the library
+//! writes) is that record: it is read without a gate, as the layers above already make
+//! concurrent readers of one record or row wait for one decode. A chunk larger than the whole
+//! budget is never decoded.
 //!
 //! A record handed out keeps its memory charged for as long as it lives ([`Held`]): its own
 //! charge, or a share of its chunk's.
