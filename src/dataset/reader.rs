@@ -503,10 +503,6 @@ impl Dataset {
     }
 }
 
-/// The most parsing a metadata row takes beside its text: its strings five times over (the
-/// parsed values, the compact and pretty texts validation and the views write from them, and
-/// the allocator's slack around blocks that size, measured for rows carrying one large
-/// string), and 64 bytes for each value it can hold ([`crate::format::json::values_at_most`]).
 /// A metadata row as stored ([`Dataset::stored_row`]).
 pub struct StoredRow {
     ordinal: u64,
@@ -526,6 +522,10 @@ impl StoredRow {
     }
 }
 
+/// The most parsing a metadata row takes beside its text: its strings five times over (the
+/// parsed values, the compact and pretty texts validation and the views write from them, and
+/// the allocator's slack around blocks that size, measured for rows carrying one large
+/// string), and 64 bytes for each value it can hold ([`crate::format::json::values_at_most`]).
 fn row_parse_bytes(row: &[u8]) -> u64 {
     let values = crate::format::json::values_at_most(row);
     (row.len() as u64)

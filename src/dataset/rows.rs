@@ -60,7 +60,11 @@ impl Dataset {
         while ordinal < self.len() && !stop.load(Ordering::Relaxed) {
             let mut block = Vec::with_capacity(ROWS_PER_BLOCK);
             let mut bytes = 0u64;
-            while ordinal < self.len() && block.len() < ROWS_PER_BLOCK && bytes < block_bytes {
+            while ordinal < self.len()
+                && block.len() < ROWS_PER_BLOCK
+                && bytes < block_bytes
+                && !stop.load(Ordering::Relaxed)
+            {
                 let row = self
                     .locate(ordinal)
                     .and_then(|location| self.stored_row(&location))

@@ -946,10 +946,13 @@ pub trait ObjectExt {
     fn only_keys(&self, allowed: &[&str]) -> Result<(), AccessError>;
 }
 
-fn wrong(key: &str, expected: &'static str) -> AccessError {
-    AccessError::WrongType {
-        key: key.to_string(),
-        expected,
+impl AccessError {
+    /// Key `key` holds a value of another type than `expected` ("a string").
+    pub fn wrong_type(key: &str, expected: &'static str) -> AccessError {
+        AccessError::WrongType {
+            key: key.to_string(),
+            expected,
+        }
     }
 }
 
@@ -962,25 +965,25 @@ impl ObjectExt for Object {
     fn req_u64(&self, key: &str) -> Result<u64, AccessError> {
         self.required(key)?
             .as_u64()
-            .ok_or_else(|| wrong(key, "a nonnegative integer"))
+            .ok_or_else(|| AccessError::wrong_type(key, "a nonnegative integer"))
     }
 
     fn req_str(&self, key: &str) -> Result<&str, AccessError> {
         self.required(key)?
             .as_str()
-            .ok_or_else(|| wrong(key, "a string"))
+            .ok_or_else(|| AccessError::wrong_type(key, "a string"))
     }
 
     fn req_object(&self, key: &str) -> Result<&Object, AccessError> {
         self.required(key)?
             .as_object()
-            .ok_or_else(|| wrong(key, "an object"))
+            .ok_or_else(|| AccessError::wrong_type(key, "an object"))
     }
 
     fn req_array(&self, key: &str) -> Result<&[Value], AccessError> {
         self.required(key)?
             .as_array()
-            .ok_or_else(|| wrong(key, "an array"))
+            .ok_or_else(|| AccessError::wrong_type(key, "an array"))
     }
 
     fn opt_str(&self, key: &str) -> Result<Option<&str>, AccessError> {
@@ -989,7 +992,7 @@ impl ObjectExt for Object {
             Some(v) => v
                 .as_str()
                 .map(Some)
-                .ok_or_else(|| wrong(key, "a string or null")),
+                .ok_or_else(|| AccessError::wrong_type(key, "a string or null")),
         }
     }
 
@@ -999,7 +1002,7 @@ impl ObjectExt for Object {
             Some(v) => v
                 .as_u64()
                 .map(Some)
-                .ok_or_else(|| wrong(key, "a nonnegative integer or null")),
+                .ok_or_else(|| AccessError::wrong_type(key, "a nonnegative integer or null")),
         }
     }
 
@@ -1009,7 +1012,7 @@ impl ObjectExt for Object {
             Some(v) => v
                 .as_object()
                 .map(Some)
-                .ok_or_else(|| wrong(key, "an object or null")),
+                .ok_or_else(|| AccessError::wrong_type(key, "an object or null")),
         }
     }
 

@@ -183,6 +183,14 @@ struct MemoryLru {
     total: u64,
 }
 
+impl MemoryLru {
+    /// Takes an entry that left `entries` out of the weights and their total.
+    fn forget_weight(&mut self, ordinal: u64) {
+        let weight = self.weights.remove(&ordinal).unwrap_or(0);
+        self.total = self.total.saturating_sub(weight);
+    }
+}
+
 /// The decoded-record cache of one mount.
 #[derive(Debug)]
 pub struct RecordCache {
@@ -354,7 +362,7 @@ impl RecordCache {
             };
             // A record being decoded by a read is skipped, not waited for: the worker then
             // decodes the next one beside it.
-            if self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal) {
+            if self.cached_or_busy(ordinal) {
                 continue;
             }
             // A record that cannot be decoded ends this round: it stays uncached, so trying
@@ -378,10 +386,27 @@ impl RecordCache {
         trees: &TreeCache,
         ordinal: u64,
     ) -> Result<bool, FsError> {
-        if self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal) {
+        if self.cached_or_busy(ordinal) {
             return Ok(false);
         }
         self.get(dataset, trees, ordinal).map(|_| true)
+    }
+
+    /// Drops record `ordinal` from memory: a scan has read it through, and will not again.
+    pub fn let_go(&self, ordinal: u64) {
+        let mut memory = lock(&self.memory);
+        let Some(bytes) = memory.entries.pop(&ordinal) else {
+            return;
+        };
+        memory.forget_weight(ordinal);
+        drop(memory);
+        // Its charge goes back once the last reader drops it, outside the lock.
+        drop(bytes);
+    }
+
+    /// Whether record `ordinal` is cached or being decoded: nothing for a helper to do.
+    fn cached_or_busy(&self, ordinal: u64) -> bool {
+        self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal)
     }
 
     fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
@@ -471,24 +496,8 @@ impl RecordCache {
             let Some((evicted, _)) = memory.entries.pop_lru() else {
                 break;
             };
-            let w = memory.weights.remove(&evicted).unwrap_or(0);
-            memory.total = memory.total.saturating_sub(w);
+            memory.forget_weight(evicted);
         }
-    }
-}
-
-impl RecordCache {
-    /// Drops record `ordinal` from memory: a scan has read it through, and will not again.
-    pub fn let_go(&self, ordinal: u64) {
-        let mut memory = lock(&self.memory);
-        let Some(bytes) = memory.entries.pop(&ordinal) else {
-            return;
-        };
-        let weight = memory.weights.remove(&ordinal).unwrap_or(0);
-        memory.total = memory.total.saturating_sub(weight);
-        drop(memory);
-        // Its charge goes back once the last reader drops it, outside the lock.
-        drop(bytes);
     }
 }
 
@@ -499,8 +508,7 @@ impl Reclaim for RecordCache {
         let Some((evicted, bytes)) = memory.entries.pop_lru() else {
             return false;
         };
-        let weight = memory.weights.remove(&evicted).unwrap_or(0);
-        memory.total = memory.total.saturating_sub(weight);
+        memory.forget_weight(evicted);
         drop(memory);
         // Its charge goes back once the last reader drops it, outside the lock.
         drop(bytes);

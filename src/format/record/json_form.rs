@@ -66,13 +66,6 @@ fn into_object(value: Value, place: Place<'_>) -> Result<Object, RecordError> {
 // (metadata objects, names) cost as much as parsing them. Each helper refuses what the
 // borrowed `ObjectExt` accessor of the same name refuses, with the same message.
 
-fn wrong(key: &str, expected: &'static str) -> AccessError {
-    AccessError::WrongType {
-        key: key.to_string(),
-        expected,
-    }
-}
-
 fn take_required(object: &mut Object, key: &str) -> Result<Value, AccessError> {
     object
         .remove(key)
@@ -82,26 +75,22 @@ fn take_required(object: &mut Object, key: &str) -> Result<Value, AccessError> {
 fn take_string(object: &mut Object, key: &str) -> Result<String, AccessError> {
     match take_required(object, key)? {
         Value::String(text) => Ok(text),
-        _ => Err(wrong(key, "a string")),
+        _ => Err(AccessError::wrong_type(key, "a string")),
     }
 }
 
 fn take_object(object: &mut Object, key: &str) -> Result<Object, AccessError> {
     match take_required(object, key)? {
         Value::Object(inner) => Ok(inner),
-        _ => Err(wrong(key, "an object")),
+        _ => Err(AccessError::wrong_type(key, "an object")),
     }
 }
 
 fn take_array(object: &mut Object, key: &str) -> Result<Vec<Value>, AccessError> {
     match take_required(object, key)? {
         Value::Array(items) => Ok(items),
-        _ => Err(wrong(key, "an array")),
+        _ => Err(AccessError::wrong_type(key, "an array")),
     }
-}
-
-fn take_u64(object: &Object, key: &str) -> Result<u64, AccessError> {
-    object.req_u64(key)
 }
 
 /// A metadata object; absent or `null` reads as empty.
@@ -109,7 +98,10 @@ fn take_metadata(object: &mut Object, place: Place<'_>) -> Result<Object, Record
     match object.remove("metadata") {
         None | Some(Value::Null) => Ok(Object::new()),
         Some(Value::Object(metadata)) => Ok(metadata),
-        Some(_) => Err(key_error(place)(wrong("metadata", "an object or null"))),
+        Some(_) => Err(key_error(place)(AccessError::wrong_type(
+            "metadata",
+            "an object or null",
+        ))),
     }
 }
 
@@ -122,7 +114,10 @@ fn take_opt_string(
     match object.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(key_error(place)(wrong(key, "a string or null"))),
+        Some(_) => Err(key_error(place)(AccessError::wrong_type(
+            key,
+            "a string or null",
+        ))),
     }
 }
 
@@ -212,7 +207,7 @@ impl Axis {
         };
         Ok(Axis {
             name: take_string(&mut object, "name").map_err(key_error(place))?,
-            length: take_u64(&object, "length").map_err(key_error(place))?,
+            length: object.req_u64("length").map_err(key_error(place))?,
             role: take_opt_string(&mut object, "role", place)?,
             id: take_opt_string(&mut object, "id", place)?,
             coordinate,
