@@ -254,114 +254,66 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// A zstd decompression context driven through `ZSTD_decompressStream`, for input that
-/// arrives in runs (the cursor's block-bounded pieces) and output written straight into the
-/// spare capacity of a `Vec` (no zero fill, no intermediate copy).
+/// A zstd decompression context driven through `ZSTD_decompressStream` (zstd-safe's `DCtx`),
+/// for input that arrives in runs (the cursor's block-bounded pieces) and output written
+/// straight into the spare capacity of a `Vec` (no zero fill, no intermediate copy).
 ///
 /// With `stable_output`, libzstd is told (`ZSTD_d_stableOutBuffer`, a documented parameter of
 /// libzstd's advanced API, stable since 1.4.x) that the output buffer never moves between
 /// calls: it then decodes straight into it and uses it as its window, instead of decoding into
 /// an internal window buffer and copying out. The caller guarantees this by never
-/// reallocating the `Vec` and always passing the same limit.
+/// reallocating the `Vec` during a frame.
 pub(crate) struct ZstdDecoder {
-    ctx: std::ptr::NonNull<zstd_sys::ZSTD_DCtx>,
+    ctx: zstd::zstd_safe::DCtx<'static>,
     stable_output: bool,
 }
 
-// SAFETY: a ZSTD_DCtx has no thread affinity; it only must not be used concurrently, which
-// `&mut self` on every use guarantees.
-unsafe impl Send for ZstdDecoder {}
-
-fn zstd_check(code: usize) -> Result<usize, Fault> {
-    // SAFETY: ZSTD_isError and ZSTD_getErrorName accept any value and return a static,
-    // NUL-terminated string.
-    unsafe {
-        if zstd_sys::ZSTD_isError(code) != 0 {
-            let name = std::ffi::CStr::from_ptr(zstd_sys::ZSTD_getErrorName(code));
-            return Err(corrupt(format!(
-                "decompression failed: {}",
-                name.to_string_lossy()
-            )));
-        }
-    }
-    Ok(code)
+/// A libzstd error code as the corruption it reports.
+fn zstd_fault(code: zstd::zstd_safe::ErrorCode) -> Fault {
+    corrupt(format!(
+        "decompression failed: {}",
+        zstd::zstd_safe::get_error_name(code)
+    ))
 }
 
 impl ZstdDecoder {
     pub(crate) fn new(caps: DecodeCaps, stable_output: bool) -> Result<Self, Fault> {
-        // SAFETY: plain constructor; a null result (out of memory) is handled.
-        let raw = unsafe { zstd_sys::ZSTD_createDCtx() };
-        let ctx = std::ptr::NonNull::new(raw)
+        use zstd::zstd_safe::DParameter;
+        let mut ctx = zstd::zstd_safe::DCtx::try_create()
             .ok_or_else(|| Fault::Io(io::Error::other("cannot allocate a zstd context")))?;
-        let d = Self { ctx, stable_output };
-        d.set(
-            zstd_sys::ZSTD_dParameter::ZSTD_d_windowLogMax,
-            caps.zstd_window_log_max as i32,
-        )?;
+        ctx.set_parameter(DParameter::WindowLogMax(caps.zstd_window_log_max))
+            .map_err(zstd_fault)?;
         if stable_output {
-            // ZSTD_d_stableOutBuffer (zstd.h: `#define ZSTD_d_stableOutBuffer
-            // ZSTD_d_experimentalParam2`).
-            d.set(zstd_sys::ZSTD_dParameter::ZSTD_d_experimentalParam2, 1)?;
+            ctx.set_parameter(DParameter::StableOutBuffer(true))
+                .map_err(zstd_fault)?;
         }
-        Ok(d)
+        Ok(Self { ctx, stable_output })
     }
 
-    fn set(&self, param: zstd_sys::ZSTD_dParameter, value: i32) -> Result<(), Fault> {
-        // SAFETY: `ctx` is a live context owned by `self`; setting a parameter before the
-        // first frame is allowed, and an out-of-range value is reported as an error code.
-        let code = unsafe { zstd_sys::ZSTD_DCtx_setParameter(self.ctx.as_ptr(), param, value) };
-        zstd_check(code).map(|_| ())
-    }
-
-    /// Decodes from `input` into `out`'s spare capacity, never letting `out` grow beyond
-    /// `limit` bytes (nor its capacity). Returns the input bytes consumed and whether the
-    /// frame is complete. With `stable_output`, `out` must not have been reallocated and
-    /// `limit` must be the same as in the previous calls of this frame.
+    /// Decodes from `input` into `out`'s spare capacity, which bounds the output: `out` never
+    /// grows here. Returns the input bytes consumed and whether the frame is complete. With
+    /// `stable_output`, `out` must not have been reallocated since the frame began.
     pub(crate) fn decompress(
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
-        limit: usize,
     ) -> Result<(usize, bool), Fault> {
-        let size = limit.min(out.capacity());
-        if out.len() > size {
-            return Err(corrupt("zstd output beyond its limit"));
-        }
-        let mut output = zstd_sys::ZSTD_outBuffer {
-            dst: out.as_mut_ptr().cast(),
-            size,
-            pos: out.len(),
-        };
-        let mut inb = zstd_sys::ZSTD_inBuffer {
-            src: input.as_ptr().cast(),
-            size: input.len(),
-            pos: 0,
-        };
-        // SAFETY: `output` describes `out`'s allocation (`size` <= capacity, `pos` = len, the
-        // bytes before `pos` initialized); `inb` describes `input`. libzstd only writes
-        // output bytes in [pos, size) and only reads input bytes in [0, input.len()); both
-        // buffers outlive the call. In stable mode the same buffer and size were passed
-        // before, as the caller guarantees.
-        let code =
-            unsafe { zstd_sys::ZSTD_decompressStream(self.ctx.as_ptr(), &mut output, &mut inb) };
-        let code = zstd_check(code)?;
-        let new_len = output.pos.min(size);
-        // SAFETY: libzstd initialized the output bytes [old len, output.pos), and
-        // output.pos <= size <= capacity.
-        unsafe { out.set_len(new_len) };
-        Ok((inb.pos.min(input.len()), code == 0))
+        let at = out.len();
+        let mut output = zstd::zstd_safe::OutBuffer::around_pos(out, at);
+        let mut input = zstd::zstd_safe::InBuffer::around(input);
+        let left = self
+            .ctx
+            .decompress_stream(&mut output, &mut input)
+            .map_err(zstd_fault)?;
+        Ok((input.pos(), left == 0))
     }
 
     /// Forgets any frame in progress (parameters are kept).
     fn reset_session(&mut self) -> Result<(), Fault> {
-        // SAFETY: `ctx` is a live context owned by `self`.
-        let code = unsafe {
-            zstd_sys::ZSTD_DCtx_reset(
-                self.ctx.as_ptr(),
-                zstd_sys::ZSTD_ResetDirective::ZSTD_reset_session_only,
-            )
-        };
-        zstd_check(code).map(|_| ())
+        self.ctx
+            .reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+            .map(|_| ())
+            .map_err(zstd_fault)
     }
 
     /// A stable-output decoder for `caps`, reusing this thread's spare one when it fits:
@@ -392,15 +344,6 @@ thread_local! {
     /// One spare stable-output zstd context per thread, with the window limit it was set to.
     static SPARE_ZSTD: std::cell::RefCell<Option<(u32, ZstdDecoder)>> =
         const { std::cell::RefCell::new(None) };
-}
-
-impl Drop for ZstdDecoder {
-    fn drop(&mut self) {
-        // SAFETY: `ctx` came from ZSTD_createDCtx and is freed exactly once, here.
-        unsafe {
-            zstd_sys::ZSTD_freeDCtx(self.ctx.as_ptr());
-        }
-    }
 }
 
 /// Decodes the zstd frame the cursor's data holds from here on (its riegeli length prefix
@@ -465,6 +408,8 @@ fn zstd_loop(
     limit: usize,
 ) -> Result<(), Fault> {
     let too_big = || corrupt("values decompress to more bytes than the chunk header says");
+    // `out`'s capacity, which bounds what the decoder writes, never exceeds `limit`: it was
+    // allocated at `limit` (stable output) or below it, and grows only up to it.
     loop {
         if !d.stable_output() && out.len() == out.capacity() && out.len() < limit {
             let more = out.len().min(limit - out.len());
@@ -473,7 +418,7 @@ fn zstd_loop(
         let input = runs.next_run()?;
         let input_len = input.len();
         let before = out.len();
-        let (used, done) = d.decompress(input, out, limit)?;
+        let (used, done) = d.decompress(input, out)?;
         runs.consume_run(used);
         if done {
             return Ok(());
@@ -704,8 +649,7 @@ pub(crate) fn zstd_segments(
     let Some((segment_len, block_max)) = segment_plan(&frame, caps) else {
         return Ok(None);
     };
-    let mut d = ZstdDecoder::new(caps, false)?;
-    d.begin_bufferless()?;
+    let mut d = BufferlessDecoder::begin()?;
     let mut segments = Segments::new(segment_len);
     let mut current = segments.take();
     let mut previous: Option<Arc<Vec<u8>>> = None;
@@ -794,7 +738,7 @@ fn frame_header(input: &[u8]) -> Option<zstd_sys::ZSTD_frameHeader> {
 /// Feeds exactly `need` input bytes (from the current run, or gathered when they straddle
 /// runs) to the decoder, decoding into `out`'s spare capacity; returns the bytes decoded.
 fn decode_step(
-    d: &mut ZstdDecoder,
+    d: &mut BufferlessDecoder,
     runs: &mut dyn RunSource,
     need: usize,
     scratch: &mut Vec<u8>,
@@ -857,21 +801,45 @@ impl Segments {
     }
 }
 
-impl ZstdDecoder {
-    /// Starts a frame in libzstd's buffer-less mode ([`zstd_segments`]).
-    fn begin_bufferless(&mut self) -> Result<(), Fault> {
-        // SAFETY: `ctx` is a live context owned by `self`.
-        zstd_check(unsafe { zstd_sys::ZSTD_decompressBegin(self.ctx.as_ptr()) }).map(|_| ())
+/// A zstd context in libzstd's buffer-less mode ([`zstd_segments`]): `ZSTD_decompressBegin`,
+/// `ZSTD_nextSrcSizeToDecompress`, `ZSTD_decompressContinue`. zstd-safe (7.2) wraps only the
+/// one-shot and streaming APIs, so this mode, like the frame header and memory estimates
+/// above, calls libzstd through `zstd-sys` directly; every call is in this type or names its
+/// safety argument.
+struct BufferlessDecoder {
+    ctx: std::ptr::NonNull<zstd_sys::ZSTD_DCtx>,
+}
+
+/// A libzstd result code as the byte count it holds, or the corruption it reports.
+fn zstd_check(code: usize) -> Result<usize, Fault> {
+    // SAFETY: ZSTD_isError accepts any value.
+    if unsafe { zstd_sys::ZSTD_isError(code) } != 0 {
+        return Err(zstd_fault(code));
+    }
+    Ok(code)
+}
+
+impl BufferlessDecoder {
+    /// A context with a frame begun.
+    fn begin() -> Result<Self, Fault> {
+        // SAFETY: plain constructor; a null result (out of memory) is handled.
+        let raw = unsafe { zstd_sys::ZSTD_createDCtx() };
+        let ctx = std::ptr::NonNull::new(raw)
+            .ok_or_else(|| Fault::Io(io::Error::other("cannot allocate a zstd context")))?;
+        let d = Self { ctx };
+        // SAFETY: `ctx` is a live context owned by `d`.
+        zstd_check(unsafe { zstd_sys::ZSTD_decompressBegin(d.ctx.as_ptr()) })?;
+        Ok(d)
     }
 
-    /// How many input bytes the next buffer-less step takes (0: the frame is complete).
+    /// How many input bytes the next step takes (0: the frame is complete).
     fn next_src_size(&mut self) -> usize {
         // SAFETY: `ctx` is a live context owned by `self`.
         unsafe { zstd_sys::ZSTD_nextSrcSizeToDecompress(self.ctx.as_ptr()) }
     }
 
-    /// One buffer-less step: `input` (exactly [`next_src_size`](Self::next_src_size) bytes)
-    /// decoded into `out`'s spare capacity; returns the bytes decoded.
+    /// One step: `input` (exactly [`next_src_size`](Self::next_src_size) bytes) decoded into
+    /// `out`'s spare capacity; returns the bytes decoded.
     fn continue_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, Fault> {
         let spare = out.capacity() - out.len();
         // SAFETY: the destination is `out`'s spare capacity (allocated, exclusively ours);
@@ -891,6 +859,15 @@ impl ZstdDecoder {
         // SAFETY: libzstd initialized the `n` (<= spare) bytes after the old length.
         unsafe { out.set_len(out.len() + n) };
         Ok(n)
+    }
+}
+
+impl Drop for BufferlessDecoder {
+    fn drop(&mut self) {
+        // SAFETY: `ctx` came from ZSTD_createDCtx and is freed exactly once, here.
+        unsafe {
+            zstd_sys::ZSTD_freeDCtx(self.ctx.as_ptr());
+        }
     }
 }
 
