@@ -10,6 +10,9 @@
 //!
 //! Reading: decompression is always capped at the size the chunk header promises, so a
 //! hostile frame cannot make us allocate more than the (already limit-checked) header says.
+//! zstd goes through zstd-safe's contexts, except what zstd-safe (7.2) does not wrap:
+//! libzstd's buffer-less mode ([`zstd_segments`]), the frame header and the memory estimates
+//! call `zstd-sys`, each call with its safety argument.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
