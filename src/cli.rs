@@ -3,6 +3,9 @@
 pub mod docs;
 pub mod location;
 pub mod mount;
+// The options' doc comments are clap's `--help` text, written for a terminal: `<hex>` there is
+// a placeholder, not an HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 pub mod sds;
 pub mod size;
 pub mod status;

@@ -7,7 +7,7 @@
 //! - [`ready`]: re-executes the program as a detached daemon and waits on a pipe for "ready".
 //! - [`serve`]: the FUSE session over the dataset, its signals and its end.
 //! - [`notify`]: `sd_notify(3)` for `Type=notify` units.
-//! - [`unmount`]: outright, lazily when busy, or through `fusermount3`.
+//! - [`mod@unmount`]: outright, lazily when busy, or through `fusermount3`.
 //!
 //! System calls go through `nix`'s safe wrappers. Three `unsafe` sites are left, each saying
 //! why it is sound: the `pre_exec` hook of the re-executed daemon, taking ownership of the

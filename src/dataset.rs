@@ -3,7 +3,7 @@
 //! - [`reader`]: [`Dataset`] — `root.json` → snapshot eagerly, manifest pages lazily through an
 //!   LRU, ordinal → shard entry → physical index in O(log n), records and metadata rows, read
 //!   instructions for callers that fetch themselves.
-//! - [`publish`]: `write_shard` and `publish` (docs/FORMAT.md, publication): create-only,
+//! - [`mod@publish`]: `write_shard` and `publish` (docs/FORMAT.md, publication): create-only,
 //!   shard pairs named by work id and attempt, resumable after an interruption at any point;
 //!   `publish_entries` is its commit step alone, shared with reference views.
 //! - [`verify`](mod@verify): every rule checked eagerly over a whole dataset, every problem

@@ -16,7 +16,7 @@
 //! - [`arrays`]: `.npy` and `.npz` files, one record per file, one field per array.
 //! - [`npy`]: the NPY header parser the others share.
 //! - [`samples`]: SigMF sample datatypes and their lossless conversion.
-//! - [`open`]: the rules on which files are read at all (regular files only; in a `--from-dir`
+//! - `open`: the rules on which files are read at all (regular files only; in a `--from-dir`
 //!   tree, symbolic links only to files inside it).
 //! - [`build`]: shard planning, parallel shard writing, content-derived ids and publication.
 //!

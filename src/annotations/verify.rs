@@ -86,7 +86,7 @@ pub fn verify_sets(dataset: &Dataset) -> Vec<Problem> {
     problems
 }
 
-/// Verifies the signal dataset (see [`crate::dataset::verify`]) and then every annotation set:
+/// Verifies the signal dataset (see [`crate::dataset::verify()`]) and then every annotation set:
 /// the catalog, revision and set roots, every carrier record, and every set object's size and
 /// structure; with `deep`, also a walk of every chunk and, for objects a single-process
 /// publication named, that the name is the id of the carriers inside. This is `sds verify`.

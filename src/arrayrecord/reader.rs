@@ -576,7 +576,7 @@ impl<S: ByteSource> ArrayRecordReader<S> {
     /// takes, besides what the sink holds: the cursor's pieces (with read-ahead for a large
     /// span), the sizes buffer, and the decoder (segments or libzstd's streaming state and
     /// window, brotli's window and tables, snappy's whole block, see
-    /// [`decode_memory`]). Computed from the chunk's header and first data bytes (reads of one
+    /// `decode_memory`). Computed from the chunk's header and first data bytes (reads of one
     /// block) and the constants of the streaming code, so a caller can charge it before
     /// streaming: a hostile chunk's claims make the figure large, never the allocation.
     pub fn stream_working_set(&self, index: u64) -> Result<u64> {

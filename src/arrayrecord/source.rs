@@ -76,7 +76,7 @@ impl ByteSource for std::fs::File {
     fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
-    /// Reads into fresh, uninitialized memory (see [`crate::memory::read_exact_at_into`]).
+    /// Reads into fresh, uninitialized memory (see `crate::memory::read_exact_at_into`).
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Bytes> {
         let mut buf: Vec<u8> = Vec::with_capacity(len);
         crate::memory::read_exact_at_into(self, offset, len, &mut buf)?;

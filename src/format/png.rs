@@ -103,7 +103,7 @@ impl Canvas {
     }
 }
 
-/// The size of the PNG [`encode_rgb`] writes for a `width × height` image.
+/// The size of the PNG `encode_rgb` writes for a `width × height` image.
 pub fn png_len(width: u32, height: u32) -> u64 {
     let raw = scanlines_len(width, height);
     let blocks = raw.div_ceil(STORED_BLOCK_MAX).max(1);

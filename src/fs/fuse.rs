@@ -482,7 +482,7 @@ impl SdsFuse {
     }
 }
 
-/// Raises the kernel's read-ahead window of the mount at `mountpoint` to [`MAX_READ`], once
+/// Raises the kernel's read-ahead window of the mount at `mountpoint` to `MAX_READ`, once
 /// the session runs; returns the window now in effect (KiB), or why it was left alone.
 ///
 /// The kernel offers FUSE filesystems a 128 KiB read-ahead window at `INIT` and caps what the

@@ -11,14 +11,14 @@
 //! header at its start says where every tensor is, so each byte can go straight to its file.
 //! The payload file keeps every byte at its payload offset, except the ranges of split-off
 //! tensors, which stay holes (no disk space). A header that does not parse, or is larger than
-//! [`HEADER_KEEP_MAX`], leaves everything in the payload file; the caller's validation of that
+//! `HEADER_KEEP_MAX`, leaves everything in the payload file; the caller's validation of that
 //! file then reports any defect, as before.
 //!
 //! Memory: the sink holds at most [`SINK_MEMORY`] bytes, which the caller charges to the memory
 //! budget with the decoder's working set before decoding.
 //!
 //! Write-behind: the bytes are collected into 1 MiB buffers that one helper thread writes
-//! while decompression goes on (at most [`BUFFERS`] in flight, so memory stays bounded).
+//! while decompression goes on (at most `BUFFERS` in flight, so memory stays bounded).
 //! Writing into the page cache was a sixth of a large record's decoding time on one thread;
 //! on a machine with a second core it now overlaps with zstd.
 
@@ -50,7 +50,7 @@ const HEADER_KEEP_MAX: u64 = 1 << 20;
 
 /// The most memory a [`SpillSink`] holds: its write-behind buffers, the staging buffer it
 /// lends the decoder before the header is parsed (at most one buffer's size), and the header
-/// bytes it keeps until the header parses (at most [`HEADER_KEEP_MAX`]).
+/// bytes it keeps until the header parses (at most `HEADER_KEEP_MAX`).
 pub const SINK_MEMORY: u64 = (BUFFERS as u64 + 1) * BUFFER_BYTES as u64 + HEADER_KEEP_MAX;
 
 /// A tensor written to a file of its own.

@@ -11,7 +11,7 @@
 //! size is exact, any cache of it is correct, and a reader sees one consistent report however
 //! it splits its reads, whether or not opens reach the daemon.
 //!
-//! Reports are dropped when the kernel forgets their inode, and at most [`MAX_HELD`] are held
+//! Reports are dropped when the kernel forgets their inode, and at most `MAX_HELD` are held
 //! in any case (an inode older than that reads as stale).
 //!
 //! Who may read it: a report holds absolute paths and the daemon's pid, the mounting user's

@@ -21,7 +21,7 @@
 //! - [`create_from_file`](ObjectStore::create_from_file) of a file above the multipart
 //!   threshold (64 MiB) streams it in 16 MiB parts to a temporary key (S3 multipart upload, or
 //!   GCS's XML-API multipart upload), then copies it to the target create-only on the server
-//!   (see [`multipart`] for why and how atomic).
+//!   (see `multipart` for why and how atomic).
 //! - [`compare_and_swap`](ObjectStore::compare_and_swap) is a conditional PUT: the ETag on
 //!   S3, the generation on GCS.
 //! - Generation-pinned reads use the object generation on GCS; S3 has no numeric generation,
@@ -105,7 +105,7 @@ pub struct CloudOptions {
     /// Static S3 credentials; `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` otherwise.
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
-    /// Files larger than this are uploaded in parts (see [`multipart`]);
+    /// Files larger than this are uploaded in parts (see `multipart`);
     /// `SDS_MULTIPART_THRESHOLD` otherwise, [`DEFAULT_MULTIPART_THRESHOLD`] by default.
     pub multipart_threshold: Option<u64>,
     /// Size of each part (at least 5 MiB, S3's minimum); `SDS_MULTIPART_PART_SIZE` otherwise,
@@ -596,7 +596,7 @@ impl ObjectStore for CloudStore {
     }
 
     /// Files up to the multipart threshold go up with one create-only PUT, held in memory;
-    /// larger ones in parts, with bounded memory (see [`multipart`]).
+    /// larger ones in parts, with bounded memory (see `multipart`).
     fn create_from_file(&self, path: &RelPath, file: &Path) -> Result<CreateOutcome, StorageError> {
         let io_error = |e| StorageError::io(file.display().to_string(), e);
         let handle = std::fs::File::open(file).map_err(io_error)?;

@@ -1,4 +1,4 @@
-//! `sds verify DATASET [--deep]`: the report of [`crate::dataset::verify`] as text.
+//! `sds verify DATASET [--deep]`: the report of [`crate::dataset::verify()`] as text.
 //!
 //! One line per problem, `OBJECT[ ordinal N]: RULE`, in the order found, then one summary
 //! line. The exit status (1 when any problem was found) is the caller's.

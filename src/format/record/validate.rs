@@ -16,7 +16,7 @@
 //!   string counts, even an empty one); an empty reference or axis id is "none" for resolution
 //!   and sharing (the library tests them for truth).
 //! - Axes sharing an id must agree in length and coordinate compared as Python compares them
-//!   ([`python_eq`]): `1 == 1.0 == true`, so a coordinate `start: 0` and one `start: 0.0` agree.
+//!   (`python_eq`): `1 == 1.0 == true`, so a coordinate `start: 0` and one `start: 0.0` agree.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,7 +36,7 @@ pub fn validate(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordEr
 
 /// [`validate`] for a record read from `source_bytes` bytes of JSON (a metadata row or a
 /// descriptor): the same verdict, but the metadata is measured only when its source is large
-/// enough that it could exceed the limit ([`metadata_bound`]).
+/// enough that it could exceed the limit (`metadata_bound`).
 pub fn validate_read(
     meta: &RecordMeta,
     limits: &RecordLimits,
