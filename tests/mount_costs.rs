@@ -487,6 +487,30 @@ fn a_column_scan_lets_go_of_the_records_it_has_read_through() {
     );
 }
 
+#[test]
+fn with_one_thread_a_column_scan_decodes_only_what_it_reads() {
+    let dir = dataset(40, 4);
+    let config = NamespaceConfig {
+        threads: 1,
+        ..Default::default()
+    };
+    let (_store, ns) = mount_core_with(dir.path(), config);
+    let raw = column_attr(&ns, "a/iq.raw");
+    let before = misses(&ns);
+    // Records 0 to 9, one read each, in order: a scan that two threads would decode ahead of
+    // (see the test above), to the column's end.
+    for record in 0..10u8 {
+        let bytes = ns.read(raw.ino, u64::from(record) * 32, 32).unwrap();
+        assert_eq!(&bytes[..], &[record; 32][..]);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(
+        misses(&ns),
+        before + 10,
+        "--threads 1 decoded records no read asked for"
+    );
+}
+
 /// `columns/records.jsonl` of the `dataset` helper's first `records` records, by hand.
 fn expected_lines(records: u64) -> String {
     (0..records)

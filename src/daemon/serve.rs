@@ -94,6 +94,7 @@ fn serve(
     let config = NamespaceConfig {
         cache,
         metadata_ttl: std::time::Duration::from_secs(args.metadata_ttl),
+        threads: args.threads.max(1),
         ..NamespaceConfig::default()
     };
     let namespace = Arc::new(Namespace::new(dataset.clone(), config));

@@ -13,7 +13,8 @@
 //!   files are kept (LRU by count); an evicted file disappears when its last reader drops it.
 //!
 //! Decode-ahead: when reads move from record `n - 1` to record `n` (a scan in ordinal order),
-//! background workers (one per core beyond the first, up to [`AHEAD_RECORDS`]) decode the
+//! background workers (one per core beyond the first, up to [`AHEAD_RECORDS`] and to
+//! `--threads` minus one: see [`ahead_workers`]) decode the
 //! records `n + 1 ..= n + AHEAD_RECORDS` that are neither cached nor being decoded, each
 //! taking the next one and re-reading the scan's position after every record, while the
 //! reader copies record `n` through the kernel; so with spare cores the next reads find their
@@ -943,11 +944,16 @@ impl Window {
     };
 }
 
-/// Decode-ahead workers: one per core beyond the first (the reader and the FUSE threads need
-/// one), at least one, at most [`AHEAD_RECORDS`].
-fn ahead_workers() -> usize {
+/// Decode-ahead workers for a mount of `threads` serving threads (`--threads`): one per core
+/// beyond the first (the reader and the FUSE threads need one), and with the serving thread
+/// no more than `threads` in all, at most [`AHEAD_RECORDS`]. None with one thread or one
+/// core: each read then decodes what it reads, and nothing else.
+pub fn ahead_workers(threads: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.saturating_sub(1).clamp(1, AHEAD_RECORDS as usize)
+    cores
+        .min(threads)
+        .saturating_sub(1)
+        .min(AHEAD_RECORDS as usize)
 }
 
 /// The decode-ahead of one mount (see the module documentation).
@@ -959,6 +965,8 @@ pub struct DecodeAhead {
     shared: Arc<AheadShared>,
     /// Set once the workers are started, by the first sequential step.
     started: OnceLock<()>,
+    /// How many workers start then ([`ahead_workers`]); none: no decode-ahead.
+    workers: usize,
 }
 
 #[derive(Debug, Default)]
@@ -978,12 +986,14 @@ struct AheadSignal {
     stop: bool,
 }
 
-impl Default for DecodeAhead {
-    fn default() -> Self {
+impl DecodeAhead {
+    /// The decode-ahead of a mount, with `workers` threads once a scan starts.
+    pub fn new(workers: usize) -> Self {
         DecodeAhead {
             last: AtomicU64::new(u64::MAX - 1),
             shared: Arc::default(),
             started: OnceLock::new(),
+            workers,
         }
     }
 }
@@ -1026,13 +1036,16 @@ impl DecodeAhead {
         window: Window,
     ) {
         let previous = self.last.swap(ordinal, Ordering::Relaxed);
-        if previous.wrapping_add(1) != ordinal || ordinal.saturating_add(1) >= dataset.len() {
+        if self.workers == 0
+            || previous.wrapping_add(1) != ordinal
+            || ordinal.saturating_add(1) >= dataset.len()
+        {
             return;
         }
         self.shared.scan_at.store(ordinal, Ordering::Relaxed);
         self.shared.columns.store(window.columns, Ordering::Relaxed);
         self.started.get_or_init(|| {
-            for _ in 0..ahead_workers() {
+            for _ in 0..self.workers {
                 spawn_worker(cache, trees, dataset, &self.shared);
             }
         });

@@ -80,7 +80,13 @@ pub struct NamespaceConfig {
     pub record_trees: usize,
     /// How long a read of the annotation catalog is trusted (`--metadata-ttl`).
     pub metadata_ttl: Duration,
+    /// Threads serving requests (`--threads`), which bound the decode-ahead workers
+    /// ([`ahead_workers`](crate::fs::cache::ahead_workers)).
+    pub threads: usize,
 }
+
+/// Threads serving requests when nothing else is said (`--threads`' default).
+pub const DEFAULT_THREADS: usize = 8;
 
 impl Default for NamespaceConfig {
     fn default() -> Self {
@@ -88,6 +94,7 @@ impl Default for NamespaceConfig {
             cache: CacheConfig::for_cache_size(1 << 30),
             record_trees: 1024,
             metadata_ttl: Duration::from_secs(5),
+            threads: DEFAULT_THREADS,
         }
     }
 }
@@ -170,7 +177,7 @@ impl Namespace {
             ordinal_width: last.to_string().len(),
             trees: TreeCache::new(config.record_trees, dataset.memory().clone()),
             records: RecordCache::new(config.cache, dataset.memory()),
-            ahead: DecodeAhead::default(),
+            ahead: DecodeAhead::new(crate::fs::cache::ahead_workers(config.threads)),
             indexes: RowIndexes::new(),
             columns: Background::new("columns/"),
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
