@@ -103,7 +103,7 @@ pub struct MountArgs {
     #[arg(long, value_name = "SECS", default_value_t = 5)]
     pub metadata_ttl: u64,
     /// Threads serving FUSE requests. Sequential reads are decoded ahead by min(N, cores) - 1
-    /// more threads (at most 4); with 1, each read decodes only what it reads.
+    /// more threads (at least 1, at most 4); with 1, each read decodes only what it reads.
     #[arg(long, value_name = "N", default_value_t = crate::fs::namespace::DEFAULT_THREADS)]
     pub threads: usize,
     /// Serve every read through the daemon and the mount's page cache. By default, when the

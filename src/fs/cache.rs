@@ -944,16 +944,20 @@ impl Window {
     };
 }
 
-/// Decode-ahead workers for a mount of `threads` serving threads (`--threads`): one per core
-/// beyond the first (the reader and the FUSE threads need one), and with the serving thread
-/// no more than `threads` in all, at most [`AHEAD_RECORDS`]. None with one thread or one
-/// core: each read then decodes what it reads, and nothing else.
+/// Decode-ahead workers for a mount of `threads` serving threads (`--threads`): none with one
+/// thread (each read then decodes what it reads, and nothing else); otherwise one per core
+/// beyond the first (the reader and the FUSE threads need one), with the serving thread no
+/// more than `threads` in all, at least one (on one core it still overlaps storage waits),
+/// at most [`AHEAD_RECORDS`].
 pub fn ahead_workers(threads: usize) -> usize {
+    if threads <= 1 {
+        return 0;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores
         .min(threads)
         .saturating_sub(1)
-        .min(AHEAD_RECORDS as usize)
+        .clamp(1, AHEAD_RECORDS as usize)
 }
 
 /// The decode-ahead of one mount (see the module documentation).
