@@ -67,8 +67,8 @@ fn into_object(value: Value, place: Place<'_>) -> Result<Object, RecordError> {
 // borrowed `ObjectExt` accessor of the same name refuses, with the same message.
 
 /// The values of a fixed set of keys, moved out of an object in one pass over it (its other
-/// keys are dropped with it): removing the keys one by one searched and rebalanced the
-/// object's B-tree for each, a third of the cost of reading a row into the model.
+/// keys are dropped with it). Removing the keys one by one searched and rebalanced the
+/// object's B-tree for each: parsing a 356-byte row took 4.5 µs that way, 3.9 µs this way.
 struct Keys<const N: usize> {
     names: [&'static str; N],
     values: [Option<Value>; N],
@@ -194,11 +194,11 @@ impl Coordinate {
 
     fn from_value(value: Value, place: Place<'_>) -> Result<Coordinate, RecordError> {
         let object = into_object(value, place)?;
-        let mut object = Keys::take(
+        let mut keys = Keys::take(
             object,
             ["metadata", "reference", "start", "step", "unit", "values"],
         );
-        let values = match object.remove("values") {
+        let values = match keys.remove("values") {
             None | Some(Value::Null) => None,
             Some(Value::Array(items)) => Some(items),
             Some(_) => {
@@ -208,11 +208,11 @@ impl Coordinate {
         };
         Ok(Coordinate {
             values,
-            start: take_opt_value(&mut object, "start"),
-            step: take_opt_value(&mut object, "step"),
-            reference: take_opt_string(&mut object, "reference", place)?,
-            unit: take_opt_string(&mut object, "unit", place)?,
-            metadata: take_metadata(&mut object, place)?,
+            start: take_opt_value(&mut keys, "start"),
+            step: take_opt_value(&mut keys, "step"),
+            reference: take_opt_string(&mut keys, "reference", place)?,
+            unit: take_opt_string(&mut keys, "unit", place)?,
+            metadata: take_metadata(&mut keys, place)?,
         })
     }
 }
@@ -241,11 +241,11 @@ impl Axis {
 
     fn from_value(value: Value, place: Place<'_>) -> Result<Axis, RecordError> {
         let object = into_object(value, place)?;
-        let mut object = Keys::take(
+        let mut keys = Keys::take(
             object,
             ["coordinate", "id", "length", "metadata", "name", "role"],
         );
-        let coordinate = match object.remove("coordinate") {
+        let coordinate = match keys.remove("coordinate") {
             None | Some(Value::Null) => None,
             Some(c) => {
                 let inside = Inside {
@@ -257,22 +257,22 @@ impl Axis {
             }
         };
         Ok(Axis {
-            name: take_string(&mut object, "name").map_err(key_error(place))?,
-            length: take_u64(&mut object, "length").map_err(key_error(place))?,
-            role: take_opt_string(&mut object, "role", place)?,
-            id: take_opt_string(&mut object, "id", place)?,
+            name: take_string(&mut keys, "name").map_err(key_error(place))?,
+            length: take_u64(&mut keys, "length").map_err(key_error(place))?,
+            role: take_opt_string(&mut keys, "role", place)?,
+            id: take_opt_string(&mut keys, "id", place)?,
             coordinate,
-            metadata: take_metadata(&mut object, place)?,
+            metadata: take_metadata(&mut keys, place)?,
         })
     }
 }
 
 /// Reads the required `axes` array of a field.
 fn take_axes<const N: usize>(
-    object: &mut Keys<N>,
+    keys: &mut Keys<N>,
     place: Place<'_>,
 ) -> Result<Vec<Axis>, RecordError> {
-    let items = take_array(object, "axes").map_err(key_error(place))?;
+    let items = take_array(keys, "axes").map_err(key_error(place))?;
     items
         .into_iter()
         .enumerate()
@@ -320,11 +320,11 @@ impl FieldMeta {
 
     fn from_row_owned(value: Value, place: Place<'_>) -> Result<FieldMeta, RecordError> {
         let object = into_object(value, place)?;
-        let mut object = Keys::take(object, ["axes", "dtype", "metadata", "shape"]);
-        let dtype_name = take_string(&mut object, "dtype").map_err(key_error(place))?;
+        let mut keys = Keys::take(object, ["axes", "dtype", "metadata", "shape"]);
+        let dtype_name = take_string(&mut keys, "dtype").map_err(key_error(place))?;
         let dtype =
             DType::from_row_dtype(&dtype_name).ok_or(RecordError::UnsupportedDtype(dtype_name))?;
-        let shape = take_array(&mut object, "shape")
+        let shape = take_array(&mut keys, "shape")
             .map_err(key_error(place))?
             .iter()
             .map(|dim| {
@@ -337,8 +337,8 @@ impl FieldMeta {
         Ok(FieldMeta {
             dtype,
             shape,
-            axes: take_axes(&mut object, place)?,
-            metadata: take_metadata(&mut object, place)?,
+            axes: take_axes(&mut keys, place)?,
+            metadata: take_metadata(&mut keys, place)?,
         })
     }
 }
@@ -408,11 +408,11 @@ fn record_head(meta: &RecordMeta) -> Object {
 /// Reads a descriptor object. Format and version are returned, not checked: the caller does.
 pub fn descriptor_from_object(object: Object) -> Result<Descriptor, RecordError> {
     let place: Place<'_> = &"descriptor";
-    let mut object = Keys::take(
+    let mut keys = Keys::take(
         object,
         ["fields", "format", "id", "metadata", "scene_id", "version"],
     );
-    let fields = take_object(&mut object, "fields")
+    let fields = take_object(&mut keys, "fields")
         .map_err(key_error(place))?
         .into_iter()
         .map(|(name, value)| {
@@ -432,11 +432,11 @@ pub fn descriptor_from_object(object: Object) -> Result<Descriptor, RecordError>
         })
         .collect::<Result<_, RecordError>>()?;
     Ok(Descriptor {
-        format: take_string(&mut object, "format").map_err(key_error(place))?,
-        version: take_string(&mut object, "version").map_err(key_error(place))?,
-        id: take_string(&mut object, "id").map_err(key_error(place))?,
-        scene_id: take_opt_string(&mut object, "scene_id", place)?,
-        metadata: take_metadata(&mut object, place)?,
+        format: take_string(&mut keys, "format").map_err(key_error(place))?,
+        version: take_string(&mut keys, "version").map_err(key_error(place))?,
+        id: take_string(&mut keys, "id").map_err(key_error(place))?,
+        scene_id: take_opt_string(&mut keys, "scene_id", place)?,
+        metadata: take_metadata(&mut keys, place)?,
         fields,
     })
 }
@@ -462,8 +462,8 @@ impl RecordMeta {
     /// [`RecordMeta::from_row_object`], moving the parts of `object` into the model.
     pub fn from_row_owned(object: Object) -> Result<RecordMeta, RecordError> {
         let place: Place<'_> = &"row";
-        let mut object = Keys::take(object, ["fields", "id", "metadata", "scene_id"]);
-        let fields = take_object(&mut object, "fields")
+        let mut keys = Keys::take(object, ["fields", "id", "metadata", "scene_id"]);
+        let fields = take_object(&mut keys, "fields")
             .map_err(key_error(place))?
             .into_iter()
             .map(|(name, value)| {
@@ -476,9 +476,9 @@ impl RecordMeta {
             })
             .collect::<Result<_, RecordError>>()?;
         Ok(RecordMeta {
-            id: take_string(&mut object, "id").map_err(key_error(place))?,
-            scene_id: take_opt_string(&mut object, "scene_id", place)?,
-            metadata: take_metadata(&mut object, place)?,
+            id: take_string(&mut keys, "id").map_err(key_error(place))?,
+            scene_id: take_opt_string(&mut keys, "scene_id", place)?,
+            metadata: take_metadata(&mut keys, place)?,
             fields,
         })
     }
