@@ -366,8 +366,8 @@ struct Scan {
     meter: Meter,
 }
 
-/// A row as the index needs it: its line of `records.jsonl`, and its fields' dtypes and
-/// shapes (axes and metadata dropped).
+/// A row as the index takes it in, one at a time: the parsed row (the index keeps its
+/// fields' dtypes and shapes), its line of `records.jsonl` and its fingerprint.
 struct Row {
     meta: RecordMeta,
     line: Vec<u8>,
@@ -421,16 +421,12 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
     }
 }
 
-/// A stored row parsed and stripped to what the index needs (see [`Row`]).
+/// A stored row parsed into what the index takes in (see [`Row`]). Nothing is stripped: the
+/// row is taken in and dropped before the next is parsed.
 fn read_row(dataset: &Dataset, stored: &StoredRow) -> Result<Row, FsError> {
-    let mut meta = dataset.parse_stored_row(stored)?;
+    let meta = dataset.parse_stored_row(stored)?;
     let line = record_line(&meta, stored.ordinal());
     let fingerprint = meta.fingerprint();
-    meta.metadata = Default::default();
-    for field in meta.fields.values_mut() {
-        field.axes = Vec::new();
-        field.metadata = Default::default();
-    }
     Ok(Row {
         meta,
         line,
