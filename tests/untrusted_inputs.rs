@@ -439,21 +439,27 @@ fn annotate_publish_refuses_a_pointer_naming_another_shards_object() {
 /// Elements of the large test array (float32): 256 MiB of tensor bytes.
 const LARGE_ELEMENTS: u64 = 64 << 20;
 
-/// Writes `big.npy` (one float32 array of LARGE_ELEMENTS normal values) and `big.npz` (the
-/// same array as `x`, plus `y`, ten int16) with numpy.
-fn large_arrays(dir: &Path) -> (PathBuf, PathBuf) {
+/// Writes `big.npy` (one float32 array of LARGE_ELEMENTS normal values), `big.npz` (the
+/// same array as `x`, plus `y`, ten int16) and `big.cf32` (the same bytes, headerless) with
+/// numpy.
+fn large_arrays(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let script = format!(
         "import numpy as np, sys\n\
          x = np.random.default_rng(7).standard_normal({LARGE_ELEMENTS}, dtype=np.float32)\n\
          np.save(sys.argv[1] + '/big.npy', x)\n\
-         np.savez(sys.argv[1] + '/big.npz', x=x, y=np.arange(10, dtype=np.int16))\n"
+         np.savez(sys.argv[1] + '/big.npz', x=x, y=np.arange(10, dtype=np.int16))\n\
+         x.tofile(sys.argv[1] + '/big.cf32')\n"
     );
     let status = Command::new(common::python())
         .args(["-c", &script, text(dir)])
         .status()
         .unwrap();
     assert!(status.success());
-    (dir.join("big.npy"), dir.join("big.npz"))
+    (
+        dir.join("big.npy"),
+        dir.join("big.npz"),
+        dir.join("big.cf32"),
+    )
 }
 
 /// Runs `sds ARGS` to completion; its stdout and peak resident set in bytes (the kernel's
@@ -486,27 +492,38 @@ fn run_measured(args: &[&str]) -> (String, u64) {
     (reader.join().unwrap(), usage.ru_maxrss as u64 * 1024)
 }
 
+/// Every compressor the writer offers: snappy and brotli (at a quality past its fast paths)
+/// compress a record's pieces without joining them and write their output as it comes, so
+/// they hold no more than zstd (the default) does.
 #[test]
 fn create_from_a_large_array_holds_it_one_and_a_half_times_at_most_and_counts_tensor_bytes() {
     let work = tempfile::tempdir().unwrap();
-    let (npy, npz) = large_arrays(work.path());
+    let (npy, npz, raw) = large_arrays(work.path());
     let tensor = LARGE_ELEMENTS * 4;
     // The promise: 1.5x the largest record plus a constant.
     let limit = tensor + tensor / 2 + (64 << 20);
-    for (input, tensor_bytes) in [(&npy, tensor), (&npz, tensor + 10 * 2)] {
-        let out = work.path().join(format!(
-            "out-{}",
-            input.extension().unwrap().to_str().unwrap()
-        ));
-        let args = [
+    let raw_args = ["--datatype", "cf32_le", "--sample-rate", "1e6"];
+    let runs: [(&str, &Path, &[&str], u64, &str); 5] = [
+        ("--from-npy", &npy, &[], tensor, "group_size:1"),
+        ("--from-npy", &npz, &[], tensor + 10 * 2, "group_size:1"),
+        ("--from-npy", &npy, &[], tensor, "snappy"),
+        ("--from-npy", &npy, &[], tensor, "brotli:2"),
+        ("--from-raw", &raw, &raw_args, tensor, "snappy"),
+    ];
+    for (index, (from, input, extra, tensor_bytes, writer)) in runs.into_iter().enumerate() {
+        let out = work.path().join(format!("out-{index}"));
+        let mut args = vec![
             "create",
             text(&out),
-            "--from-npy",
+            from,
             text(input),
             "-q",
             "-j",
             "1",
+            "--writer-options",
+            writer,
         ];
+        args.extend(extra);
         let (summary, peak) = run_measured(&args);
         assert!(
             summary.contains(&format!("({tensor_bytes} tensor bytes)")),
@@ -514,12 +531,14 @@ fn create_from_a_large_array_holds_it_one_and_a_half_times_at_most_and_counts_te
         );
         assert!(
             peak <= limit,
-            "{}: peak RSS {} MiB, more than {} MiB (1.5 x {} MiB + 64 MiB)",
+            "{} {writer}: peak RSS {} MiB, more than {} MiB (1.5 x {} MiB + 64 MiB)",
             input.display(),
             peak >> 20,
             limit >> 20,
             tensor >> 20
         );
+        eprintln!("{} {writer}: peak RSS {} MiB", input.display(), peak >> 20);
+        std::fs::remove_dir_all(&out).unwrap();
     }
 }
 

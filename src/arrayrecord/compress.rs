@@ -48,6 +48,18 @@ pub(crate) fn compress_pieces<W: Write>(
             return zstd_streamed(level, window_log, pieces, out);
         }
     }
+    if let Compression::Snappy { level } = *compression {
+        return snappy_encode::compress(pieces, level, out);
+    }
+    if let Compression::Brotli {
+        quality,
+        window_log,
+    } = *compression
+    {
+        let window_log = window_log.unwrap_or(DEFAULT_BROTLI_WINDOW_LOG);
+        return brotli_encode::compress(quality, window_log, pieces, feed, out);
+    }
+    // zstd's one-shot frame needs the input contiguous: several pieces are joined once.
     let whole = match pieces {
         [one] => std::borrow::Cow::Borrowed(*one),
         many => std::borrow::Cow::Owned(many.concat()),
@@ -57,21 +69,7 @@ pub(crate) fn compress_pieces<W: Write>(
         Compression::Zstd { level, window_log } => {
             out.write_all(&zstd_one_shot(level, window_log, input)?)
         }
-        Compression::Brotli {
-            quality,
-            window_log,
-        } => {
-            let window_log = window_log.unwrap_or(DEFAULT_BROTLI_WINDOW_LOG);
-            let mut compressed = Vec::new();
-            brotli_encode::compress(quality, window_log, input, feed, &mut compressed)?;
-            out.write_all(&compressed)
-        }
-        Compression::Snappy { level } => {
-            let mut compressed = Vec::new();
-            snappy_encode::compress(input, level, &mut compressed)?;
-            out.write_all(&compressed)
-        }
-        Compression::None => Ok(()),
+        Compression::Brotli { .. } | Compression::Snappy { .. } | Compression::None => Ok(()),
     }
 }
 

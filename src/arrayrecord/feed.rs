@@ -67,6 +67,44 @@ impl Feed {
     }
 }
 
+/// A record's bytes given as pieces (a header, then each tensor), read front to back in
+/// slices that never cross a piece boundary: the compressors cut their input where the
+/// reference does without joining the pieces first.
+pub(crate) struct PieceCursor<'a> {
+    pieces: &'a [&'a [u8]],
+    /// The piece being read, and the offset in it of the next byte.
+    piece: usize,
+    at: usize,
+}
+
+impl<'a> PieceCursor<'a> {
+    pub(crate) fn new(pieces: &'a [&'a [u8]]) -> Self {
+        PieceCursor {
+            pieces,
+            piece: 0,
+            at: 0,
+        }
+    }
+
+    /// Up to `len` of the next bytes, from one piece; empty only when every piece is read.
+    pub(crate) fn take(&mut self, len: usize) -> &'a [u8] {
+        while self
+            .pieces
+            .get(self.piece)
+            .is_some_and(|piece| self.at == piece.len())
+        {
+            self.piece += 1;
+            self.at = 0;
+        }
+        let Some(piece) = self.pieces.get(self.piece) else {
+            return &[];
+        };
+        let taken = &piece[self.at..self.at + len.min(piece.len() - self.at)];
+        self.at += taken.len();
+        taken
+    }
+}
+
 /// The state of riegeli's `BufferedWriter` that decides where pieces end.
 #[derive(Default)]
 struct Buffer {

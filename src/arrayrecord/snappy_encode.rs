@@ -14,6 +14,8 @@
 
 use std::io;
 
+use super::feed::PieceCursor;
+
 /// The reference compresses its input in independent fragments of this size.
 const FRAGMENT: usize = 1 << 16;
 const MIN_TABLE_BITS: u32 = 8;
@@ -21,31 +23,84 @@ const MAX_TABLE_BITS: u32 = 15;
 /// A fragment shorter than this is one literal; longer ones stop matching this far from the end.
 const INPUT_MARGIN: usize = 15;
 
-/// Compresses `input` at `level` (1 or 2) and appends the snappy stream (its varint length
-/// header included) to `out`.
-pub(crate) fn compress(input: &[u8], level: u32, out: &mut Vec<u8>) -> io::Result<()> {
-    let len = u32::try_from(input.len())
-        .map_err(|_| io::Error::other("snappy input longer than 4 GiB"))?;
-    put_varint32(out, len);
+/// Compresses the concatenation of `pieces` at `level` (1 or 2) and writes the snappy stream
+/// (its varint length header included) to `out`.
+///
+/// Why pieces and a writer: a record of gigabytes reaches the writer as a header piece and one
+/// piece per tensor, and its compressed stream goes to a spool file. Concatenating the pieces
+/// and collecting the output would hold the record three times; fragments are independent, so
+/// only a fragment that straddles two pieces is copied (into a 64 KiB scratch buffer) and each
+/// fragment's output is written out before the next is compressed.
+pub(crate) fn compress<W: io::Write>(pieces: &[&[u8]], level: u32, out: &mut W) -> io::Result<()> {
+    if !matches!(level, 1 | 2) {
+        return Err(io::Error::other(format!("snappy level {level} (1 or 2)")));
+    }
+    let total = pieces.iter().map(|piece| piece.len() as u64).sum::<u64>();
+    let len =
+        u32::try_from(total).map_err(|_| io::Error::other("snappy input longer than 4 GiB"))?;
+    let mut encoded = Vec::with_capacity(FRAGMENT + FRAGMENT / 6 + 32);
+    put_varint32(&mut encoded, len);
     let mut table = vec![0u16; 1 << MAX_TABLE_BITS];
-    for fragment in input.chunks(FRAGMENT) {
-        let size = table_size(fragment.len());
-        let table = &mut table[..size];
-        table.fill(0);
-        match level {
-            1 => compress_fragment(fragment, out, |limit, out| {
-                single_hash_matches(fragment, table, limit, out)
-            }),
-            2 => {
-                let (four, eight) = table.split_at_mut(size / 2);
-                compress_fragment(fragment, out, |limit, out| {
-                    double_hash_matches(fragment, four, eight, limit, out)
-                })
-            }
-            other => return Err(io::Error::other(format!("snappy level {other} (1 or 2)"))),
+    let mut fragments = Fragments::new(pieces);
+    while let Some(fragment) = fragments.next_fragment() {
+        compress_one(fragment, level, &mut table, &mut encoded);
+        out.write_all(&encoded)?;
+        encoded.clear();
+    }
+    out.write_all(&encoded)
+}
+
+/// One fragment compressed at `level` (checked by the caller) into `out`.
+fn compress_one(fragment: &[u8], level: u32, table: &mut [u16], out: &mut Vec<u8>) {
+    let size = table_size(fragment.len());
+    let table = &mut table[..size];
+    table.fill(0);
+    if level == 1 {
+        compress_fragment(fragment, out, |limit, out| {
+            single_hash_matches(fragment, table, limit, out)
+        })
+    } else {
+        let (four, eight) = table.split_at_mut(size / 2);
+        compress_fragment(fragment, out, |limit, out| {
+            double_hash_matches(fragment, four, eight, limit, out)
+        })
+    }
+}
+
+/// The reference's 64 KiB fragments of a concatenation of pieces, borrowed where a fragment
+/// lies inside one piece and copied into `scratch` where it straddles pieces.
+struct Fragments<'a> {
+    input: PieceCursor<'a>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> Fragments<'a> {
+    fn new(pieces: &'a [&'a [u8]]) -> Self {
+        Fragments {
+            input: PieceCursor::new(pieces),
+            scratch: Vec::new(),
         }
     }
-    Ok(())
+
+    fn next_fragment(&mut self) -> Option<&[u8]> {
+        let first = self.input.take(FRAGMENT);
+        if first.is_empty() {
+            return None;
+        }
+        if first.len() == FRAGMENT {
+            return Some(first);
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(first);
+        while self.scratch.len() < FRAGMENT {
+            let more = self.input.take(FRAGMENT - self.scratch.len());
+            if more.is_empty() {
+                break;
+            }
+            self.scratch.extend_from_slice(more);
+        }
+        Some(&self.scratch)
+    }
 }
 
 /// The hash-table length for a fragment: the power of two at or above its length, clamped.
@@ -326,4 +381,55 @@ fn double_hash_matches(
         }
     }
     ip
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compressed(pieces: &[&[u8]], level: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        compress(pieces, level, &mut out).unwrap();
+        out
+    }
+
+    /// An input cut into pieces (inside fragments, on fragment boundaries, empty pieces,
+    /// pieces shorter than the input margin) compresses to the stream of the input whole (the
+    /// form `arrayrecord_interop` checks against the reference writer), which decodes back.
+    #[test]
+    fn pieces_give_the_stream_of_the_whole_input() {
+        let input: Vec<u8> = (0..300_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 27) as u8 ^ (i / 7) as u8)
+            .collect();
+        let cuts: [&[usize]; 6] = [
+            &[],
+            &[0, 0, 5],
+            &[10, 20, FRAGMENT],
+            &[FRAGMENT - 3, FRAGMENT + 3, 3 * FRAGMENT],
+            &[100_000, 100_001, 100_002, 299_990],
+            &[299_999, 300_000],
+        ];
+        for level in [1, 2] {
+            let whole = compressed(&[&input], level);
+            assert_eq!(
+                snap::raw::Decoder::new().decompress_vec(&whole).unwrap(),
+                input
+            );
+            for cut in cuts {
+                let mut pieces = Vec::new();
+                let mut from = 0;
+                for &to in cut {
+                    pieces.push(&input[from..to]);
+                    from = to;
+                }
+                pieces.push(&input[from..]);
+                assert!(
+                    compressed(&pieces, level) == whole,
+                    "level {level}, cut {cut:?}"
+                );
+            }
+        }
+        assert_eq!(compressed(&[], 1), vec![0]);
+        assert!(compress(&[&input], 3, &mut Vec::new()).is_err());
+    }
 }
