@@ -24,6 +24,7 @@
 //! mount's field-name encoding, which `--from-dir` must reverse exactly, and the NPY codec are
 //! pure encodings in [`crate::format`] that both use.
 
+mod allowance;
 pub mod arrays;
 pub mod build;
 pub mod dir;

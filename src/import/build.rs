@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use super::allowance::LoadAllowance;
 use super::{ImportError, RecordSource, Sources};
 use crate::arrayrecord::WriterOptions;
 use crate::dataset::{
@@ -107,7 +108,9 @@ pub fn create(
     check_options(options)?;
     let sizes: Vec<u64> = sources.iter().map(|s| s.payload_bytes()).collect();
     let plan = plan_shards(&sizes, options.records_per_shard, options.max_shard_bytes);
-    let written = write_all(store, sources, &plan, options, progress)?;
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let allowance = LoadAllowance::for_largest(largest);
+    let written = write_all(store, sources, &plan, options, &allowance, progress)?;
     let dataset_id = match &options.dataset_id {
         Some(id) => id.clone(),
         None => format!("sds-{}", content_digest(None, &options.metadata, &written)),
@@ -193,6 +196,7 @@ fn write_all(
     sources: &Sources,
     plan: &[Range<usize>],
     options: &CreateOptions,
+    allowance: &LoadAllowance,
     progress: &dyn Progress,
 ) -> Result<Vec<Written>, ImportError> {
     let slots: Vec<Slot> = plan.iter().map(|_| Mutex::new(None)).collect();
@@ -218,7 +222,13 @@ fn write_all(
             return;
         }
         let range = plan[index].clone();
-        match encode_one(store, sources, range, &shard_options, progress, &stop) {
+        let shard = ShardWork {
+            store,
+            work_id: &work_id(range.start),
+            attempt: 0,
+            options: &shard_options,
+        };
+        match load_and_encode(&sources[range], &shard, allowance, progress, &stop) {
             Ok(shard) => {
                 if to_store.send((index, shard)).is_err() {
                     return;
@@ -278,24 +288,6 @@ fn collect(slots: Vec<Slot>) -> Result<Vec<Written>, ImportError> {
     Ok(receipts)
 }
 
-/// Loads the records of one shard lazily and encodes the shard.
-fn encode_one(
-    store: &dyn ObjectStore,
-    sources: &Sources,
-    range: Range<usize>,
-    options: &ShardOptions,
-    progress: &dyn Progress,
-    stop: &AtomicBool,
-) -> Result<EncodedShard, ImportError> {
-    let shard = ShardWork {
-        store,
-        work_id: &work_id(range.start),
-        attempt: 0,
-        options,
-    };
-    load_and_encode(&sources[range], &shard, progress, stop)
-}
-
 /// Writes every record of `sources`, in order, as one shard pair of a distributed publication
 /// (`sds write-shard` with importer inputs): records are loaded one at a time while the shard
 /// is written, so memory stays bounded by one record. The first record that fails to load
@@ -315,7 +307,15 @@ pub fn write_sources_shard(
         attempt,
         options,
     };
-    let encoded = load_and_encode(sources, &shard, progress, &AtomicBool::new(false))?;
+    // One job: its records are loaded one at a time anyway.
+    let allowance = LoadAllowance::for_largest(u64::MAX);
+    let encoded = load_and_encode(
+        sources,
+        &shard,
+        &allowance,
+        progress,
+        &AtomicBool::new(false),
+    )?;
     Ok(encoded.store(store)?)
 }
 
@@ -328,20 +328,28 @@ struct ShardWork<'a> {
     options: &'a ShardOptions,
 }
 
+/// Loads the records of one shard lazily, each within `allowance` while it is loaded, and
+/// encodes the shard.
 fn load_and_encode(
     sources: &[Box<dyn RecordSource>],
     shard: &ShardWork<'_>,
+    allowance: &LoadAllowance,
     progress: &dyn Progress,
     stop: &AtomicBool,
 ) -> Result<EncodedShard, ImportError> {
     let failure: RefCell<Option<ImportError>> = RefCell::new(None);
+    // The bytes of the record being written; the writer has dropped it when it asks for the
+    // next one.
+    let mut held = None;
     let records = sources.iter().map_while(|source| {
+        held = None;
         if stop.load(Ordering::Relaxed) {
             failure.replace(Some(ImportError::Option(
                 "stopped: another shard failed".into(),
             )));
             return None;
         }
+        held = Some(allowance.take(source.payload_bytes()));
         match source.load() {
             Ok(record) => {
                 progress.record_loaded(source.payload_bytes());
