@@ -4,6 +4,7 @@
 //!
 //! - [`mountpoint`]: refuses a mount point that is not an empty directory, is a mount already,
 //!   or holds a dead mount.
+//! - [`log`]: the log, every control character of an event escaped, and `--log-file`.
 //! - [`ready`]: re-executes the program as a detached daemon and waits on a pipe for "ready".
 //! - [`serve`]: the FUSE session over the dataset, its signals and its end.
 //! - [`notify`]: `sd_notify(3)` for `Type=notify` units.
@@ -14,6 +15,7 @@
 //! readiness descriptor the parent passed down, and moving the join handle out of a fuser
 //! session that must not unmount again (see [`serve`]).
 
+pub mod log;
 pub mod mountpoint;
 pub mod notify;
 pub mod ready;

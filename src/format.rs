@@ -7,6 +7,7 @@
 //! - [`npy`]: NumPy's `.npy` header, read and written (imports, annotation rows, the mount).
 //! - [`names`]: field names and ids as path names (the mount's encoding, reversed by imports).
 //! - [`png`]: pictures (a canvas, a tiny font) encoded as PNG of a size fixed by the dimensions.
+//! - [`printable`]: strings from a dataset made safe for logs and terminals (controls escaped).
 
 pub mod documents;
 pub mod dtype;
@@ -17,4 +18,5 @@ pub mod names;
 pub mod npy;
 pub mod path;
 pub mod png;
+pub mod printable;
 pub mod record;

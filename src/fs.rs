@@ -13,6 +13,7 @@
 //! - [`fuse`]: the thin `fuser` adapter: errno mapping, attributes, TTLs, threads.
 //! - [`status_file`]: the hidden `.sdsfs-status`, a fresh immutable report per lookup.
 //! - [`log_limit`]: repeated log lines rate-limited, with a count.
+//! - [`panics`]: a panic in a request or a background job caught, answered and logged once.
 //! - [`catalog_watch`]: invalidates the kernel's caches of the annotation overlay on a change.
 
 pub mod background;
@@ -25,6 +26,7 @@ pub mod inode;
 pub mod log_limit;
 pub mod namespace;
 pub mod overlay;
+pub mod panics;
 pub mod record_tree;
 pub mod row_index;
 pub mod spill;

@@ -233,10 +233,13 @@ fn document_problem(error: &DocumentError) -> String {
 
 /// Folds any line breaks so a message stays one line.
 pub fn one_line(text: &str) -> String {
-    text.split(['\n', '\r'])
+    let joined = text
+        .split(['\n', '\r'])
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    // What is left of a dataset's strings in it (ESC, other controls) cannot drive a terminal.
+    crate::format::printable::escaped(&joined).into_owned()
 }
 
 #[cfg(test)]

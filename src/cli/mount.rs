@@ -151,7 +151,7 @@ pub fn sdsfs_main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("sdsfs: {message}");
+            eprintln!("sdsfs: {}", super::location::one_line(&message.to_string()));
             ExitCode::FAILURE
         }
     }
@@ -365,7 +365,9 @@ fn mount(mut args: MountArgs) -> Result<(), CliError> {
     crate::fs::cache::bound_allocator();
     apply_mount_options(&mut args)?;
     args.store.same_store_only = args.allow_other && !args.cross_store_references;
-    daemon::check_mountpoint(&args.mountpoint, args.nonempty)?;
+    // Checked here too so that a daemonizing mount fails before it forks; the daemon opens
+    // and checks it again, and mounts through what it opened.
+    let point = daemon::check_mountpoint(&args.mountpoint, args.nonempty)?;
     // Opening here too makes a bad dataset fail before anything is mounted or forked.
     let stats = Arc::new(MountStats::default());
     let counted = stats.clone();
@@ -377,9 +379,14 @@ fn mount(mut args: MountArgs) -> Result<(), CliError> {
         .map_err(CliError::from)?;
     crate::fs::namespace::check_servable(&dataset)?;
     if args.foreground {
-        Ok(daemon::run_foreground(settings(&args), dataset, stats)?)
+        Ok(daemon::run_foreground(
+            settings(&args),
+            point,
+            dataset,
+            stats,
+        )?)
     } else {
-        drop(dataset);
+        drop((dataset, point));
         Ok(daemon::ready::spawn(
             daemon_arguments(&args),
             args.log_file.as_deref(),

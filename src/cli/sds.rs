@@ -40,6 +40,7 @@ use clap::{Parser, Subcommand};
 use super::location::{self, one_line, StoreArgs};
 use crate::cli::CliError;
 use crate::dataset::{Dataset, PublishOptions};
+use crate::format::printable::{escaped, json_printable};
 
 /// Explore and publish Signal Dataset (SDS) layout 0.1 datasets.
 #[derive(Debug, Parser)]
@@ -341,7 +342,7 @@ fn run_info(store: &StoreArgs, dataset: &str, json: bool) -> Result<(), CliError
     let opened = store.open_dataset(dataset).map_err(CliError::from)?;
     let report = info::gather(&opened)?;
     print(&if json {
-        info::to_json(&report)
+        json_printable(&info::to_json(&report)).into_owned()
     } else {
         info::to_text(&report)
     })
@@ -396,8 +397,8 @@ fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, CliError> {
     let width = dataset.len().saturating_sub(1).to_string().len();
     Ok(format!(
         "{ordinal:0width$}  {}  {}  {} fields  {}\n",
-        row.id,
-        row.scene_id.as_deref().unwrap_or("-"),
+        escaped(&row.id),
+        escaped(row.scene_id.as_deref().unwrap_or("-")),
         row.fields.len(),
         super::size::format_size(bytes)
     ))

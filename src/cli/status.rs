@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::CliError;
+use crate::format::printable::{escaped, json_printable};
 use crate::fs::stats::STATUS_FILE;
 
 pub fn status(mountpoint: &Path, json: bool) -> Result<(), CliError> {
@@ -20,7 +21,7 @@ pub fn status(mountpoint: &Path, json: bool) -> Result<(), CliError> {
         _ => format!("{}: {e}", path.display()),
     })?;
     if json {
-        print!("{text}");
+        print!("{}", json_printable(&text));
         return Ok(());
     }
     let report: Value = serde_json::from_str(&text).map_err(CliError::failed(format!(
@@ -59,7 +60,7 @@ fn duration(secs: u64) -> String {
 /// The report as aligned lines.
 pub fn render(r: &Value) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let s = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    let s = |v: &Value| escaped(v.as_str().unwrap_or("?")).into_owned();
     let mut out = String::new();
     let _ = writeln!(out, "dataset     {}", s(&r["dataset"]));
     let _ = writeln!(out, "dataset id  {}", s(&r["dataset_id"]));
@@ -112,6 +113,7 @@ pub fn render(r: &Value) -> String {
     );
     if let Some(backends) = r["storage"].as_object() {
         for (name, b) in backends {
+            let name = escaped(name);
             let _ = writeln!(
                 out,
                 "storage     {name}: {} requests, {} fetched, {} errors",
@@ -125,6 +127,7 @@ pub fn render(r: &Value) -> String {
         Some(errors) if !errors.is_empty() => {
             let _ = writeln!(out, "errors by object:");
             for (object, e) in errors {
+                let object = escaped(object);
                 let _ = writeln!(
                     out,
                     "  {object}: {} (last: {})",

@@ -24,13 +24,7 @@ pub fn spawn(arguments: Vec<OsString>, log_file: Option<&Path>) -> Result<(), Da
     let (read_end, write_end) = pipe2(OFlag::O_CLOEXEC).map_err(DaemonError::sys("pipe"))?;
     let exe = std::env::current_exe().map_err(DaemonError::io("cannot find own executable"))?;
     let stderr = match log_file {
-        Some(path) => Stdio::from(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(DaemonError::io(path.display().to_string()))?,
-        ),
+        Some(path) => Stdio::from(super::log::open_log_file(path)?),
         None => Stdio::null(),
     };
     let child_end = write_end.as_raw_fd();

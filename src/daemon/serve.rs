@@ -15,9 +15,10 @@ use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::{getgid, getuid};
 
+use super::mountpoint::MountPoint;
 use super::notify::notify_systemd;
 use super::ready::report_to_parent;
-use super::unmount::{detach, Detached};
+use super::unmount::Detached;
 use super::DaemonError;
 use crate::dataset::Dataset;
 use crate::fs::cache::CacheConfig;
@@ -53,29 +54,22 @@ pub struct MountSettings {
 /// external unmount; reports the outcome to a waiting parent ([`super::ready::spawn`]).
 pub fn run_foreground(
     settings: MountSettings,
+    point: MountPoint,
     dataset: Dataset,
     stats: Arc<MountStats>,
 ) -> Result<(), DaemonError> {
     let signals = termination_signals();
-    init_logging();
-    let result = signals.and_then(|signals| serve(&settings, dataset, stats, &signals));
+    super::log::init_logging();
+    let result = signals.and_then(|signals| serve(&settings, &point, dataset, stats, &signals));
     if let Err(message) = &result {
         report_to_parent(&format!("error: {message}"));
     }
     result
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SDSFS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 fn serve(
     args: &MountSettings,
+    point: &MountPoint,
     dataset: Dataset,
     stats: Arc<MountStats>,
     signals: &SignalFd,
@@ -122,9 +116,13 @@ fn serve(
         fuse_config.acl = fuser::SessionACL::All;
     }
     fuse_config.n_threads = Some(args.threads.max(1));
-    let session = fuser::Session::new(filesystem, &args.mountpoint, &fuse_config).map_err(
-        DaemonError::io(format!("cannot mount on {}", args.mountpoint.display())),
-    )?;
+    let cannot_mount = DaemonError::io(format!("cannot mount on {}", point.shown()));
+    let session = match point.mount_fuse(&format!("sdsfs:{}", args.dataset), args.allow_other)? {
+        Some(device) => fuser::Session::from_fd(filesystem, device, fuse_config.acl, fuse_config),
+        // Not root: fusermount3 mounts by path, where this user may write (see `mountpoint`).
+        None => fuser::Session::new(filesystem, point.path(), &fuse_config),
+    }
+    .map_err(cannot_mount)?;
     let notifier = session.notifier();
     let background = session
         .spawn()
@@ -158,7 +156,7 @@ fn serve(
         return join_without_unmount(background).map_err(session_failed(args));
     }
     tracing::info!(mountpoint = %args.mountpoint.display(), "unmounting");
-    let wait = match detach(&args.mountpoint) {
+    let wait = match point.detach() {
         Ok(Detached::Unmounted) => SESSION_END_WAIT,
         Ok(Detached::Lazily) => {
             tracing::warn!(

@@ -125,7 +125,16 @@ impl<T: Send + Sync + 'static> Background<T> {
         std::thread::Builder::new()
             .name("sdsfs-index".into())
             .spawn(move || {
-                let outcome = crate::interrupt::background(|| build(&dataset, &shared.stop));
+                // A panic in the build fails the build (its waiters get the error) instead
+                // of leaving them waiting for a thread that is gone.
+                let outcome = super::panics::catch(|| {
+                    crate::interrupt::background(|| build(&dataset, &shared.stop))
+                })
+                .unwrap_or_else(|caught| {
+                    Err(FsError::failed(format!(
+                        "building {what} panicked: {caught}"
+                    )))
+                });
                 let mut state = crate::sync::lock(&shared.state);
                 *state = match outcome {
                     Ok(built) => State::Ready(Arc::new(built)),

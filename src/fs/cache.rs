@@ -1092,9 +1092,18 @@ fn spawn_worker(
                     false => Window::RECORDS,
                 };
                 let at = || shared.scan_at.load(Ordering::Relaxed);
-                crate::interrupt::background(|| {
-                    while cache.decode_next_ahead(&dataset, &trees, at(), window(), &mut cursor) {}
+                // A panic decoding ahead costs that decode: the worker keeps serving the
+                // scan (the reader decodes what the worker did not).
+                let decoded = super::panics::catch(|| {
+                    crate::interrupt::background(|| {
+                        while cache.decode_next_ahead(&dataset, &trees, at(), window(), &mut cursor)
+                        {
+                        }
+                    })
                 });
+                if let Err(caught) = decoded {
+                    tracing::error!(panic = %caught, "decoding ahead panicked");
+                }
             }
         });
     if let Err(e) = spawned {

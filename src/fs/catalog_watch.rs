@@ -183,7 +183,18 @@ pub fn watch(namespace: Arc<Namespace>, known: Arc<KnownRecords>, kernel: Box<dy
     loop {
         std::thread::sleep(tick);
         super::log_limit::flush();
-        let now = crate::interrupt::background(|| namespace.refresh_annotations());
+        // A panic in a refresh skips that tick: a watcher gone would leave the kernel's
+        // copy of the overlay (cached as immutable) stale for the life of the mount.
+        let refreshed = super::panics::catch(|| {
+            crate::interrupt::background(|| namespace.refresh_annotations())
+        });
+        let now = match refreshed {
+            Ok(now) => now,
+            Err(caught) => {
+                tracing::error!(panic = %caught, "annotation catalog refresh panicked");
+                continue;
+            }
+        };
         let mut dropped = repeat.take();
         if !Arc::ptr_eq(&shown, &now) {
             let names = dropped_sets(&shown, &now);

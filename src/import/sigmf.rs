@@ -151,9 +151,9 @@ impl Recording {
     /// A headerless recording (`--from-raw`).
     pub fn raw(path: &Path, datatype: &str, rate: f64) -> Result<Recording, ImportError> {
         let format = SampleFormat::parse(datatype)?;
-        if !(rate.is_finite() && rate > 0.0) {
+        if !sane_rate(rate) {
             return Err(ImportError::Option(format!(
-                "--sample-rate {rate} must be a positive number of samples per second"
+                "--sample-rate {rate}: {RATE_RULE}"
             )));
         }
         Ok(Recording {
@@ -203,14 +203,35 @@ fn read_meta(bytes: &[u8]) -> Result<MetaFile, MetaError> {
     })
 }
 
+/// The sample rates an import accepts, Hz: finite, positive and within what any receiver
+/// records (a microhertz to a terahertz).
+///
+/// Why a range and not only "finite and positive": JSON cannot hold an infinity, but
+/// `1.7e308` is finite, and a rate like that (or `1e-300`) puts time steps and frequency spans
+/// of `1e-308` s or `1e300` Hz into the dataset, which every reader then has to survive. The
+/// library accepts any positive finite value in a dataset (it is normative for dataset
+/// content); what our importer writes is ours to keep sane.
+pub const RATE_RANGE_HZ: std::ops::RangeInclusive<f64> = 1e-6..=1e12;
+
+/// What [`RATE_RANGE_HZ`] says, in a refusal.
+const RATE_RULE: &str =
+    "a sample rate must be a finite number of samples per second from 1e-6 to 1e12";
+
+/// Whether `rate` is within [`RATE_RANGE_HZ`] (false for NaN and infinities).
+fn sane_rate(rate: f64) -> bool {
+    RATE_RANGE_HZ.contains(&rate)
+}
+
 fn sample_rate(global: &Object) -> Result<Option<f64>, MetaError> {
     match global.get("core:sample_rate") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v.as_f64() {
-            Some(rate) if rate.is_finite() && rate > 0.0 => Ok(Some(rate)),
-            _ => Err(MetaError::rule(
-                "global \"core:sample_rate\" must be a positive number",
-            )),
+            Some(rate) if sane_rate(rate) => Ok(Some(rate)),
+            _ => Err(MetaError::rule(format!(
+                "global \"core:sample_rate\" {}: {RATE_RULE}",
+                v.as_f64()
+                    .map_or_else(|| "(not a number)".to_string(), |r| r.to_string())
+            ))),
         },
     }
 }

@@ -19,6 +19,7 @@ use crate::annotations::AnnotationStatus;
 use crate::cli::CliError;
 use crate::dataset::Dataset;
 use crate::format::json::{object_to_pretty, Object, Value};
+use crate::format::printable::escaped;
 use crate::format::record::RecordMeta;
 
 use super::super::size::format_size;
@@ -135,7 +136,9 @@ fn shape_text(shape: &[u64]) -> String {
 /// The human-readable report.
 pub fn to_text(info: &Info) -> String {
     let mut out = String::new();
-    let mut line = |key: &str, value: String| out.push_str(&format!("{key:<16}{value}\n"));
+    // Every value may hold a dataset's strings: escaped, so each stays on its line.
+    let mut line =
+        |key: &str, value: String| out.push_str(&format!("{key:<16}{}\n", escaped(&value)));
     line("dataset_id", info.dataset_id.clone());
     line("snapshot_id", info.snapshot_id.clone());
     line("layout_version", info.layout_version.clone());
@@ -156,6 +159,7 @@ pub fn to_text(info: &Info) -> String {
         }
     }
     if let Some(problem) = &info.annotations_problem {
+        let problem = escaped(&problem.to_string()).into_owned();
         out.push_str(&format!("{:<16}unreadable: {problem}\n", "annotations"));
     }
     if !info.annotations.is_empty() {
@@ -175,11 +179,18 @@ pub fn to_text(info: &Info) -> String {
                     },
                 );
                 out.push_str(&format!(
-                    "  {}  publication {}  {} records  {counts}\n",
-                    set.name, summary.publication_id, summary.record_count
+                    "  {}  publication {}  {} records  {}\n",
+                    escaped(&set.name),
+                    escaped(&summary.publication_id),
+                    summary.record_count,
+                    escaped(&counts)
                 ));
             }
-            Err(problem) => out.push_str(&format!("  {}  hidden: {problem}\n", set.name)),
+            Err(problem) => out.push_str(&format!(
+                "  {}  hidden: {}\n",
+                escaped(&set.name),
+                escaped(&problem.to_string())
+            )),
         }
     }
     out
@@ -190,11 +201,12 @@ fn fields_table(row: &RecordMeta) -> String {
     let width = row
         .fields
         .keys()
-        .map(|n| n.chars().count())
+        .map(|n| escaped(n).chars().count())
         .max()
         .unwrap_or(0);
     let mut out = format!("fields ({}):\n", row.fields.len());
     for (name, field) in &row.fields {
+        let name = escaped(name);
         out.push_str(&format!(
             "  {name:<width$}  {:<10} {}\n",
             field.dtype.numpy_name(),
