@@ -19,8 +19,9 @@
 //! pending. Outside a request (tests, `sds` commands) there is no requester and nothing is
 //! ever interrupted.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How often a waiting request looks at its requester.
@@ -29,82 +30,95 @@ pub const POLL: Duration = Duration::from_millis(50);
 thread_local! {
     /// The thread id of the process this thread is serving, if any.
     static REQUESTER: Cell<Option<u32>> = const { Cell::new(None) };
-    /// Whether this thread is counted in [`AT_WORK`].
-    static AT_WORK_HERE: Cell<bool> = const { Cell::new(false) };
-    /// Whether this thread is counted in [`WAITING`].
-    static WAITING_HERE: Cell<bool> = const { Cell::new(false) };
+    /// The work this thread is doing, if any.
+    static WORK: RefCell<Option<Arc<Work>>> = const { RefCell::new(None) };
 }
 
-/// Threads at work that may hold budget charges and give them back when done: requests being
-/// served ([`serving`]) and background work ([`background`]). A request waiting for room in a
-/// budget uses it to tell a wait that can end (someone else will give memory back) from one
-/// that cannot (what is held belongs to the waiting request itself or to structures kept for
-/// the whole mount).
-static AT_WORK: AtomicUsize = AtomicUsize::new(0);
-
-/// Threads of [`AT_WORK`] waiting on one another ([`waiting`]): for room in a budget, for a
-/// unit another thread is decoding, for an index another thread is building. They give nothing
-/// back until something else moves.
-static WAITING: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts the current thread in [`AT_WORK`] until dropped (once, however deeply nested).
-struct AtWork {
-    counted: bool,
+/// One piece of work in flight: a request served ([`serving`]) or background work
+/// ([`background`]). A budget tags each charge with the work that made it, and learns from the
+/// work whether it is waiting on others (so what it holds cannot be given back until it moves
+/// on) and whether it is over (so what it made and left charged is kept by some structure).
+/// That is all a budget needs to tell a wait for room that can end from one that cannot; no
+/// count of threads has to be maintained by anyone.
+#[derive(Debug)]
+pub struct Work {
+    id: u64,
+    /// Waits under way ([`waiting`]), nested or not.
+    waits: AtomicUsize,
 }
 
-impl AtWork {
-    fn enter() -> AtWork {
-        let counted = !AT_WORK_HERE.with(|here| here.replace(true));
-        if counted {
-            AT_WORK.fetch_add(1, Ordering::SeqCst);
+impl Work {
+    /// A new piece of work, not waiting.
+    pub fn new() -> Arc<Work> {
+        /// Only a source of distinct ids (an address could be reused by a later work).
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Arc::new(Work {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            waits: AtomicUsize::new(0),
+        })
+    }
+
+    /// Distinct for every work of the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the work is waiting on others' work.
+    pub fn is_waiting(&self) -> bool {
+        self.waits.load(Ordering::SeqCst) > 0
+    }
+
+    /// Runs `wait` with the work counted as waiting (also when `wait` panics).
+    pub fn waiting<T>(&self, wait: impl FnOnce() -> T) -> T {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
         }
-        AtWork { counted }
+        self.waits.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waits);
+        wait()
     }
 }
 
-impl Drop for AtWork {
-    fn drop(&mut self) {
-        if self.counted {
-            AT_WORK.fetch_sub(1, Ordering::SeqCst);
-            AT_WORK_HERE.with(|here| here.set(false));
+/// Runs `work` as the current thread's work: a new [`Work`] unless the thread is doing one
+/// already (nested scopes are one work), forgotten afterwards (also on a panic).
+fn as_work<T>(work: impl FnOnce() -> T) -> T {
+    struct Forget;
+    impl Drop for Forget {
+        fn drop(&mut self) {
+            WORK.with(|current| current.borrow_mut().take());
         }
     }
-}
-
-/// Runs background `work` (decoding ahead, building an index, refreshing the catalog) counted
-/// as work in flight.
-pub fn background<T>(work: impl FnOnce() -> T) -> T {
-    let _at_work = AtWork::enter();
+    if current_work().is_some() {
+        return work();
+    }
+    WORK.with(|current| *current.borrow_mut() = Some(Work::new()));
+    let _forget = Forget;
     work()
 }
 
-/// Runs `wait` (a wait on other threads' work) with this thread, if it is at work, counted as
-/// waiting.
-pub fn waiting<T>(wait: impl FnOnce() -> T) -> T {
-    if !AT_WORK_HERE.with(Cell::get) {
-        return wait();
-    }
-    let counted = !WAITING_HERE.with(|here| here.replace(true));
-    if counted {
-        WAITING.fetch_add(1, Ordering::SeqCst);
-    }
-    let result = wait();
-    if counted {
-        WAITING.fetch_sub(1, Ordering::SeqCst);
-        WAITING_HERE.with(|here| here.set(false));
-    }
-    result
+/// The work this thread is doing, if any (outside [`serving`] and [`background`]: none, and
+/// what the thread charges counts as kept, like a structure made for the whole mount).
+pub fn current_work() -> Option<Arc<Work>> {
+    WORK.with(|current| current.borrow().clone())
 }
 
-/// Threads at work, other than the calling one, that are not waiting: those that can still
-/// give memory back. Zero means a wait for room could never end.
-pub fn others_at_work() -> usize {
-    let here = usize::from(AT_WORK_HERE.with(Cell::get) && !WAITING_HERE.with(Cell::get));
-    let waiting = WAITING.load(Ordering::SeqCst);
-    AT_WORK
-        .load(Ordering::SeqCst)
-        .saturating_sub(waiting)
-        .saturating_sub(here)
+/// Runs background `work` (decoding ahead, building an index, refreshing the catalog) as work
+/// in flight.
+pub fn background<T>(work: impl FnOnce() -> T) -> T {
+    as_work(work)
+}
+
+/// Runs `wait` (a wait on other threads' work: for room in a budget, for a unit another
+/// thread is decoding, for an index another thread is building) with this thread's work, if
+/// any, counted as waiting: it gives nothing back until something else moves.
+pub fn waiting<T>(wait: impl FnOnce() -> T) -> T {
+    match current_work() {
+        Some(work) => work.waiting(wait),
+        None => wait(),
+    }
 }
 
 /// The requester has a signal pending: the request should end with EINTR.
@@ -115,9 +129,8 @@ pub struct Interrupted;
 /// Runs `work` on behalf of the thread `tid` (0: unknown, e.g. a requester in another pid
 /// namespace, which is then never interrupted).
 pub fn serving<T>(tid: u32, work: impl FnOnce() -> T) -> T {
-    let _at_work = AtWork::enter();
     let previous = REQUESTER.with(|r| r.replace((tid != 0).then_some(tid)));
-    let result = work();
+    let result = as_work(work);
     REQUESTER.with(|r| r.set(previous));
     result
 }
@@ -183,6 +196,31 @@ mod tests {
             check(),
             Ok(()),
             "the requester is forgotten after the request"
+        );
+    }
+
+    #[test]
+    fn nested_scopes_are_one_work_that_waits_while_a_wait_runs_and_ends_with_the_scope() {
+        assert!(current_work().is_none(), "no work outside a scope");
+        let work = background(|| {
+            let outer = current_work().expect("a work in a scope");
+            let inner = serving(0, || current_work().expect("still one"));
+            assert!(
+                Arc::ptr_eq(&outer, &inner),
+                "a nested scope is the same work"
+            );
+            assert!(!outer.is_waiting());
+            waiting(|| assert!(outer.is_waiting()));
+            assert!(!outer.is_waiting(), "waiting only while the wait runs");
+            Arc::downgrade(&outer)
+        });
+        assert!(work.upgrade().is_none(), "the work is over with its scope");
+        assert!(current_work().is_none());
+        let (first, second) = (serving(0, current_work), serving(0, current_work));
+        assert_ne!(
+            first.map(|w| w.id()),
+            second.map(|w| w.id()),
+            "a work per request"
         );
     }
 
