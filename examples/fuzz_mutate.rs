@@ -6,8 +6,8 @@
 //! cargo run --release --example fuzz_mutate -- TARGET SECONDS [SEED]
 //! cargo run --release --example fuzz_mutate -- --write-seeds      # regenerates fuzz/seeds
 //! ```
-//! TARGET is one of `json`, `record`, `row`, `control`, `arrayrecord`, `names`, `claims`, or
-//! `all`.
+//! TARGET is one of `json`, `record`, `row`, `control`, `arrayrecord`, `names`, `claims`,
+//! `render`, or `all`.
 //! Each round takes a seed from `fuzz/seeds/TARGET/`, applies 1 to 8 random mutations (bit
 //! flips, byte sets, interesting values, insertions, deletions, duplicated or spliced ranges,
 //! extreme little-endian u64s, a decimal number replaced by one on the bound of a claim,
@@ -317,6 +317,9 @@ fn write_seeds() -> Result<(), String> {
     put("names", "long", "é".repeat(200).as_bytes())?;
     for (name, input) in claims_seeds()? {
         put("claims", &name, &input)?;
+    }
+    for (name, input) in common::render::seeds() {
+        put("render", &name, &input)?;
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod background;
 pub mod cache;
 pub mod catalog_watch;
 pub mod columns;
+pub mod computed;
 pub mod error;
 pub mod fuse;
 pub mod inode;

@@ -27,15 +27,7 @@ fn line<'a>(log: &'a [String], prefix: &str) -> &'a str {
 
 #[test]
 fn every_seed_runs_without_a_finding() {
-    let dir = format!("{}/fuzz/seeds/claims", env!("CARGO_MANIFEST_DIR"));
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    // `finding-*` seeds reproduce known defects (docs/RELIABILITY.md, "Fuzzing"); they are
-    // not expected to pass until those are fixed.
-    names.retain(|n| !n.starts_with("finding-"));
+    let names = common::seed_names("claims");
     assert!(names.len() >= 20, "{names:?}");
     for name in names {
         let input = seed(&name);

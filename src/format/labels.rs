@@ -22,6 +22,7 @@
 //! rounded up). Anything else is unconvertible and never guessed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::dtype::DType;
 use super::json::{python_float_repr, write_string, Object, Value};
@@ -185,9 +186,12 @@ fn column_names(field: &FieldMeta) -> Option<Vec<&str>> {
     values.iter().map(Value::as_str).collect()
 }
 
+/// Where the `wanted` columns sit in rows of `width` numbers (a named column past the row's
+/// end, which a validated row cannot have, is refused rather than read out of bounds).
 fn column_indices<const N: usize>(
     field: &FieldMeta,
     wanted: [&str; N],
+    width: usize,
 ) -> Result<[usize; N], LabelError> {
     let Some(names) = column_names(field) else {
         return Ok(std::array::from_fn(|i| i));
@@ -197,6 +201,7 @@ fn column_indices<const N: usize>(
         *slot = names
             .iter()
             .position(|n| *n == name)
+            .filter(|&index| index < width)
             .ok_or_else(|| LabelError::Shape(format!("no column named {name:?}")))?;
     }
     Ok(indices)
@@ -213,6 +218,7 @@ pub fn extent_columns(field: &FieldMeta) -> Result<(u64, ExtentColumns), LabelEr
             "low_freq_hz",
             "high_freq_hz",
         ],
+        width,
     )?;
     Ok((
         count,
@@ -234,7 +240,7 @@ pub fn identity_columns(field: &FieldMeta, count: u64) -> Result<IdentityColumns
             "{boxes} boxes, but the extent has {count}"
         )));
     }
-    let [class_id, emitter_index] = column_indices(field, ["class_id", "emitter_index"])?;
+    let [class_id, emitter_index] = column_indices(field, ["class_id", "emitter_index"], width)?;
     Ok(IdentityColumns {
         class_id,
         emitter_index,
@@ -242,17 +248,41 @@ pub fn identity_columns(field: &FieldMeta, count: u64) -> Result<IdentityColumns
     })
 }
 
+/// Longest class name shown, in bytes: a longer one is cut at a character boundary and ends
+/// with [`SHORTENED`]. A box's annotation slot is as wide as the longest name can make it, so
+/// one 20,000-character name would otherwise widen every slot of a 100,000-box document.
+pub const MAX_CLASS_NAME_BYTES: usize = 256;
+/// What ends a shortened class name.
+pub const SHORTENED: &str = "\u{2026}";
+
+/// The class names of a table, each held once and shared by every box that carries it.
+pub type ClassNames = BTreeMap<i64, Arc<str>>;
+
 /// `class_names` of the identity metadata: entries whose key is an integer and whose value is a
-/// string (others are ignored; a class without a name is labelled by its id).
-pub fn class_names(identity_metadata: &Object) -> BTreeMap<i64, String> {
+/// string (others are ignored; a class without a name is labelled by its id), each at most
+/// [`MAX_CLASS_NAME_BYTES`] ([`shorten_name`]).
+pub fn class_names(identity_metadata: &Object) -> ClassNames {
     let Some(names) = metadata_key(identity_metadata, "class_names").and_then(Value::as_object)
     else {
         return BTreeMap::new();
     };
     names
         .iter()
-        .filter_map(|(id, name)| Some((id.parse().ok()?, name.as_str()?.to_string())))
+        .filter_map(|(id, name)| Some((id.parse().ok()?, shorten_name(name.as_str()?))))
         .collect()
+}
+
+/// `name`, or its first characters followed by [`SHORTENED`] when it is longer than
+/// [`MAX_CLASS_NAME_BYTES`] (the result is never longer).
+pub fn shorten_name(name: &str) -> Arc<str> {
+    if name.len() <= MAX_CLASS_NAME_BYTES {
+        return Arc::from(name);
+    }
+    let mut end = MAX_CLASS_NAME_BYTES - SHORTENED.len();
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    Arc::from(format!("{}{SHORTENED}", &name[..end]))
 }
 
 /// What a receiver states about its own frame.
@@ -333,7 +363,8 @@ pub struct Annotation {
     pub sample_count: u64,
     pub freq_lower_edge: f64,
     pub freq_upper_edge: f64,
-    pub label: Option<String>,
+    /// The class name (shared with every box of the class) or the class id.
+    pub label: Option<Arc<str>>,
     pub comment: Option<String>,
 }
 
@@ -349,7 +380,7 @@ pub fn convert_box(
     index: u64,
     row: &BoxRow,
     conversion: &Conversion,
-    names: &BTreeMap<i64, String>,
+    names: &ClassNames,
 ) -> Result<Annotation, LabelError> {
     let numbers = [row.start, row.duration, row.low_hz, row.high_hz];
     if numbers.iter().any(|v| !v.is_finite()) {
@@ -383,7 +414,7 @@ pub fn convert_box(
         names
             .get(&i64::from(class))
             .cloned()
-            .unwrap_or_else(|| class.to_string())
+            .unwrap_or_else(|| Arc::from(class.to_string()))
     });
     Ok(Annotation {
         sample_start: first as u64,
@@ -426,7 +457,7 @@ pub fn render_annotation(annotation: &Annotation) -> String {
 /// The longest [`render_annotation`] text of any box, given the names a label may take:
 /// every number at its longest text, the longest label (a name, or a class id), and the
 /// comment of the longest emitter index.
-pub fn max_annotation_len(names: &BTreeMap<i64, String>, with_identity: bool) -> usize {
+pub fn max_annotation_len(names: &ClassNames, with_identity: bool) -> usize {
     let longest = Annotation {
         sample_start: u64::MAX,
         sample_count: u64::MAX,
@@ -531,7 +562,7 @@ mod tests {
 
     #[test]
     fn boxes_become_absolute_and_widen_to_whole_samples() {
-        let names = BTreeMap::from([(1, "qpsk".to_string())]);
+        let names = BTreeMap::from([(1, Arc::from("qpsk"))]);
         let row = BoxRow {
             start: 2000.0,
             duration: 9000.0,
@@ -638,7 +669,7 @@ mod tests {
 
     #[test]
     fn rendering_is_sorted_json_within_the_maximum() {
-        let names = BTreeMap::from([(1, "q\"psk".to_string())]);
+        let names = BTreeMap::from([(1, Arc::from("q\"psk"))]);
         let a = Annotation {
             sample_start: 5,
             sample_count: 10,
@@ -702,9 +733,19 @@ mod tests {
         names.insert("x".into(), "bad key".into());
         names.insert("2".into(), Value::Int(5));
         let meta = metadata(&[("class_names", Value::Object(names))]);
-        assert_eq!(
-            class_names(&meta),
-            BTreeMap::from([(1, "qpsk".to_string())])
-        );
+        assert_eq!(class_names(&meta), BTreeMap::from([(1, Arc::from("qpsk"))]));
+    }
+
+    #[test]
+    fn long_class_names_are_shortened_with_a_marker() {
+        assert_eq!(&*shorten_name("qpsk"), "qpsk");
+        let exact = "a".repeat(MAX_CLASS_NAME_BYTES);
+        assert_eq!(&*shorten_name(&exact), exact.as_str());
+        // 20,000 two-byte characters: cut at a character boundary, 256 bytes at most, by hand
+        // 253 bytes of text less the half character, then the 3-byte ellipsis.
+        let long = shorten_name(&"é".repeat(20_000));
+        assert_eq!(long.len(), 252 + 3);
+        assert!(long.ends_with('\u{2026}'));
+        assert!(long.starts_with("éé"));
     }
 }

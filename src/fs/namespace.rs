@@ -9,9 +9,10 @@
 //! - only reading `.raw`, `.npy` or `.sigmf-data`, a `.sigmf-meta` whose record has label
 //!   boxes for it, or a `.sigmf-collection` (which hashes the `.sigmf-meta`s) touches the data
 //!   shard, once per record while it stays in the decoded-record cache; so do the pictures
-//!   (`.spectrogram.png`, `preview.png`), whose sizes are fixed by their dimensions and whose
-//!   renders are kept within the memory budget ([`PictureCache`]) so that reading one in
-//!   small pieces, or several readers at once, renders it once;
+//!   (`.spectrogram.png`, `preview.png`), whose sizes are fixed by their dimensions; every
+//!   computed file (pictures, SigMF metas and collections) is charged to the memory budget at
+//!   its exact size before it is rendered and kept while it is read ([`ComputedCache`]), so
+//!   that reading one in small pieces, or several readers at once, renders it once;
 //! - `by-id/` and `by-scene/` need every row, so they are built on first use, in the
 //!   background and within the memory budget, and kept ([`super::row_index`]).
 //!
@@ -30,9 +31,10 @@ use bytes::Bytes;
 
 use super::background::Background;
 use super::cache::{
-    CacheConfig, CachedTree, DecodeAhead, PictureCache, RecordBytes, RecordCache, TreeCache, Window,
+    CacheConfig, CachedTree, DecodeAhead, RecordBytes, RecordCache, TreeCache, Window,
 };
 use super::columns::{self, ColumnIndex, ColumnView};
+use super::computed::{self as computed, ComputedCache};
 pub use super::error::FsError;
 use super::inode::{Ino, MAX_ORDINAL};
 use super::overlay::{Carrier, Overlay, VisibleSet};
@@ -124,7 +126,8 @@ pub struct Namespace {
     /// order). See [`IN_ORDER_MIN_RECORDS`].
     column_scan_turn: std::sync::Mutex<()>,
     overlay: Overlay,
-    pictures: Arc<PictureCache>,
+    /// Computed files rendered and kept while they are read, and the metas' hashes.
+    computed: Arc<ComputedCache>,
 }
 
 /// A record's picture of its receivers and pulses, in its directory.
@@ -183,7 +186,7 @@ impl Namespace {
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
             column_scan_turn: std::sync::Mutex::new(()),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
-            pictures: PictureCache::new(dataset.memory().clone()),
+            computed: ComputedCache::new(dataset.memory().clone()),
             dataset,
         }
     }
@@ -196,9 +199,14 @@ impl Namespace {
         &self.records
     }
 
-    /// Pictures rendered so far.
+    /// Computed files (pictures, SigMF metas and collections) rendered so far.
+    pub fn computed_renders(&self) -> u64 {
+        self.computed.renders()
+    }
+
+    /// Pictures rendered so far (counted with the other computed files).
     pub fn picture_renders(&self) -> u64 {
-        self.pictures.renders()
+        self.computed_renders()
     }
 
     /// The zero-padded directory name of an ordinal.
@@ -803,14 +811,25 @@ impl Namespace {
             Ino::SetJson(i) => Ok(slice(self.set_at(i)?.set.root_bytes(), offset, size)),
             Ino::RecordCollection(o) => {
                 self.check_ordinal(o)?;
-                Ok(slice_vec(&self.record_collection(o, true)?, offset, size))
+                let bytes =
+                    self.collection_file(ino, |hashed| self.record_collection(o, hashed))?;
+                Ok(slice(&bytes, offset, size))
             }
             Ino::SceneCollection(i) => {
-                Ok(slice_vec(&self.scene_collection(i, true)?, offset, size))
+                let bytes = self.collection_file(ino, |hashed| self.scene_collection(i, hashed))?;
+                Ok(slice(&bytes, offset, size))
             }
             Ino::RecordPreview(o) => {
                 self.check_ordinal(o)?;
-                let png = self.pictures.get(ino, || self.preview(o))?;
+                let png = self.computed.get(
+                    ino,
+                    || {
+                        Ok(picture::preview_len(
+                            self.record_tree(o)?.preview_panels.len(),
+                        ))
+                    },
+                    || self.preview(o),
+                )?;
                 Ok(slice(&png, offset, size))
             }
             Ino::RecordSetJson(o, i) => Ok(slice_vec(
@@ -862,10 +881,10 @@ impl Namespace {
         match view {
             View::Json => Ok(slice_vec(&entry.json, offset, size)),
             View::SigmfMeta => {
-                let needed = sigmf_needs_tensors(&tree, field);
-                let (tree, record) = self.with_record(tree, needed)?;
-                let meta = self.sigmf_meta(&tree, field, record.as_deref())?;
-                Ok(slice_vec(&meta, offset, size))
+                let len = tree.node_len(node);
+                drop(tree);
+                let meta = self.meta_bytes(ordinal, node, field, len)?;
+                Ok(slice(&meta, offset, size))
             }
             View::Raw | View::SigmfData => {
                 let (name, raw_len) = (entry.name.clone(), entry.raw_len);
@@ -883,9 +902,11 @@ impl Namespace {
             View::Spectrogram => {
                 drop(tree);
                 let ino = Ino::FieldNode(ordinal, node).encode();
-                let png = self
-                    .pictures
-                    .get(ino, || self.spectrogram(ordinal, field))?;
+                let png = self.computed.get(
+                    ino,
+                    || Ok(picture::spectrogram_len()),
+                    || self.spectrogram(ordinal, field),
+                )?;
                 Ok(slice(&png, offset, size))
             }
         }
@@ -995,7 +1016,7 @@ impl Namespace {
             Some(plan) => Some(box_tensors(tree, plan, record)?),
             None => None,
         };
-        Ok(layout.render(tensors.as_ref(), tree.ordinal, &entry.name))
+        layout.render(tensors.as_ref(), tree.ordinal, &entry.name)
     }
 
     /// Field `index`'s `.spectrogram.png`.
@@ -1041,45 +1062,111 @@ impl Namespace {
         }
     }
 
-    /// The streams of record `ordinal`, named below `prefix`, hashed when `hashed` (which
-    /// reads the record's boxes), else with placeholder hashes of the same size; with its tree.
-    fn streams_of(
+    /// Field `field`'s `.sigmf-meta` (file node `node`, `len` bytes as `stat` gives it), rendered
+    /// once and kept while it is read.
+    fn meta_bytes(
+        &self,
+        ordinal: u64,
+        node: u32,
+        field: usize,
+        len: u64,
+    ) -> Result<Bytes, FsError> {
+        let ino = Ino::FieldNode(ordinal, node).encode();
+        self.computed.get(
+            ino,
+            || Ok(len),
+            || {
+                let (tree, record) =
+                    self.tree_and_record(ordinal, |tree| sigmf_needs_tensors(tree, field))?;
+                self.sigmf_meta(&tree, field, record.as_deref())
+            },
+        )
+    }
+
+    /// The SHA-512 of a stream's `.sigmf-meta`: kept, or rendered (and kept) and hashed.
+    fn meta_hash(&self, ordinal: u64, stream: &StreamFile) -> Result<computed::Sha512, FsError> {
+        let ino = Ino::FieldNode(ordinal, stream.node).encode();
+        if let Some(hash) = self.computed.hash(ino) {
+            return Ok(hash);
+        }
+        let meta = self.meta_bytes(ordinal, stream.node, stream.field, stream.meta_len)?;
+        let hash = computed::sha512(&meta);
+        self.computed.keep_hash(ino, hash);
+        Ok(hash)
+    }
+
+    /// The recordings of record `ordinal`, named below `prefix`, and its tree.
+    fn stream_files(
         &self,
         ordinal: u64,
         prefix: &str,
-        hashed: bool,
-    ) -> Result<(Vec<Stream>, Arc<CachedTree>), FsError> {
-        let (tree, record) = self.tree_and_record(ordinal, |tree| {
-            hashed
-                && tree
-                    .sigmf_streams
-                    .iter()
-                    .any(|(_, field)| sigmf_needs_tensors(tree, *field as usize))
-        })?;
-        let streams = tree
+    ) -> Result<(Vec<StreamFile>, Arc<CachedTree>), FsError> {
+        let tree = self.record_tree(ordinal)?;
+        let files = tree
             .sigmf_streams
             .iter()
-            .map(|(path, field)| {
-                let name = format!("{prefix}{path}");
-                let meta = || self.sigmf_meta(&tree, *field as usize, record.as_deref());
-                Ok(if hashed {
-                    Stream::hashed(name, &meta()?)
-                } else {
-                    Stream {
-                        name,
-                        meta_sha512: None,
-                    }
+            .filter_map(|(path, field)| {
+                let node = meta_node(&tree, *field)?;
+                Some(StreamFile {
+                    ordinal,
+                    name: format!("{prefix}{path}"),
+                    node,
+                    field: *field as usize,
+                    meta_len: tree.node_len(node),
                 })
             })
-            .collect::<Result<Vec<_>, FsError>>()?;
-        Ok((streams, tree))
+            .collect();
+        Ok((files, tree))
+    }
+
+    /// The collection of `description` listing the `files` that fit its caps
+    /// ([`sigmf::listed`]), hashed when `hashed` (which renders the metas not hashed yet),
+    /// else with placeholder hashes of the same size. Ends when the requester is interrupted.
+    fn collection_of(
+        &self,
+        description: &str,
+        files: Vec<StreamFile>,
+        hashed: bool,
+    ) -> Result<Vec<u8>, FsError> {
+        let sizes: Vec<(&str, u64)> = files
+            .iter()
+            .map(|f| (f.name.as_str(), f.meta_len))
+            .collect();
+        let shown = sigmf::listed(description, &sizes);
+        let left_out = (files.len() - shown) as u64;
+        let mut streams = Vec::with_capacity(shown);
+        for file in files.into_iter().take(shown) {
+            interrupt::check()?;
+            let meta_sha512 = match hashed {
+                true => Some(hex::encode(self.meta_hash(file.ordinal, &file)?)),
+                false => None,
+            };
+            streams.push(Stream {
+                name: file.name,
+                meta_sha512,
+            });
+        }
+        Ok(sigmf::collection(description, &streams, left_out))
+    }
+
+    /// Collection file `ino`, made by `make` (hashed, or with placeholder hashes for its size),
+    /// rendered once and kept while it is read.
+    fn collection_file(
+        &self,
+        ino: u64,
+        make: impl Fn(bool) -> Result<Vec<u8>, FsError>,
+    ) -> Result<Bytes, FsError> {
+        self.computed
+            .get(ino, || Ok(make(false)?.len() as u64), || make(true))
     }
 
     /// `records/<n>/record.sigmf-collection` (see [`sigmf::collection`] for `hashed`).
     fn record_collection(&self, ordinal: u64, hashed: bool) -> Result<Vec<u8>, FsError> {
-        let (streams, tree) = self.streams_of(ordinal, "fields/", hashed)?;
+        let (files, tree) = self.stream_files(ordinal, "fields/")?;
         let description = sigmf::record_collection_description(&self.provenance(&tree));
-        Ok(sigmf::collection(&description, &streams))
+        // The tree is let go before metas are rendered: a render may wait for room.
+        drop(tree);
+        self.collection_of(&description, files, hashed)
     }
 
     /// `by-scene/<scene>/scene.sigmf-collection`: every recording of the scene's records, through
@@ -1091,17 +1178,17 @@ impl Namespace {
             .get(index as usize)
             .filter(|(_, ordinals)| has_scene_collection(ordinals))
             .ok_or(FsError::NotFound)?;
-        let mut streams = Vec::new();
+        let mut files = Vec::new();
         for &ordinal in ordinals {
-            let record_streams = self.record_tree(ordinal)?.sigmf_streams.len();
-            if streams.len() + record_streams > MAX_COLLECTION_STREAMS {
+            let prefix = format!("{}/fields/", self.ordinal_name(ordinal));
+            let (record_files, _) = self.stream_files(ordinal, &prefix)?;
+            if files.len() + record_files.len() > MAX_COLLECTION_STREAMS {
                 return Err(FsError::failed(format!(
                     "by-scene/{scene}/{SCENE_COLLECTION}: more than {MAX_COLLECTION_STREAMS} \
                      recordings"
                 )));
             }
-            let prefix = format!("{}/fields/", self.ordinal_name(ordinal));
-            streams.extend(self.streams_of(ordinal, &prefix, hashed)?.0);
+            files.extend(record_files);
         }
         let root = self.dataset.root();
         let description = sigmf::scene_collection_description(
@@ -1109,7 +1196,7 @@ impl Namespace {
             &root.dataset_id,
             &self.dataset.snapshot().snapshot_id,
         );
-        Ok(sigmf::collection(&description, &streams))
+        self.collection_of(&description, files, hashed)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1336,6 +1423,24 @@ fn sigmf_needs_tensors(tree: &RecordTree, index: usize) -> bool {
         .is_some_and(|layout| layout.needs_tensors().is_some())
 }
 
+/// A recording of a collection: its name there and its `.sigmf-meta` (record, file node, field,
+/// size).
+struct StreamFile {
+    ordinal: u64,
+    name: String,
+    node: u32,
+    field: usize,
+    meta_len: u64,
+}
+
+/// The file node of field `field`'s `.sigmf-meta`.
+fn meta_node(tree: &RecordTree, field: u32) -> Option<u32> {
+    tree.nodes.iter().position(|node| {
+        matches!(node, Node::File { field: f, view: View::SigmfMeta, .. } if *f == field)
+    })
+    .and_then(|index| u32::try_from(index).ok())
+}
+
 /// `record`, which a caller decoded because what it serves reads tensors.
 fn at_hand<'a>(
     tree: &RecordTree,
@@ -1384,12 +1489,7 @@ fn boxes_of(
     match entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors()) {
         Some(plan) => {
             let tensors = box_tensors(tree, plan, record)?;
-            Ok(sigmf::converted_boxes(
-                plan,
-                &tensors,
-                tree.ordinal,
-                &entry.name,
-            ))
+            sigmf::converted_boxes(plan, &tensors, tree.ordinal, &entry.name)
         }
         None => Ok(Vec::new()),
     }

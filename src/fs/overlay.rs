@@ -130,12 +130,7 @@ impl Carrier {
         let boxes = plan
             .and_then(|plan| {
                 let tensors = self.box_tensors(plan)?;
-                Some(converted_boxes(
-                    plan,
-                    &tensors,
-                    self.tree.ordinal,
-                    &entry.name,
-                ))
+                converted_boxes(plan, &tensors, self.tree.ordinal, &entry.name).ok()
             })
             .unwrap_or_default();
         let read = |name: &str, offset: u64, len: usize| -> Result<Bytes, FsError> {
@@ -168,7 +163,11 @@ impl Carrier {
                 let tensors = layout
                     .needs_tensors()
                     .and_then(|plan| self.box_tensors(plan));
-                Bytes::from(layout.render(tensors.as_ref(), self.tree.ordinal, &entry.name))
+                Bytes::from(
+                    layout
+                        .render(tensors.as_ref(), self.tree.ordinal, &entry.name)
+                        .ok()?,
+                )
             }
             View::Spectrogram => Bytes::from(self.spectrogram(entry)?),
             View::Npy => {

@@ -492,3 +492,13 @@ impl Counting for CountingStore {
             .count()
     }
 }
+
+/// `records` in one shard, published as dataset `dataset_id` (snapshot `s1`) in a temporary
+/// directory.
+pub fn publish_records(records: Vec<Record>, dataset_id: &str) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
+    let receipt = write_shard(&store, records, "w0", 0, &ShardOptions::default()).unwrap();
+    publish(&store, &[receipt], &PublishOptions::new(dataset_id, "s1")).unwrap();
+    dir
+}

@@ -31,6 +31,7 @@ use crate::format::labels::{self, Annotation};
 use crate::format::png::{png_len, Canvas, Rgb, GLYPH_H, GLYPH_W};
 use crate::format::record::{FieldMeta, RecordMeta};
 use crate::fs::error::FsError;
+use crate::interrupt;
 
 /// FFT size, and the plot's width in pixels (one column per frequency bin).
 pub const FFT_LEN: usize = 256;
@@ -53,6 +54,9 @@ pub const PREVIEW_W: u32 = PANEL_LEFT + FFT_LEN as u32 + 8;
 /// Dynamic range shown, in dB below the picture's strongest cell.
 const RANGE_DB: f32 = 60.0;
 const BYTES_PER_SAMPLE: u64 = 8;
+/// Plot rows computed between two looks at whether the requester was interrupted (a row is up
+/// to 8 FFTs and their reads, a look reads `/proc`).
+const INTERRUPT_ROWS: u64 = 16;
 
 const BACKGROUND: Rgb = [24, 24, 24];
 const INK: Rgb = [230, 230, 230];
@@ -232,6 +236,9 @@ struct Grid {
 fn power_grid(name: &str, samples: u64, rows: u32, read: &ReadField) -> Result<Grid, FsError> {
     let mut cells = Vec::with_capacity(rows as usize * FFT_LEN);
     for row in 0..u64::from(rows) {
+        if row % INTERRUPT_ROWS == 0 {
+            interrupt::check()?;
+        }
         let starts = window_starts(samples, row, u64::from(rows));
         cells.extend(mean_spectrum(name, (0, samples), &starts, read)?);
     }
@@ -284,9 +291,13 @@ fn window_starts(samples: u64, row: u64, rows: u64) -> Vec<u64> {
         return vec![centre.saturating_sub(n / 2).min(last_start)];
     }
     let count = (span / n).min(MAX_WINDOWS);
-    let room = span - n;
+    let room = u128::from(span - n);
     (0..count)
-        .map(|i| (begin + room * i / (count - 1).max(1)).min(last_start))
+        .map(|i| {
+            // In u128: `room * i` overflows u64 for a span near 2^64.
+            let step = room * u128::from(i) / u128::from((count - 1).max(1));
+            (begin + step as u64).min(last_start)
+        })
         .collect()
 }
 
@@ -358,6 +369,9 @@ fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, FsErr
     let mut cells = Vec::with_capacity(PANEL_ROWS as usize * FFT_LEN);
     let mut last: Option<(u64, Vec<f32>)> = None;
     for row in 0..u64::from(PANEL_ROWS) {
+        if row % INTERRUPT_ROWS == 0 {
+            interrupt::check()?;
+        }
         let pulse = (u128::from(pulses) * u128::from(row) / u128::from(PANEL_ROWS)) as u64;
         if last.as_ref().map(|(p, _)| *p) != Some(pulse) {
             let base = pulse
@@ -447,6 +461,9 @@ fn box_rect(axes: &IqAxes, rows: u32, box_: &Annotation) -> Option<((i64, i64), 
     let top = axes.row_of(box_.sample_start, rows).floor();
     let end = box_.sample_start.saturating_add(box_.sample_count);
     let bottom = axes.row_of(end, rows).ceil();
+    if [left, right, top, bottom].iter().any(|v| v.is_nan()) {
+        return None;
+    }
     let clip = |v: f64, max: u32| v.clamp(0.0, f64::from(max)) as i64;
     let (x0, x1) = (clip(left, FFT_LEN as u32), clip(right, FFT_LEN as u32));
     let (y0, y1) = (clip(top, rows), clip(bottom, rows));
@@ -475,10 +492,13 @@ fn draw_frequency_ticks(canvas: &mut Canvas, axes: &IqAxes) {
         let x = i64::from(PLOT_LEFT) + (tick * 64).min(FFT_LEN as i64 - 1);
         canvas.fill((x, below), (x + 1, below + 3), INK);
         let value = base + span * (tick as f64 / 4.0 - 0.5);
-        let text = format!("{value:.decimals$}");
+        // A label that cannot be written in the room between ticks is left out.
+        let Some(text) = tick_text(value, decimals, FREQUENCY_TICK_CHARS) else {
+            continue;
+        };
         let width = text.len() as i64 * i64::from(GLYPH_W);
         let left = (x - width / 2).clamp(0, i64::from(SPECTROGRAM_W) - width);
-        canvas.text((left, below + 4), &text, 16, INK);
+        canvas.text((left, below + 4), &text, FREQUENCY_TICK_CHARS, INK);
     }
     let width = unit.len() as i64 * i64::from(GLYPH_W);
     canvas.text(
@@ -502,11 +522,35 @@ fn draw_time_ticks(canvas: &mut Canvas, axes: &IqAxes) {
         let y = i64::from(PLOT_TOP) + (tick * 64).min(i64::from(PLOT_ROWS) - 1);
         let x = i64::from(PLOT_LEFT);
         canvas.fill((x - 3, y), (x, y + 1), INK);
-        let text = format!("{:.decimals$}", total * tick as f64 / 4.0);
-        canvas.text((1, y - 2), &text, chars, INK);
+        if let Some(text) = tick_text(total * tick as f64 / 4.0, decimals, chars) {
+            canvas.text((1, y - 2), &text, chars, INK);
+        }
     }
     let below = i64::from(PLOT_TOP + PLOT_ROWS);
     canvas.text((2, below + 11), unit, 16, INK);
+}
+
+/// Characters of a frequency tick's label: the labels of neighbouring ticks, 64 pixels apart,
+/// do not touch.
+const FREQUENCY_TICK_CHARS: usize = 15;
+
+/// `value` in at most `max` characters: with `decimals` decimals when that fits and does not
+/// show a value that is not zero as zero, else in exponent form with as many digits as fit
+/// (`1.23e94`); `None` when it is not finite or nothing fits (the label is left out, never
+/// cut: a cut number reads as another number).
+fn tick_text(value: f64, decimals: usize, max: usize) -> Option<String> {
+    if !value.is_finite() {
+        return None;
+    }
+    let fixed = format!("{value:.decimals$}");
+    let smallest_shown = 0.5 * 10f64.powi(-(decimals as i32));
+    if fixed.len() <= max && (value == 0.0 || value.abs() >= smallest_shown) {
+        return Some(fixed);
+    }
+    (0..=3)
+        .rev()
+        .map(|precision| format!("{value:.precision$e}"))
+        .find(|text| text.len() <= max)
 }
 
 /// Decimals that tell ticks `step` apart (0 to 6).
@@ -634,6 +678,49 @@ mod tests {
     }
 
     #[test]
+    fn extreme_axes_draw_at_the_fixed_size() {
+        // Values a careless producer writes: centres and rates far beyond any radio, steps of
+        // 1e-300 s (a rate of 1e300), the smallest positive floats; boxes at the extremes.
+        let extremes = [1e300, 1e100, 1.7e308, f64::MAX, 5e-324, 1e-300, 1.0];
+        let boxes: Vec<Annotation> = [-1e300, 0.0, 1e300, f64::MAX]
+            .iter()
+            .map(|&hz| Annotation {
+                sample_start: u64::MAX / 2,
+                sample_count: u64::MAX,
+                freq_lower_edge: -hz,
+                freq_upper_edge: hz,
+                label: Some("L".repeat(300).into()),
+                comment: None,
+            })
+            .collect();
+        let asked = std::cell::Cell::new(0);
+        for &rate in &extremes {
+            for center in [None, Some(1e100), Some(f64::MAX), Some(rate)] {
+                let axes = IqAxes {
+                    samples: 1,
+                    rate_hz: Some(rate),
+                    center_hz: center,
+                };
+                let png = spectrogram_png("iq", &axes, &boxes, &counting(&asked)).unwrap();
+                assert_eq!(png.len() as u64, spectrogram_len(), "{axes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn tick_labels_fit_or_are_left_out() {
+        assert_eq!(tick_text(2400.5, 1, 15).as_deref(), Some("2400.5"));
+        assert_eq!(tick_text(1e94, 0, 15).as_deref(), Some("1.000e94"));
+        assert_eq!(tick_text(-1.7e308, 0, 15).as_deref(), Some("-1.700e308"));
+        // A value that fixed decimals would show as zero is written with its exponent.
+        assert_eq!(tick_text(1e-300, 6, 11).as_deref(), Some("1.000e-300"));
+        assert_eq!(tick_text(0.0, 2, 11).as_deref(), Some("0.00"));
+        assert_eq!(tick_text(f64::NAN, 2, 11), None);
+        assert_eq!(tick_text(f64::INFINITY, 0, 11), None);
+        assert_eq!(tick_text(-1.5e-300, 0, 3), None);
+    }
+
+    #[test]
     fn spectrogram_has_its_fixed_size_whatever_the_field() {
         let axes = IqAxes {
             samples: 3,
@@ -645,7 +732,7 @@ mod tests {
             sample_count: 9,
             freq_lower_edge: f64::NAN,
             freq_upper_edge: 1e300,
-            label: Some("é".repeat(500)),
+            label: Some("é".repeat(500).into()),
             comment: None,
         }];
         let png = spectrogram_png("a/b", &axes, &boxes, &reader(tone(3, 0.1))).unwrap();

@@ -9,19 +9,19 @@
 //! SigMF requires; a box that cannot be converted leaves a slot of spaces (and a log line). A
 //! collection's size is fixed the same way: a SHA-512 is always 128 hex digits.
 
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 use sha2::{Digest, Sha512};
 
 use super::sample_rate;
 use crate::format::json::{self, Object, Value};
 use crate::format::labels::{
-    self, Annotation, BoxRow, Conversion, ExtentColumns, IdentityColumns, LabelError, Membership,
-    ReceiverFrame,
+    self, Annotation, BoxRow, ClassNames, Conversion, ExtentColumns, IdentityColumns, LabelError,
+    Membership, ReceiverFrame,
 };
 use crate::format::record::{FieldMeta, RecordMeta};
+use crate::fs::error::FsError;
 use crate::fs::log_limit;
+use crate::interrupt;
 
 /// The extension namespace the documents declare for the record's identity.
 pub const NAMESPACE: &str = "sdsfs";
@@ -31,6 +31,17 @@ const SIGMF_VERSION: &str = "1.2.0";
 const SLOT_LEAD: &str = "\n    ";
 /// A SHA-512 in hex.
 const HASH_HEX: usize = 128;
+/// Largest `.sigmf-meta` with boxes, in bytes: the slots beyond it are left out (the document's
+/// global says how many, `sdsfs:annotations_left_out`). 16 MiB holds about 60,000 boxes with
+/// class names of ordinary length (a slot is about 280 bytes), more than a person or a viewer
+/// reads in one file, and it is what a read renders and keeps charged to the memory budget
+/// (the default `--cache-size` of 1 GiB holds 64 of them).
+pub const MAX_META_BYTES: u64 = 16 << 20;
+/// Room kept for the note a cut document's global carries.
+const NOTE_RESERVE: u64 = 512;
+/// Boxes converted or written between two looks at whether the requester was interrupted
+/// (a look reads `/proc`; a box takes well under a microsecond).
+const INTERRUPT_EVERY: u64 = 4096;
 
 /// Where a record sits: what a document's `global` (or `collection`) names.
 #[derive(Debug, Clone, Copy)]
@@ -47,9 +58,12 @@ pub struct BoxPlan {
     pub extent_field: String,
     pub columns: ExtentColumns,
     pub identity: Option<(String, IdentityColumns)>,
-    pub names: BTreeMap<i64, String>,
+    pub names: ClassNames,
     pub conversion: Conversion,
+    /// Boxes in the table.
     pub count: u64,
+    /// Slots of the document: the boxes that fit in [`MAX_META_BYTES`] (at most `count`).
+    pub slots: u64,
     /// Bytes of one slot.
     pub slot_width: u64,
 }
@@ -103,14 +117,28 @@ impl MetaLayout {
         at: &Provenance,
         metadata_only: bool,
     ) -> MetaLayout {
-        let boxes = match box_plan(name, field, record) {
+        let mut boxes = match box_plan(name, field, record) {
             Ok(plan) => plan,
             Err(why) => {
                 log_left_out(at.ordinal, name, &why.to_string());
                 None
             }
         };
-        let text = json::object_to_pretty(&meta_document(name, field, at, metadata_only));
+        let document = |cut: Option<Cut>| {
+            json::object_to_pretty(&meta_document(name, field, at, metadata_only, cut))
+        };
+        let mut text = document(None);
+        if let Some(plan) = boxes.as_mut() {
+            // The slots that fit in the cap beside the document's other text and its note.
+            let room = MAX_META_BYTES.saturating_sub(text.len() as u64 + NOTE_RESERVE);
+            plan.slots = plan.count.min(room / plan.slot_width.max(1));
+            if plan.slots < plan.count {
+                text = document(Some(Cut {
+                    shown: plan.slots,
+                    left_out: plan.count - plan.slots,
+                }));
+            }
+        }
         let marker = "\"annotations\": [";
         let split = text.find(marker).map_or(0, |i| i + marker.len());
         let (prefix, suffix) = text.split_at(split);
@@ -124,7 +152,7 @@ impl MetaLayout {
     /// The document's exact size (never 0).
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u64 {
-        let slots = self.boxes.as_ref().map_or(0, |b| b.count * b.slot_width);
+        let slots = self.boxes.as_ref().map_or(0, |b| b.slots * b.slot_width);
         self.prefix.len() as u64 + slots + self.suffix.len() as u64
     }
 
@@ -138,18 +166,26 @@ impl MetaLayout {
         self.boxes.as_ref().filter(|b| b.count > 0)
     }
 
-    /// The document, with the boxes read from `tensors` (`None` when it has none).
-    pub fn render(&self, tensors: Option<&BoxTensors>, ordinal: u64, name: &str) -> Vec<u8> {
-        let mut out = self.prefix.clone();
+    /// The document, with the boxes read from `tensors` (`None` when it has none); exactly
+    /// [`MetaLayout::len`] bytes. Ends with [`FsError::Interrupted`] when the requester is.
+    pub fn render(
+        &self,
+        tensors: Option<&BoxTensors>,
+        ordinal: u64,
+        name: &str,
+    ) -> Result<Vec<u8>, FsError> {
+        let len = usize::try_from(self.len()).map_err(|_| FsError::failed("document too large"))?;
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&self.prefix);
         if let Some(plan) = self.needs_tensors() {
-            let annotations = match tensors {
-                Some(tensors) => annotations(plan, tensors, ordinal, name),
+            let converted = match tensors {
+                Some(tensors) => converted_boxes(plan, tensors, ordinal, name)?,
                 None => Vec::new(),
             };
-            write_slots(&mut out, plan, &annotations);
+            write_slots(&mut out, plan, &converted)?;
         }
         out.extend_from_slice(&self.suffix);
-        out
+        Ok(out)
     }
 }
 
@@ -180,63 +216,70 @@ fn log_left_out(ordinal: u64, field: &str, why: &str) {
     }
 }
 
-/// `annotations` in slots: the first ones filled (each followed by a comma but the last), the
-/// rest spaces.
-fn write_slots(out: &mut Vec<u8>, plan: &BoxPlan, annotations: &[String]) {
-    let width = usize::try_from(plan.slot_width).unwrap_or(usize::MAX);
-    for slot in 0..plan.count {
+/// Annotations of `converted` (sorted) in the plan's slots: the first [`BoxPlan::slots`]
+/// that fit, each after a comma but the first, the rest of every slot spaces.
+fn write_slots(out: &mut Vec<u8>, plan: &BoxPlan, converted: &[Annotation]) -> Result<(), FsError> {
+    let width = usize::try_from(plan.slot_width).map_err(|_| FsError::failed("slot too wide"))?;
+    let fits = width.saturating_sub(SLOT_LEAD.len() + 1);
+    let mut shown = converted
+        .iter()
+        .map(labels::render_annotation)
+        .filter(|text| text.len() <= fits);
+    let mut filled = 0u64;
+    for slot in 0..plan.slots {
+        if slot % INTERRUPT_EVERY == 0 {
+            interrupt::check()?;
+        }
         let start = out.len();
-        let index = usize::try_from(slot).unwrap_or(usize::MAX);
-        if let Some(text) = annotations.get(index) {
-            out.extend_from_slice(SLOT_LEAD.as_bytes());
-            out.extend_from_slice(text.as_bytes());
-            if index + 1 < annotations.len() {
+        if let Some(text) = shown.next() {
+            if filled > 0 {
                 out.push(b',');
             }
+            out.extend_from_slice(SLOT_LEAD.as_bytes());
+            out.extend_from_slice(text.as_bytes());
+            filled += 1;
         }
         out.resize(start + width, b' ');
     }
-}
-
-/// The rendered annotations of every convertible box, sorted by sample start.
-fn annotations(plan: &BoxPlan, tensors: &BoxTensors, ordinal: u64, name: &str) -> Vec<String> {
-    let fits = plan.slot_width.saturating_sub(SLOT_LEAD.len() as u64 + 1);
-    converted_boxes(plan, tensors, ordinal, name)
-        .iter()
-        .map(labels::render_annotation)
-        .filter(|text| text.len() as u64 <= fits)
-        .collect()
+    Ok(())
 }
 
 /// Every convertible box in absolute terms, sorted by sample start (what the `.sigmf-meta`
-/// and the pictures show); boxes left out are logged once per call.
+/// and the pictures show); boxes left out are logged once per call. Ends early when the
+/// requester is interrupted.
 pub fn converted_boxes(
     plan: &BoxPlan,
     tensors: &BoxTensors,
     ordinal: u64,
     name: &str,
-) -> Vec<Annotation> {
+) -> Result<Vec<Annotation>, FsError> {
     let rows = match box_rows(plan, tensors) {
         Ok(rows) => rows,
         Err(why) => {
             log_left_out(ordinal, name, &format!("{}: {why}", plan.extent_field));
-            return Vec::new();
+            return Ok(Vec::new());
         }
     };
     let mut converted: Vec<Annotation> = Vec::with_capacity(rows.len());
-    let mut refused: Vec<LabelError> = Vec::new();
+    let mut refused = 0usize;
+    let mut first_refused: Option<LabelError> = None;
     for (index, row) in rows.iter().enumerate() {
+        if index as u64 % INTERRUPT_EVERY == 0 {
+            interrupt::check()?;
+        }
         match labels::convert_box(index as u64, row, &plan.conversion, &plan.names) {
             Ok(annotation) => converted.push(annotation),
-            Err(e) => refused.push(e),
+            Err(e) => {
+                refused += 1;
+                first_refused.get_or_insert(e);
+            }
         }
     }
     // One line per document, not per box: a table of a million NaNs is one problem.
-    if let Some(first) = refused.first() {
+    if let Some(first) = first_refused {
         let why = format!(
-            "{}: {} of {} boxes left out, the first: {first}",
+            "{}: {refused} of {} boxes left out, the first: {first}",
             plan.extent_field,
-            refused.len(),
             rows.len()
         );
         log_left_out(ordinal, name, &why);
@@ -247,7 +290,7 @@ pub fn converted_boxes(
             .then(a.freq_lower_edge.total_cmp(&b.freq_lower_edge))
             .then(a.freq_upper_edge.total_cmp(&b.freq_upper_edge))
     });
-    converted
+    Ok(converted)
 }
 
 /// The boxes' numbers from their tensors' little-endian bytes.
@@ -368,6 +411,7 @@ fn box_plan(
         names,
         conversion,
         count,
+        slots: count,
         slot_width: (SLOT_LEAD.len() + text + 1) as u64,
     }))
 }
@@ -387,9 +431,36 @@ fn description(name: &str, at: &Provenance) -> String {
     )
 }
 
-/// The document with no annotations (they are spliced in by [`MetaLayout`]).
-fn meta_document(name: &str, field: &FieldMeta, at: &Provenance, metadata_only: bool) -> Object {
+/// Boxes of a table beyond what fits in [`MAX_META_BYTES`]: the first `shown` by sample start
+/// get slots, `left_out` do not.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    shown: u64,
+    left_out: u64,
+}
+
+/// The document with no annotations (they are spliced in by [`MetaLayout`]); with `cut`, its
+/// global says how many boxes were left out and why.
+fn meta_document(
+    name: &str,
+    field: &FieldMeta,
+    at: &Provenance,
+    metadata_only: bool,
+    cut: Option<Cut>,
+) -> Object {
     let mut global = Object::new();
+    if let Some(cut) = cut {
+        global.insert(
+            format!("{NAMESPACE}:annotations_left_out").into(),
+            Value::from(cut.left_out),
+        );
+        let note = format!(
+            "only the first {} boxes by sample start are annotated: the other {} do not fit in \
+             the {MAX_META_BYTES}-byte limit of a .sigmf-meta",
+            cut.shown, cut.left_out
+        );
+        global.insert(format!("{NAMESPACE}:note").into(), Value::from(note));
+    }
     if metadata_only {
         global.insert("core:metadata_only".into(), Value::Bool(true));
     }
@@ -479,9 +550,45 @@ impl Stream {
     }
 }
 
+/// Largest `.sigmf-collection`, in bytes, and most bytes of `.sigmf-meta`s one hashes: the
+/// recordings beyond either are left out (the collection says how many,
+/// `sdsfs:streams_left_out`). A collection's first read renders and hashes every meta it
+/// lists, so the second cap bounds that work (16 metas at their cap, about 2 s) as the first
+/// bounds its size; both hold a record's or scene's recordings of ordinary size many times.
+pub const MAX_COLLECTION_BYTES: u64 = 16 << 20;
+pub const MAX_COLLECTION_META_BYTES: u64 = 256 << 20;
+
+/// Bytes of a collection's entry for a stream, beyond its name's JSON text (hash, keys,
+/// indentation): by hand from [`collection`]'s pretty form, with room to spare.
+const STREAM_ENTRY_BYTES: u64 = HASH_HEX as u64 + 64;
+/// Bytes of a collection beside its description and entries (keys, the note of a cut one).
+const COLLECTION_RESERVE: u64 = 4 << 10;
+
+/// How many of `streams` (each its name and its `.sigmf-meta`'s size, in order) the collection
+/// of `description` lists: the first ones within [`MAX_COLLECTION_BYTES`] and
+/// [`MAX_COLLECTION_META_BYTES`].
+pub fn listed(description: &str, streams: &[(&str, u64)]) -> usize {
+    let mut text = COLLECTION_RESERVE + json_text_len(description);
+    let mut metas = 0u64;
+    for (index, (name, meta_len)) in streams.iter().enumerate() {
+        text = text.saturating_add(json_text_len(name) + STREAM_ENTRY_BYTES);
+        metas = metas.saturating_add(*meta_len);
+        if text > MAX_COLLECTION_BYTES || metas > MAX_COLLECTION_META_BYTES {
+            return index;
+        }
+    }
+    streams.len()
+}
+
+fn json_text_len(text: &str) -> u64 {
+    let mut out = String::new();
+    json::write_string(text, &mut out);
+    out.len() as u64
+}
+
 /// A `.sigmf-collection`; with unhashed streams, a document of the same size (the hash of a
-/// stream is always 128 hex digits).
-pub fn collection(description: &str, streams: &[Stream]) -> Vec<u8> {
+/// stream is always 128 hex digits). `left_out` recordings beyond its caps are counted in it.
+pub fn collection(description: &str, streams: &[Stream], left_out: u64) -> Vec<u8> {
     let streams: Vec<Value> = streams
         .iter()
         .map(|stream| {
@@ -497,8 +604,23 @@ pub fn collection(description: &str, streams: &[Stream]) -> Vec<u8> {
         .collect();
     let mut body = Object::new();
     body.insert("core:description".into(), Value::from(description));
+    if left_out > 0 {
+        body.insert("core:extensions".into(), extensions());
+    }
     body.insert("core:streams".into(), Value::Array(streams));
     body.insert("core:version".into(), Value::from(SIGMF_VERSION));
+    if left_out > 0 {
+        let note = format!(
+            "{left_out} recordings are not listed: a collection lists at most \
+             {MAX_COLLECTION_BYTES} bytes of entries and {MAX_COLLECTION_META_BYTES} bytes of \
+             .sigmf-meta files"
+        );
+        body.insert(format!("{NAMESPACE}:note").into(), Value::from(note));
+        body.insert(
+            format!("{NAMESPACE}:streams_left_out").into(),
+            Value::from(left_out),
+        );
+    }
     let mut doc = Object::new();
     doc.insert("collection".into(), Value::Object(body));
     json::object_to_pretty(&doc).into_bytes()
@@ -519,6 +641,8 @@ pub fn scene_collection_description(scene: &str, dataset_id: &str, snapshot_id: 
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::format::dtype::DType;
     use crate::format::record::Axis;
@@ -604,7 +728,7 @@ mod tests {
             ],
             &[1, 0, 9, 1, 1, 2],
         );
-        let text = layout.render(Some(&boxes), 4, "p/rx/rx0/iq");
+        let text = layout.render(Some(&boxes), 4, "p/rx/rx0/iq").unwrap();
         assert_eq!(text.len() as u64, layout.len());
         let doc = json::parse_object(&text, &Default::default()).unwrap();
         let list = doc["annotations"].as_array().unwrap();
@@ -620,10 +744,53 @@ mod tests {
         let capture = doc["captures"].as_array().unwrap()[0].as_object().unwrap();
         assert_eq!(capture["core:frequency"].as_f64(), Some(1e9));
         // Unreadable tensors leave every slot blank, at the same size.
-        let blank = layout.render(None, 4, "p/rx/rx0/iq");
+        let blank = layout.render(None, 4, "p/rx/rx0/iq").unwrap();
         assert_eq!(blank.len() as u64, layout.len());
         let doc = json::parse_object(&blank, &Default::default()).unwrap();
         assert_eq!(doc["annotations"].as_array().map(<[Value]>::len), Some(0));
+    }
+
+    #[test]
+    fn a_document_beyond_the_cap_leaves_boxes_out_and_says_so() {
+        // 100,000 boxes (the cap of a table) of one class named by 20,000 characters.
+        let count = labels::MAX_BOXES;
+        let mut meta = record(count);
+        let identity = meta.fields.get_mut("p/labels/boxes/identity").unwrap();
+        let names = obj(&[("1", Value::from("x".repeat(20_000)))]);
+        identity.metadata = obj(&[("class_names", Value::Object(names))]);
+        let layout = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
+        assert!(layout.len() <= MAX_META_BYTES, "{}", layout.len());
+        let plan = layout.needs_tensors().unwrap();
+        assert!(plan.slots < count && plan.slots > 10_000, "{}", plan.slots);
+        // Box i: samples [i, i + 1), Hz [-1, 1] around the centre; class 1, emitter i.
+        let extent: Vec<f64> = (0..count)
+            .flat_map(|i| [i as f64, 1.0, -1.0, 1.0])
+            .collect();
+        let identity: Vec<i32> = (0..count as i32).flat_map(|i| [1, i]).collect();
+        let text = layout
+            .render(Some(&tensors(&extent, &identity)), 4, "p/rx/rx0/iq")
+            .unwrap();
+        assert_eq!(text.len() as u64, layout.len());
+        let doc = json::parse_object(&text, &Default::default()).unwrap();
+        let list = doc["annotations"].as_array().unwrap();
+        assert_eq!(list.len() as u64, plan.slots);
+        let last = list.last().unwrap().as_object().unwrap();
+        // The receiver samples at twice the boxes' rate.
+        assert_eq!(
+            last["core:sample_start"].as_u64(),
+            Some(2 * (plan.slots - 1))
+        );
+        let label = list[0].as_object().unwrap()["core:label"].as_str().unwrap();
+        assert!(label.len() <= labels::MAX_CLASS_NAME_BYTES && label.ends_with('\u{2026}'));
+        let global = doc["global"].as_object().unwrap();
+        assert_eq!(
+            global["sdsfs:annotations_left_out"].as_u64(),
+            Some(count - plan.slots)
+        );
+        assert!(global["sdsfs:note"]
+            .as_str()
+            .unwrap()
+            .contains("do not fit"));
     }
 
     #[test]
@@ -638,7 +805,7 @@ mod tests {
             .insert("time_frame".into(), "wall_clock".into());
         let bad = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
         assert!(bad.boxes.is_none());
-        let text = bad.render(None, 4, "p/rx/rx0/iq");
+        let text = bad.render(None, 4, "p/rx/rx0/iq").unwrap();
         assert_eq!(text.len() as u64, bad.len());
         assert!(json::parse_object(&text, &Default::default()).is_ok());
     }
@@ -651,7 +818,7 @@ mod tests {
             .metadata
             .insert("datetime".into(), "2026-01-02T03:04:05.5Z".into());
         let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
-        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq")).unwrap();
+        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq").unwrap()).unwrap();
         // Rates and frequencies are JSON floats, whatever the metadata wrote.
         assert!(text.contains("\"core:sample_rate\": 2000000.0,"), "{text}");
         assert!(text.contains("\"core:frequency\": 1000000000.0,"), "{text}");
@@ -662,7 +829,7 @@ mod tests {
         assert!(text.contains("\"sdsfs:record_id\": \"r1\","), "{text}");
         field.metadata.insert("datetime".into(), "today".into());
         let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
-        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq")).unwrap();
+        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq").unwrap()).unwrap();
         assert!(!text.contains("core:datetime"), "{text}");
     }
 
@@ -689,8 +856,16 @@ mod tests {
             .iter()
             .map(|n| Stream::hashed(n.clone(), b"{}"))
             .collect();
-        let text = collection("d", &hashed);
-        assert_eq!(text.len(), collection("d", &unhashed).len());
+        let text = collection("d", &hashed, 0);
+        // Streams beyond the caps are left out, and the collection says how many.
+        let metas = [("a", MAX_META_BYTES); 17];
+        assert_eq!(listed("d", &metas), 16);
+        assert_eq!(listed("d", &[("a", 1); 3]), 3);
+        let long = "n".repeat(1 << 20);
+        assert_eq!(listed("d", &vec![(long.as_str(), 1); 20]), 15);
+        let cut = String::from_utf8(collection("d", &hashed, 5)).unwrap();
+        assert!(cut.contains("\"sdsfs:streams_left_out\": 5"), "{cut}");
+        assert_eq!(text.len(), collection("d", &unhashed, 0).len());
         let doc = json::parse_object(&text, &Default::default()).unwrap();
         let body = doc["collection"].as_object().unwrap();
         let streams = body["core:streams"].as_array().unwrap();
