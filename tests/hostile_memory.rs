@@ -394,7 +394,7 @@ fn a_decoder_window_larger_than_the_budget_is_never_allocated() {
     assert!(peak < 96 * MIB, "no window allocated: {} MiB", peak / MIB);
     let log = mount.log_text();
     assert!(
-        log.contains("decoding it into temporary files") && log.contains("67108864"),
+        log.contains("decoding its fields") && log.contains("67108864"),
         "{log}"
     );
     // Under a budget that holds the window, the same record reads.

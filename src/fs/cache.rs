@@ -49,28 +49,70 @@ use lru::LruCache;
 
 use crate::budget::{Budget, Charge, Gates, Reclaim};
 use crate::dataset::{Dataset, DatasetError, Held};
-use crate::format::record::{self, parse_header, RecordLayout, RecordMeta};
+use crate::format::record::{self, RecordLayout, RecordMeta};
 use crate::fs::error::FsError;
 use crate::fs::log_limit;
 use crate::fs::record_tree::{DatasetIds, RecordTree};
-use crate::fs::spill::{self, SpillSink, Spilled};
+use crate::fs::spill::{self, FieldSink, Selected, SinkError, Taken, Wanted};
 use crate::sync::lock;
 
 /// A decoded record's tensor bytes, wherever they are held.
 #[derive(Debug)]
 pub enum RecordBytes {
-    /// Tensor bytes by field name (slices of the payload, which stays charged to the memory
-    /// budget while they live).
+    /// The whole record: tensor bytes by field name (slices of the payload, which stays
+    /// charged to the memory budget while they live).
     Memory {
         fields: BTreeMap<String, Bytes>,
         _held: Held,
     },
-    File {
-        spilled: Spilled,
-        layout: RecordLayout,
-        /// The files' bytes, charged to the spill budget while they exist.
-        _disk: Charge,
-    },
+    /// Fields of a record decoded field by field (a record above the in-memory threshold):
+    /// those asked for, by name.
+    Fields(BTreeMap<String, Arc<FieldBytes>>),
+}
+
+/// One field of a record decoded field by field.
+#[derive(Debug)]
+pub enum FieldBytes {
+    /// In memory, charged to the memory budget (with the other fields of its decoding) while
+    /// it lives.
+    Memory { bytes: Bytes, _charge: Arc<Charge> },
+    /// In a temporary file holding exactly its bytes from offset 0, charged to the spill
+    /// budget (with the other files of its decoding) while it exists.
+    File { file: Arc<File>, _disk: Arc<Charge> },
+}
+
+impl FieldBytes {
+    /// Up to `len` bytes from `offset`.
+    fn read(&self, offset: u64, len: usize) -> std::io::Result<Bytes> {
+        match self {
+            FieldBytes::Memory { bytes, .. } => Ok(slice_at(bytes, offset, len)),
+            FieldBytes::File { file, .. } => {
+                let field_len = file.metadata()?.len();
+                let start = offset.min(field_len);
+                let take = (len as u64).min(field_len - start) as usize;
+                let mut buffer = vec![0u8; take];
+                file.read_exact_at(&mut buffer, start)?;
+                Ok(Bytes::from(buffer))
+            }
+        }
+    }
+
+    /// The bytes it holds in memory (what the memory LRU weighs it at).
+    fn memory_bytes(&self) -> u64 {
+        match self {
+            FieldBytes::Memory { bytes, .. } => bytes.len() as u64,
+            FieldBytes::File { .. } => 0,
+        }
+    }
+}
+
+/// Up to `len` bytes of `data` from `offset`.
+fn slice_at(data: &Bytes, offset: u64, len: usize) -> Bytes {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
+    let end = start.saturating_add(len).min(data.len());
+    data.slice(start..end)
 }
 
 impl RecordBytes {
@@ -79,43 +121,25 @@ impl RecordBytes {
         match self {
             RecordBytes::Memory { fields, .. } => {
                 let data = fields.get(name).ok_or_else(|| missing_field(name))?;
-                let start = usize::try_from(offset)
-                    .unwrap_or(usize::MAX)
-                    .min(data.len());
-                let end = start.saturating_add(len).min(data.len());
-                Ok(data.slice(start..end))
+                Ok(slice_at(data, offset, len))
             }
-            RecordBytes::File {
-                spilled, layout, ..
-            } => {
-                let field = layout.fields.get(name).ok_or_else(|| missing_field(name))?;
-                let field_len = field.range.end - field.range.start;
-                let start = offset.min(field_len);
-                let take = (len as u64).min(field_len - start) as usize;
-                let mut buffer = vec![0u8; take];
-                match spilled.own_files.get(&field.tensor) {
-                    Some(own) => own.file.read_exact_at(&mut buffer, start)?,
-                    None => spilled
-                        .payload
-                        .read_exact_at(&mut buffer, field.range.start + start)?,
-                }
-                Ok(Bytes::from(buffer))
-            }
+            RecordBytes::Fields(fields) => fields
+                .get(name)
+                .ok_or_else(|| missing_field(name))?
+                .read(offset, len),
         }
     }
 
-    /// The file holding exactly field `name`'s tensor bytes from offset 0, if the record was
-    /// spilled to temporary files and the field was large enough for a file of its own.
+    /// The file holding exactly field `name`'s tensor bytes from offset 0, if the field was
+    /// decoded into a temporary file of its own.
     pub fn own_file(&self, name: &str) -> Option<&File> {
-        let RecordBytes::File {
-            spilled, layout, ..
-        } = self
-        else {
-            return None;
-        };
-        let field = layout.fields.get(name)?;
-        let own = spilled.own_files.get(&field.tensor)?;
-        (own.range == field.range).then_some(&own.file)
+        match self {
+            RecordBytes::Fields(fields) => match fields.get(name)?.as_ref() {
+                FieldBytes::File { file, .. } => Some(file),
+                FieldBytes::Memory { .. } => None,
+            },
+            RecordBytes::Memory { .. } => None,
+        }
     }
 }
 
@@ -133,22 +157,36 @@ fn missing_field(name: &str) -> std::io::Error {
 /// One arena reuses the blocks of evicted records for the next ones: 321 MiB in the same scan
 /// (a 256 MiB cache plus the process's fixed ~60 MiB), at no measurable cost in throughput (the
 /// allocator lock is taken a few times per record, the work per record is microseconds).
+///
+/// Blocks of [`LARGE_BLOCK`] and more are mapped on their own and unmapped when freed. glibc
+/// maps large blocks by default, but raises that threshold to the size of each mapped block
+/// freed (up to 32 MiB), after which records of a few MiB to 32 MiB live in the heap, where a
+/// freed one stays resident until blocks of its size come again: 16 readers of distinct
+/// 30 MiB records at a 128 MiB cache peaked at 308 MiB, 180 MiB with the threshold fixed
+/// (setting it turns the raising off). Such blocks are fresh memory either way for a decoder
+/// writing them once (`crate::memory` backs them with huge pages).
 pub fn bound_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator tuning; M_ARENA_MAX with 1 is a valid setting.
+    // SAFETY: mallopt only changes allocator tuning; M_ARENA_MAX with 1 and M_MMAP_THRESHOLD
+    // with 4 MiB (below glibc's 32 MiB maximum on 64-bit) are valid settings.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, LARGE_BLOCK as libc::c_int);
     }
 }
+
+/// Allocations of at least this many bytes are mappings of their own (see [`bound_allocator`]).
+pub const LARGE_BLOCK: usize = 4 << 20;
 
 /// Cache sizing.
 #[derive(Debug, Clone, Copy)]
 pub struct CacheConfig {
     /// Bytes of decoded records kept in memory.
     pub memory_bytes: u64,
-    /// Records larger than this decode into a temporary file.
+    /// Records larger than this are decoded field by field, each field read when asked for
+    /// (large fields into temporary files), rather than whole in memory.
     pub file_threshold: u64,
-    /// Temporary-file records kept.
+    /// Temporary files (each one field's bytes) kept.
     pub files: usize,
     /// Disk the temporary files may take in all (`--spill-size`).
     pub spill_bytes: u64,
@@ -163,31 +201,45 @@ pub const DEFAULT_SPILL_BYTES: u64 = 16 << 30;
 
 impl CacheConfig {
     /// The default split for a `--cache-size` of `bytes` (at least [`MIN_CACHE_BYTES`]):
-    /// records above a quarter of the cache go to temporary files, so one large record cannot
-    /// flush every other entry, and a record in memory (with its chunk while it is decoded)
-    /// takes at most half of the memory budget.
+    /// records above a quarter of the cache are decoded field by field, so one large record
+    /// cannot flush every other entry, and a record in memory (with its chunk while it is
+    /// decoded) takes at most half of the memory budget.
     pub fn for_cache_size(bytes: u64) -> CacheConfig {
         let bytes = bytes.max(MIN_CACHE_BYTES);
         CacheConfig {
             memory_bytes: bytes,
             file_threshold: bytes / 4,
-            files: 4,
+            files: 32,
             spill_bytes: DEFAULT_SPILL_BYTES,
         }
     }
 }
 
+/// What the memory LRU keeps: a record decoded whole, or one field of a record decoded field
+/// by field.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Unit {
+    Record(u64),
+    Field(u64, String),
+}
+
+#[derive(Debug, Clone)]
+enum Kept {
+    Record(Arc<RecordBytes>),
+    Field(Arc<FieldBytes>),
+}
+
 #[derive(Debug)]
 struct MemoryLru {
-    entries: LruCache<u64, Arc<RecordBytes>>,
-    weights: HashMap<u64, u64>,
+    entries: LruCache<Unit, Kept>,
+    weights: HashMap<Unit, u64>,
     total: u64,
 }
 
 impl MemoryLru {
     /// Takes an entry that left `entries` out of the weights and their total.
-    fn forget_weight(&mut self, ordinal: u64) {
-        let weight = self.weights.remove(&ordinal).unwrap_or(0);
+    fn forget_weight(&mut self, unit: &Unit) {
+        let weight = self.weights.remove(unit).unwrap_or(0);
         self.total = self.total.saturating_sub(weight);
     }
 }
@@ -197,7 +249,8 @@ impl MemoryLru {
 pub struct RecordCache {
     config: CacheConfig,
     memory: Mutex<MemoryLru>,
-    files: Mutex<LruCache<u64, Arc<RecordBytes>>>,
+    /// Fields in temporary files of their own, by record and field name.
+    files: Mutex<LruCache<(u64, String), Arc<FieldBytes>>>,
     in_flight: Gates<u64>,
     counters: CacheCounters,
     /// Disk for temporary files (`--spill-size`), given back by evicting them.
@@ -205,7 +258,7 @@ pub struct RecordCache {
     spill_reclaimer: Mutex<Option<Arc<SpillFiles>>>,
 }
 
-/// Gives the spill budget back by evicting the least recently used temporary-file record.
+/// Gives the spill budget back by evicting the least recently used temporary file.
 #[derive(Debug)]
 struct SpillFiles(std::sync::Weak<RecordCache>);
 
@@ -278,32 +331,36 @@ impl RecordCache {
         lock(&self.memory).total
     }
 
-    /// Whether a record whose payload is `payload_len` bytes is decoded into temporary files.
+    /// Whether a record whose payload is `payload_len` bytes is decoded field by field (its
+    /// large fields into temporary files) rather than whole in memory.
     pub fn spills(&self, payload_len: u64) -> bool {
         payload_len > self.config.file_threshold
     }
 
-    /// The decoded bytes of record `ordinal`. The caller holds nothing charged to the memory
+    /// The decoded bytes of record `ordinal` with at least its fields `fields`: the whole
+    /// record when it is small enough to be decoded in memory, else those fields alone
+    /// (none decoded when `fields` is empty). The caller holds nothing charged to the memory
     /// budget while it may wait here for room (see [`TreeCache::row_fingerprint`]).
     pub fn get(
         &self,
         dataset: &Dataset,
         trees: &TreeCache,
         ordinal: u64,
+        fields: &[String],
     ) -> Result<Arc<RecordBytes>, FsError> {
-        if let Some(hit) = self.lookup(ordinal) {
+        if let Some(hit) = self.lookup(ordinal, fields) {
             self.counters.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(hit);
         }
         self.in_flight
-            .one_at_a_time(ordinal, || match self.lookup(ordinal) {
+            .one_at_a_time(ordinal, || match self.lookup(ordinal, fields) {
                 Some(hit) => {
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
                     Ok(hit)
                 }
                 None => {
                     self.counters.misses.fetch_add(1, Ordering::Relaxed);
-                    self.load(dataset, trees, ordinal)
+                    self.load(dataset, trees, ordinal, fields)
                 }
             })
     }
@@ -363,7 +420,7 @@ impl RecordCache {
             };
             // A record being decoded by a read is skipped, not waited for: the worker then
             // decodes the next one beside it.
-            if self.cached_or_busy(ordinal) {
+            if self.cached_or_busy(ordinal, &[]) {
                 continue;
             }
             // A record that cannot be decoded ends this round: it stays uncached, so trying
@@ -374,47 +431,75 @@ impl RecordCache {
             if !window.columns && trees.get(dataset, ordinal).is_err() {
                 return false;
             }
-            return self.get(dataset, trees, ordinal).is_ok();
+            return self.get(dataset, trees, ordinal, &[]).is_ok();
         }
         false
     }
 
-    /// Decodes record `ordinal` unless it is cached or being decoded; returns whether it was
-    /// neither (so the caller went on working instead of waiting), or the decode's failure.
+    /// Decodes record `ordinal` (at least its fields `fields`) unless it is cached or being
+    /// decoded; returns whether it was neither (so the caller went on working instead of
+    /// waiting), or the decode's failure.
     pub fn decode_if_idle(
         &self,
         dataset: &Dataset,
         trees: &TreeCache,
         ordinal: u64,
+        fields: &[String],
     ) -> Result<bool, FsError> {
-        if self.cached_or_busy(ordinal) {
+        if self.cached_or_busy(ordinal, fields) {
             return Ok(false);
         }
-        self.get(dataset, trees, ordinal).map(|_| true)
+        self.get(dataset, trees, ordinal, fields).map(|_| true)
     }
 
     /// Drops record `ordinal` from memory: a scan has read it through, and will not again.
     pub fn let_go(&self, ordinal: u64) {
         let mut memory = lock(&self.memory);
-        let Some(bytes) = memory.entries.pop(&ordinal) else {
+        let unit = Unit::Record(ordinal);
+        let Some(bytes) = memory.entries.pop(&unit) else {
             return;
         };
-        memory.forget_weight(ordinal);
+        memory.forget_weight(&unit);
         drop(memory);
         // Its charge goes back once the last reader drops it, outside the lock.
         drop(bytes);
     }
 
-    /// Whether record `ordinal` is cached or being decoded: nothing for a helper to do.
-    fn cached_or_busy(&self, ordinal: u64) -> bool {
-        self.lookup(ordinal).is_some() || self.in_flight.busy(&ordinal)
+    /// Whether record `ordinal` (with `fields`) is cached or being decoded: nothing for a
+    /// helper to do.
+    fn cached_or_busy(&self, ordinal: u64, fields: &[String]) -> bool {
+        self.lookup(ordinal, fields).is_some() || self.in_flight.busy(&ordinal)
     }
 
-    fn lookup(&self, ordinal: u64) -> Option<Arc<RecordBytes>> {
-        if let Some(hit) = lock(&self.memory).entries.get(&ordinal) {
+    /// Record `ordinal` decoded whole, or else its fields `fields` (all of them, and at least
+    /// one) decoded field by field.
+    fn lookup(&self, ordinal: u64, fields: &[String]) -> Option<Arc<RecordBytes>> {
+        if let Some(Kept::Record(hit)) = lock(&self.memory).entries.get(&Unit::Record(ordinal)) {
             return Some(hit.clone());
         }
-        lock(&self.files).get(&ordinal).cloned()
+        let found = self.cached_fields(ordinal, fields);
+        (!fields.is_empty() && found.len() == fields.len())
+            .then(|| Arc::new(RecordBytes::Fields(found)))
+    }
+
+    /// Those of record `ordinal`'s fields `fields` that are kept, in memory or in files.
+    fn cached_fields(&self, ordinal: u64, fields: &[String]) -> BTreeMap<String, Arc<FieldBytes>> {
+        let mut found = BTreeMap::new();
+        for name in fields {
+            let in_memory = match lock(&self.memory)
+                .entries
+                .get(&Unit::Field(ordinal, name.clone()))
+            {
+                Some(Kept::Field(field)) => Some(field.clone()),
+                _ => None,
+            };
+            let kept =
+                in_memory.or_else(|| lock(&self.files).get(&(ordinal, name.clone())).cloned());
+            if let Some(field) = kept {
+                found.insert(name.clone(), field);
+            }
+        }
+        found
     }
 
     fn load(
@@ -422,6 +507,7 @@ impl RecordCache {
         dataset: &Dataset,
         trees: &TreeCache,
         ordinal: u64,
+        fields: &[String],
     ) -> Result<Arc<RecordBytes>, FsError> {
         let location = dataset.locate(ordinal)?;
         let claimed = dataset.payload_len(&location)?;
@@ -429,15 +515,8 @@ impl RecordCache {
             .loaded_bytes
             .fetch_add(claimed, Ordering::Relaxed);
         if self.spills(claimed) {
-            let working_set = dataset
-                .stream_working_set(&location)?
-                .saturating_add(spill::SINK_MEMORY);
-            // A record whose decoding into files takes more memory than the whole budget but
-            // which itself fits is decoded in memory instead (a small budget's large-ish
-            // records); one that fits neither is refused by the charge below.
-            let capacity = dataset.memory().capacity();
-            if working_set <= capacity || claimed > capacity {
-                return self.load_spilled(dataset, trees, &location, claimed, working_set);
+            if let Some(bytes) = self.load_fields(dataset, trees, &location, claimed, fields)? {
+                return Ok(bytes);
             }
         }
         let expected = trees.row_fingerprint(dataset, ordinal)?;
@@ -453,68 +532,307 @@ impl RecordCache {
             fields,
             _held: payload.held,
         });
-        self.insert_memory(ordinal, bytes.clone(), weight);
+        self.insert_memory(Unit::Record(ordinal), Kept::Record(bytes.clone()), weight);
         Ok(bytes)
     }
 
-    /// Decodes a record into temporary files: the files charged to the spill budget at the
-    /// record's decoded size (the shard's index says it, and decoding never writes more), and
-    /// the decoding's working set (`working_set`: cursor, decoder, write-behind buffers) to
-    /// the memory budget, both before a byte is decoded; the working set is held until the
-    /// decoding ends. When the memory budget is full the decoding waits for others to end.
-    fn load_spilled(
+    /// Fields `names` of the large record at `location` (`claimed` bytes), those not kept
+    /// decoded now (see [`crate::fs::spill`]). `None` when decoding them would take more
+    /// memory than the whole budget while the record itself fits in it (a small budget's
+    /// large-ish records): the record is decoded whole in memory instead. A record that fits
+    /// neither way is refused by the charges.
+    fn load_fields(
         &self,
         dataset: &Dataset,
         trees: &TreeCache,
         location: &crate::dataset::RecordLocation,
         claimed: u64,
-        working_set: u64,
-    ) -> Result<Arc<RecordBytes>, FsError> {
-        let ordinal = location.ordinal;
-        // Found before anything is charged, as the charges below may wait for room.
-        let expected = trees.row_fingerprint(dataset, ordinal)?;
-        let disk = self
-            .spill
-            .charge(claimed)
-            .map_err(|e| FsError::in_record_at(ordinal, "temporary files (--spill-size)", e))?;
-        let working_set = charge_memory(dataset, ordinal, working_set, "decoding it")?;
-        let start = SpillStart {
-            disk,
-            working_set,
-            expected,
-        };
-        let bytes = Arc::new(load_into_file(dataset, trees, location, start)?);
-        lock(&self.files).put(ordinal, bytes.clone());
-        Ok(bytes)
+        names: &[String],
+    ) -> Result<Option<Arc<RecordBytes>>, FsError> {
+        let mut fields = self.cached_fields(location.ordinal, names);
+        let missing: Vec<String> = names
+            .iter()
+            .filter(|name| !fields.contains_key(*name))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            let working_set = dataset.stream_working_set(location)?;
+            let plan = FieldPlan::of(dataset, trees, location.ordinal, &missing)?;
+            let memory = working_set.saturating_add(plan.sink_memory(spill::HEADER_ALLOWANCE));
+            let capacity = dataset.memory().capacity();
+            if memory > capacity && claimed <= capacity {
+                return Ok(None);
+            }
+            fields.extend(self.decode_fields(dataset, trees, location, plan, working_set)?);
+        }
+        Ok(Some(Arc::new(RecordBytes::Fields(fields))))
     }
 
-    fn insert_memory(&self, ordinal: u64, bytes: Arc<RecordBytes>, weight: u64) {
+    /// Decodes `plan`'s fields, again when the first pass finds the header larger than its
+    /// allowance or the fields in other tensors than FORMAT.md assigns (see
+    /// [`crate::fs::spill`]); keeps them (memory fields in the memory LRU, files in theirs).
+    fn decode_fields(
+        &self,
+        dataset: &Dataset,
+        trees: &TreeCache,
+        location: &crate::dataset::RecordLocation,
+        mut plan: FieldPlan,
+        working_set: u64,
+    ) -> Result<BTreeMap<String, Arc<FieldBytes>>, FsError> {
+        let ordinal = location.ordinal;
+        let mut allowance = spill::HEADER_ALLOWANCE;
+        // A pass for each way the first can fall short, and the one that then succeeds.
+        for _ in 0..3 {
+            let charges = self.charge_fields(dataset, ordinal, &plan, working_set, allowance)?;
+            match decode_pass(dataset, trees, location, &plan, allowance, charges)? {
+                Pass::Decoded(fields) => {
+                    self.keep_fields(ordinal, &fields);
+                    return Ok(fields);
+                }
+                Pass::HeaderNeeds(bytes) => allowance = bytes,
+                Pass::KeysAre(wanted) => plan.wanted = wanted,
+            }
+        }
+        Err(FsError::record(
+            ordinal,
+            "its fields could not be located in three decodings",
+        ))
+    }
+
+    /// Charges a decoding of `plan`'s fields: their files to the spill budget, and to the
+    /// memory budget the decoder's `working_set`, the header `allowance` and the fields kept
+    /// in memory, all before a byte is decoded. When the memory budget is full the decoding
+    /// waits for others to end.
+    fn charge_fields(
+        &self,
+        dataset: &Dataset,
+        ordinal: u64,
+        plan: &FieldPlan,
+        working_set: u64,
+        allowance: u64,
+    ) -> Result<PassCharges, FsError> {
+        let disk = match plan.file_bytes() {
+            0 => None,
+            bytes => Some(self.spill.charge(bytes).map_err(|e| {
+                FsError::in_record_at(ordinal, "temporary files (--spill-size)", e)
+            })?),
+        };
+        let bytes = working_set.saturating_add(plan.sink_memory(allowance));
+        let memory = charge_memory(dataset, ordinal, bytes, "decoding its fields")?;
+        Ok(PassCharges { disk, memory })
+    }
+
+    /// Keeps decoded fields: in memory, weighed at their bytes, or in files.
+    fn keep_fields(&self, ordinal: u64, fields: &BTreeMap<String, Arc<FieldBytes>>) {
+        for (name, field) in fields {
+            match field.as_ref() {
+                FieldBytes::Memory { .. } => {
+                    let unit = Unit::Field(ordinal, name.clone());
+                    let weight = field.memory_bytes();
+                    self.insert_memory(unit, Kept::Field(field.clone()), weight);
+                }
+                FieldBytes::File { .. } => {
+                    lock(&self.files).put((ordinal, name.clone()), field.clone());
+                }
+            }
+        }
+    }
+
+    fn insert_memory(&self, unit: Unit, kept: Kept, weight: u64) {
         let mut memory = lock(&self.memory);
-        memory.entries.put(ordinal, bytes);
-        memory.weights.insert(ordinal, weight);
+        memory.entries.put(unit.clone(), kept);
+        memory.weights.insert(unit, weight);
         memory.total += weight;
         while memory.total > self.config.memory_bytes && memory.entries.len() > 1 {
             let Some((evicted, _)) = memory.entries.pop_lru() else {
                 break;
             };
-            memory.forget_weight(evicted);
+            memory.forget_weight(&evicted);
         }
     }
 }
 
-/// Under memory pressure, decoded records in memory go first (least recently used).
+/// Under memory pressure, decoded records and fields in memory go first (least recently
+/// used).
 impl Reclaim for RecordCache {
     fn reclaim_one(&self) -> bool {
         let mut memory = lock(&self.memory);
-        let Some((evicted, bytes)) = memory.entries.pop_lru() else {
+        let Some((evicted, kept)) = memory.entries.pop_lru() else {
             return false;
         };
-        memory.forget_weight(evicted);
+        memory.forget_weight(&evicted);
         drop(memory);
         // Its charge goes back once the last reader drops it, outside the lock.
-        drop(bytes);
+        drop(kept);
         true
     }
+}
+
+/// The fields a decoding keeps, and the row fingerprint it checks the record against.
+struct FieldPlan {
+    expected: u64,
+    wanted: Vec<Wanted>,
+}
+
+impl FieldPlan {
+    /// Fields `names` of record `ordinal`, in the tensors FORMAT.md assigns them and of the
+    /// lengths its row gives (its tree's when kept, else read from the metadata shard and
+    /// let go: the charges that follow may wait for room).
+    fn of(
+        dataset: &Dataset,
+        trees: &TreeCache,
+        ordinal: u64,
+        names: &[String],
+    ) -> Result<FieldPlan, FsError> {
+        let row = trees.row(dataset, ordinal)?;
+        let expected = row.fingerprint();
+        let wanted = names
+            .iter()
+            .map(|name| {
+                let (index, field) = row
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .find_map(|(index, (key, field))| (key == name).then_some((index, field)))
+                    .ok_or_else(|| FsError::record(ordinal, format!("no field {name:?}")))?;
+                let len = field
+                    .byte_len()
+                    .map_err(|e| record_error(dataset, ordinal, e))?;
+                Ok(Wanted::new(name.clone(), record::tensor_key(index), len))
+            })
+            .collect::<Result<Vec<_>, FsError>>()?;
+        Ok(FieldPlan { expected, wanted })
+    }
+
+    /// Bytes of the fields kept in memory.
+    fn memory_fields(&self) -> u64 {
+        self.wanted
+            .iter()
+            .filter(|w| !w.to_file)
+            .fold(0u64, |sum, w| sum.saturating_add(w.len))
+    }
+
+    /// Bytes of the fields written to files.
+    fn file_bytes(&self) -> u64 {
+        self.wanted
+            .iter()
+            .filter(|w| w.to_file)
+            .fold(0u64, |sum, w| sum.saturating_add(w.len))
+    }
+
+    /// The most the sink of a decoding takes ([`spill::sink_memory`]).
+    fn sink_memory(&self, allowance: u64) -> u64 {
+        let any_file = self.wanted.iter().any(|w| w.to_file);
+        spill::sink_memory(self.memory_fields(), any_file, allowance)
+    }
+}
+
+/// What one decoding of fields holds charged while it runs.
+struct PassCharges {
+    disk: Option<Charge>,
+    memory: Charge,
+}
+
+/// How one decoding of fields ended.
+enum Pass {
+    Decoded(BTreeMap<String, Arc<FieldBytes>>),
+    /// The header and descriptor need this many bytes (more than were charged).
+    HeaderNeeds(u64),
+    /// The descriptor put the fields in these tensors, not in those FORMAT.md assigns.
+    KeysAre(Vec<Wanted>),
+}
+
+/// Streams the payload of the record at `location` through a [`FieldSink`] keeping `plan`'s
+/// fields, then checks the record as a decoding of it whole would: its length against its
+/// header, its descriptor (with the header) against the record rules and against its row.
+/// The chunk's hashes and block headers are checked by the stream, to its end.
+fn decode_pass(
+    dataset: &Dataset,
+    trees: &TreeCache,
+    location: &crate::dataset::RecordLocation,
+    plan: &FieldPlan,
+    allowance: u64,
+    charges: PassCharges,
+) -> Result<Pass, FsError> {
+    let ordinal = location.ordinal;
+    let limits = &dataset.options().record_limits;
+    let mut sink = FieldSink::new(limits, &plan.wanted, allowance);
+    let streamed = dataset.read_payload_into(location, &mut sink);
+    if let Some(bytes) = sink.needs() {
+        return Ok(Pass::HeaderNeeds(bytes));
+    }
+    let written = streamed?;
+    let Selected {
+        header,
+        descriptor,
+        kept,
+        ..
+    } = sink.finish().map_err(|e| match e {
+        SinkError::Io(e) => FsError::in_record_at(ordinal, "temporary file", e),
+        SinkError::Record(e) => record_error(dataset, ordinal, e),
+    })?;
+    if header.total_len != written {
+        return Err(FsError::record(
+            ordinal,
+            format!(
+                "payload is {written} bytes but its header describes {}",
+                header.total_len
+            ),
+        ));
+    }
+    let layout = RecordLayout::from_parts(header, &descriptor, limits)
+        .map_err(|e| record_error(dataset, ordinal, e))?;
+    if layout.meta.fingerprint() != plan.expected {
+        explain_disagreement(dataset, trees, ordinal, &layout.meta)?;
+    }
+    let located =
+        plan.wanted
+            .iter()
+            .map(|wanted| {
+                let field = layout.fields.get(&wanted.name).ok_or_else(|| {
+                    FsError::record(ordinal, format!("no field {:?}", wanted.name))
+                })?;
+                Ok(Wanted {
+                    tensor: field.tensor.clone(),
+                    ..wanted.clone()
+                })
+            })
+            .collect::<Result<Vec<_>, FsError>>()?;
+    if located != plan.wanted {
+        return Ok(Pass::KeysAre(located));
+    }
+    fields_of(ordinal, plan, kept, charges).map(Pass::Decoded)
+}
+
+/// The decoded fields of `plan` from what the sink kept, sharing the charges of their
+/// decoding: the memory charge shrunk to the fields kept in memory, the disk charge.
+fn fields_of(
+    ordinal: u64,
+    plan: &FieldPlan,
+    mut kept: BTreeMap<String, Taken>,
+    charges: PassCharges,
+) -> Result<BTreeMap<String, Arc<FieldBytes>>, FsError> {
+    let PassCharges { disk, mut memory } = charges;
+    memory.shrink_to(plan.memory_fields());
+    let memory = Arc::new(memory);
+    let disk = disk.map(Arc::new);
+    let mut fields = BTreeMap::new();
+    for wanted in &plan.wanted {
+        let not_kept = || FsError::record(ordinal, format!("field {:?} not kept", wanted.name));
+        let field = match (kept.remove(&wanted.tensor).ok_or_else(not_kept)?, &disk) {
+            (Taken::Memory(bytes), _) => FieldBytes::Memory {
+                bytes: Bytes::from(bytes),
+                _charge: memory.clone(),
+            },
+            (Taken::File(file), Some(disk)) => FieldBytes::File {
+                file,
+                _disk: disk.clone(),
+            },
+            (Taken::File(_), None) => return Err(not_kept()),
+        };
+        fields.insert(wanted.name.clone(), Arc::new(field));
+    }
+    Ok(fields)
 }
 
 fn record_error(dataset: &Dataset, ordinal: u64, source: record::RecordError) -> FsError {
@@ -557,8 +875,8 @@ fn explain_disagreement(
     record::check_row_agrees(&row, meta).map_err(|e| record_error(dataset, ordinal, e))
 }
 
-/// Charges `bytes` of what decoding record `ordinal` into temporary files takes (`what`) to
-/// the memory budget.
+/// Charges `bytes` of what decoding record `ordinal`'s fields takes (`what`) to the memory
+/// budget.
 fn charge_memory(
     dataset: &Dataset,
     ordinal: u64,
@@ -566,76 +884,8 @@ fn charge_memory(
     what: &str,
 ) -> Result<Charge, FsError> {
     dataset.memory().charge(bytes).map_err(|e| {
-        let detail = format!("{what} into temporary files (--cache-size)");
+        let detail = format!("{what} (--cache-size)");
         FsError::in_record_at(ordinal, detail, e)
-    })
-}
-
-/// What a decoding into temporary files starts with: its charges, and the fingerprint of the
-/// row it is checked against.
-struct SpillStart {
-    disk: Charge,
-    working_set: Charge,
-    expected: u64,
-}
-
-/// Streams the payload into unnamed temporary files (large tensors in files of their own, see
-/// [`crate::fs::spill`]) while `working_set` is charged, and reads its layout from there,
-/// charging the header and descriptor it reads.
-fn load_into_file(
-    dataset: &Dataset,
-    trees: &TreeCache,
-    location: &crate::dataset::RecordLocation,
-    start: SpillStart,
-) -> Result<RecordBytes, FsError> {
-    let SpillStart {
-        disk,
-        working_set,
-        expected,
-    } = start;
-    let ordinal = location.ordinal;
-    let other = |detail: String| FsError::record(ordinal, detail);
-    let failed = |detail: &str, e: std::io::Error| FsError::in_record_at(ordinal, detail, e);
-    let limits = &dataset.options().record_limits;
-    let temporary = |e: std::io::Error| failed("temporary file", e);
-    let mut sink = SpillSink::new(limits).map_err(temporary)?;
-    let written = dataset.read_payload_into(location, &mut sink)?;
-    let spilled = sink.finish().map_err(temporary)?;
-    drop(working_set);
-    let file = spilled.payload.as_ref();
-    let mut first8 = [0u8; 8];
-    file.read_exact_at(&mut first8, 0)
-        .map_err(|e| failed("payload shorter than its header", e))?;
-    let header_len =
-        record::header_len(&first8, limits).map_err(|e| record_error(dataset, ordinal, e))?;
-    let prefix_len =
-        usize::try_from(8 + header_len).map_err(|_| other("header too large".into()))?;
-    let _prefix = charge_memory(dataset, ordinal, prefix_len as u64, "reading its header")?;
-    let mut prefix = vec![0u8; prefix_len];
-    file.read_exact_at(&mut prefix, 0)
-        .map_err(|e| failed("payload shorter than its header", e))?;
-    let header = parse_header(&prefix, limits).map_err(|e| record_error(dataset, ordinal, e))?;
-    if header.total_len != written {
-        return Err(other(format!(
-            "payload is {written} bytes but its header describes {}",
-            header.total_len
-        )));
-    }
-    let range = header.descriptor_range();
-    let descriptor_len = range.end - range.start;
-    let _descriptor = charge_memory(dataset, ordinal, descriptor_len, "reading its descriptor")?;
-    let mut descriptor = vec![0u8; descriptor_len as usize];
-    file.read_exact_at(&mut descriptor, range.start)
-        .map_err(|e| failed("descriptor", e))?;
-    let layout = RecordLayout::from_parts(header, &descriptor, limits)
-        .map_err(|e| record_error(dataset, ordinal, e))?;
-    if layout.meta.fingerprint() != expected {
-        explain_disagreement(dataset, trees, ordinal, &layout.meta)?;
-    }
-    Ok(RecordBytes::File {
-        spilled,
-        layout,
-        _disk: disk,
     })
 }
 
@@ -677,6 +927,16 @@ impl std::ops::Deref for CachedTree {
 enum Row {
     Tree(Arc<CachedTree>),
     Read(RecordMeta),
+}
+
+impl Row {
+    /// Its [`RecordMeta::fingerprint`] (a kept tree's, found once).
+    fn fingerprint(&self) -> u64 {
+        match self {
+            Row::Tree(tree) => *tree.fingerprint.get_or_init(|| tree.meta.fingerprint()),
+            Row::Read(meta) => meta.fingerprint(),
+        }
+    }
 }
 
 impl std::ops::Deref for Row {

@@ -227,40 +227,43 @@ impl Namespace {
         self.trees.get(&self.dataset, ordinal)
     }
 
-    /// Record `ordinal` decoded (through the cache).
-    fn decoded(&self, ordinal: u64) -> Result<Arc<RecordBytes>, FsError> {
+    /// Record `ordinal` decoded (through the cache) with at least its fields `fields`: a
+    /// record above the cache's in-memory threshold is decoded field by field, those alone.
+    fn decoded(&self, ordinal: u64, fields: &[String]) -> Result<Arc<RecordBytes>, FsError> {
         self.records
-            .get(&self.dataset, &self.trees, ordinal)
+            .get(&self.dataset, &self.trees, ordinal, fields)
             .map_err(|e| FsError::in_record(ordinal, e))
     }
 
-    /// Record `ordinal`'s tree and, when `needs` says that what is served from the tree reads
-    /// tensors, the record decoded (see [`Namespace::with_record`]).
+    /// Record `ordinal`'s tree and, when `needs` names the fields whose tensors what is
+    /// served from the tree reads, the record decoded with them (see
+    /// [`Namespace::with_record`]).
     fn tree_and_record(
         &self,
         ordinal: u64,
-        needs: impl FnOnce(&RecordTree) -> bool,
+        needs: impl FnOnce(&RecordTree) -> Vec<String>,
     ) -> Result<(Arc<CachedTree>, Option<Arc<RecordBytes>>), FsError> {
         let tree = self.record_tree(ordinal)?;
-        let needed = needs(&tree);
-        self.with_record(tree, needed)
+        let fields = needs(&tree);
+        self.with_record(tree, &fields)
     }
 
-    /// `tree`, with its record decoded when `needed`. The record is decoded with no tree
-    /// held: a request must hold nothing charged to the memory budget while it may wait for
-    /// room for a payload (see [`TreeCache::row_fingerprint`]). The tree is found again
-    /// afterwards (a cache hit unless the payload's room was made by evicting it).
+    /// `tree`, with its record decoded with `fields` when there are any (nothing is decoded,
+    /// no data shard read, for none). The record is decoded with no tree held: a request
+    /// must hold nothing charged to the memory budget while it may wait for room for a
+    /// payload (see [`TreeCache::row_fingerprint`]). The tree is found again afterwards (a
+    /// cache hit unless the payload's room was made by evicting it).
     fn with_record(
         &self,
         tree: Arc<CachedTree>,
-        needed: bool,
+        fields: &[String],
     ) -> Result<(Arc<CachedTree>, Option<Arc<RecordBytes>>), FsError> {
-        if !needed {
+        if fields.is_empty() {
             return Ok((tree, None));
         }
         let ordinal = tree.ordinal;
         drop(tree);
-        let record = self.decoded(ordinal)?;
+        let record = self.decoded(ordinal, fields)?;
         Ok((self.record_tree(ordinal)?, Some(record)))
     }
 
@@ -955,7 +958,7 @@ impl Namespace {
         {
             return None;
         }
-        let bytes = self.decoded(ordinal).ok()?;
+        let bytes = self.decoded(ordinal, std::slice::from_ref(&name)).ok()?;
         let file = bytes.own_file(&name)?;
         // The view's size as `stat` reports it must be the file's, or reads would disagree.
         let len = file.metadata().ok()?.len();
@@ -990,7 +993,7 @@ impl Namespace {
         if offset >= len || size == 0 {
             return Ok(Bytes::new());
         }
-        let bytes = self.decoded(ordinal)?;
+        let bytes = self.decoded(ordinal, &[field.to_string()])?;
         self.ahead
             .after_read(&self.records, &self.trees, &self.dataset, ordinal);
         bytes
@@ -1002,8 +1005,8 @@ impl Namespace {
     // SigMF documents
     // -----------------------------------------------------------------------------------------
 
-    /// Field `index`'s `.sigmf-meta`, its boxes read from `record` (decoded when
-    /// [`sigmf_needs_tensors`] says so) when it has any.
+    /// Field `index`'s `.sigmf-meta`, its boxes read from `record` (decoded
+    /// with its [`box_fields`]) when it has any.
     fn sigmf_meta(
         &self,
         tree: &RecordTree,
@@ -1021,7 +1024,10 @@ impl Namespace {
 
     /// Field `index`'s `.spectrogram.png`.
     fn spectrogram(&self, ordinal: u64, index: usize) -> Result<Vec<u8>, FsError> {
-        let (tree, record) = self.tree_and_record(ordinal, |_| true)?;
+        let (tree, record) = self.tree_and_record(ordinal, |tree| {
+            let shown = tree.fields.get(index).map(|entry| entry.name.clone());
+            shown.into_iter().chain(box_fields(tree, index)).collect()
+        })?;
         let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
         let boxes = boxes_of(&tree, index, record.as_deref())?;
         let axes = IqAxes::of(&entry.meta);
@@ -1035,7 +1041,7 @@ impl Namespace {
 
     /// `records/<n>/preview.png`.
     fn preview(&self, ordinal: u64) -> Result<Vec<u8>, FsError> {
-        let (tree, record) = self.tree_and_record(ordinal, |_| true)?;
+        let (tree, record) = self.tree_and_record(ordinal, preview_fields)?;
         let record = record.as_deref();
         let boxes = tree
             .preview_panels
@@ -1077,7 +1083,7 @@ impl Namespace {
             || Ok(len),
             || {
                 let (tree, record) =
-                    self.tree_and_record(ordinal, |tree| sigmf_needs_tensors(tree, field))?;
+                    self.tree_and_record(ordinal, |tree| box_fields(tree, field))?;
                 self.sigmf_meta(&tree, field, record.as_deref())
             },
         )
@@ -1276,7 +1282,7 @@ impl Namespace {
         let _turn =
             in_order.then(|| interrupt::waiting(|| crate::sync::lock(&self.column_scan_turn)));
         if scan && pieces.len() > 1 {
-            self.decode_from_the_end(&pieces)?;
+            self.decode_from_the_end(&column.name, &pieces)?;
         }
         let mut joined = Vec::new();
         let mut unchecked = u64::MAX;
@@ -1305,7 +1311,11 @@ impl Namespace {
     /// the workers meet in the middle instead of the reader waiting on the record a worker
     /// holds (a sleep and a wake-up per record). A failure is left for the in-order pass to
     /// report.
-    fn decode_from_the_end(&self, pieces: &[columns::Piece]) -> Result<(), FsError> {
+    fn decode_from_the_end(
+        &self,
+        field: &String,
+        pieces: &[columns::Piece],
+    ) -> Result<(), FsError> {
         let mut unchecked = 0u64;
         for piece in pieces.iter().rev() {
             if unchecked >= INTERRUPT_CHECK_BYTES {
@@ -1313,9 +1323,12 @@ impl Namespace {
                 unchecked = 0;
             }
             unchecked += piece.len;
-            let decoded = self
-                .records
-                .decode_if_idle(&self.dataset, &self.trees, piece.ordinal);
+            let decoded = self.records.decode_if_idle(
+                &self.dataset,
+                &self.trees,
+                piece.ordinal,
+                std::slice::from_ref(field),
+            );
             if !matches!(decoded, Ok(true)) {
                 return Ok(());
             }
@@ -1330,7 +1343,7 @@ impl Namespace {
         piece: &columns::Piece,
         scan: bool,
     ) -> Result<Bytes, FsError> {
-        let bytes = self.decoded(piece.ordinal)?;
+        let bytes = self.decoded(piece.ordinal, std::slice::from_ref(&column.name))?;
         if scan {
             let (cache, trees, dataset) = (&self.records, &self.trees, &self.dataset);
             let window = Window::COLUMNS;
@@ -1415,12 +1428,35 @@ const INTERRUPT_CHECK_BYTES: u64 = 1 << 20;
 const IN_ORDER_MIN_RECORDS: usize = 4;
 
 /// The `index`-th child of directory node `dir` of a field tree: its node, kind and name.
-/// Whether field `index`'s `.sigmf-meta` reads tensors (its label boxes).
-fn sigmf_needs_tensors(tree: &RecordTree, index: usize) -> bool {
-    tree.fields
+/// The fields whose tensors field `index`'s `.sigmf-meta` reads (its label boxes' extents
+/// and identities): none when it has no boxes.
+fn box_fields(tree: &RecordTree, index: usize) -> Vec<String> {
+    let plan = tree
+        .fields
         .get(index)
         .and_then(|entry| entry.sigmf_meta.as_ref())
-        .is_some_and(|layout| layout.needs_tensors().is_some())
+        .and_then(|layout| layout.needs_tensors());
+    let Some(plan) = plan else {
+        return Vec::new();
+    };
+    let identity = plan.identity.as_ref().map(|(name, _)| name.clone());
+    std::iter::once(plan.extent_field.clone())
+        .chain(identity)
+        .collect()
+}
+
+/// The fields a record's preview reads: each panel's, and the fields of its boxes.
+fn preview_fields(tree: &RecordTree) -> Vec<String> {
+    let mut fields = Vec::new();
+    for (name, _) in &tree.preview_panels {
+        fields.push(name.clone());
+        if let Some(index) = tree.fields.iter().position(|f| &f.name == name) {
+            fields.extend(box_fields(tree, index));
+        }
+    }
+    fields.sort();
+    fields.dedup();
+    fields
 }
 
 /// A recording of a collection: its name there and its `.sigmf-meta` (record, file node, field,
@@ -1504,9 +1540,10 @@ fn render_picture(
     expected: u64,
     draw: impl FnOnce(&picture::ReadField) -> Result<Vec<u8>, FsError>,
 ) -> Result<Vec<u8>, FsError> {
-    let bytes = at_hand(tree, record)?;
+    // A picture that shows no field (a preview with nothing to show) reads none: its record
+    // is not decoded.
     let read = |name: &str, offset: u64, len: usize| {
-        bytes
+        at_hand(tree, record)?
             .read_field(name, offset, len)
             .map_err(|e| FsError::in_record_at(tree.ordinal, format!("field {name:?}"), e))
     };

@@ -1,30 +1,39 @@
-//! Decoding a large record into temporary files: the payload in one file, and each large
-//! tensor in a file of its own.
+//! Decoding the fields a read asks for out of a large record's payload, and nothing else:
+//! small fields into memory, large ones into temporary files of their own.
 //!
-//! Why a file per large tensor: a field's `.raw` (and `.sigmf-data`) view is exactly its
-//! tensor's bytes. When those bytes start at offset 0 of a file, the kernel can serve the view
-//! from that file directly (FUSE passthrough, see [`crate::fs::fuse`]): no request reaches the
-//! daemon for the data, and the reader copies from the temporary file's page cache, which on
-//! ext4 and tmpfs uses large folios where a FUSE mount's own page cache uses 4 KiB pages.
+//! Why: a record above the in-memory threshold used to be streamed whole into temporary files
+//! for any read of it, so `head -c 4096` of a 4 KiB field beside a 300 MB one wrote 314 MB to
+//! disk. The payload must still be decompressed from its start (its chunk is one compressed
+//! stream, hash-checked as it goes), but [`FieldSink`] keeps only the bytes of the tensors it
+//! was asked for, routed by payload position as they come: the SafeTensors header at the
+//! payload's start says where every tensor is. The header and the descriptor are kept too
+//! (the caller checks the record against its row with them); every other byte is dropped.
 //!
-//! The payload streams through [`SpillSink`] once, as it is decompressed: the SafeTensors
-//! header at its start says where every tensor is, so each byte can go straight to its file.
-//! The payload file keeps every byte at its payload offset, except the ranges of split-off
-//! tensors, which stay holes (no disk space). A header that does not parse, or is larger than
-//! `HEADER_KEEP_MAX`, leaves everything in the payload file; the caller's validation of that
-//! file then reports any defect, as before.
+//! Which tensor holds a field is the descriptor's to say, and the descriptor may lie after the
+//! field in the payload, so the sink is given the tensor key FORMAT.md assigns (`tensor_N`,
+//! the field's place among the record's field names in code-point order); the caller checks
+//! that against the descriptor afterwards and decodes again with the descriptor's keys when a
+//! writer assigned others.
 //!
-//! Memory: the sink holds at most [`SINK_MEMORY`] bytes, which the caller charges to the memory
-//! budget with the decoder's working set before decoding.
+//! A field of at least [`OWN_FILE_MIN_BYTES`] goes to a temporary file holding exactly its
+//! bytes from offset 0: the kernel can then serve its `.raw` and `.sigmf-data` views from that
+//! file directly (FUSE passthrough, see `fs::fuse`). Smaller fields go to memory.
 //!
-//! Write-behind: the bytes are collected into 1 MiB buffers that one helper thread writes
-//! while decompression goes on (at most `BUFFERS` in flight, so memory stays bounded).
-//! Writing into the page cache was a sixth of a large record's decoding time on one thread;
-//! on a machine with a second core it now overlaps with zstd.
+//! Memory: [`sink_memory`] is the most the sink holds (the buffer it lends the decoder for
+//! dropped bytes, the header and descriptor up to the allowance the caller charged, the
+//! memory fields, and the write-behind buffers when a field goes to a file); the caller
+//! charges it, with the decoder's working set, before decoding. A header and descriptor
+//! larger than the allowance stop the stream right after the header ([`FieldSink::needs`]), so
+//! the caller can charge what they need and decode again.
+//!
+//! Write-behind: bytes for files are collected into 1 MiB buffers that one helper thread
+//! writes while decompression goes on (at most `BUFFERS` in flight, so memory stays bounded);
+//! decoded zstd segments are written from directly. Writing into the page cache was a sixth
+//! of a large record's decoding time on one thread; on a machine with a second core it now
+//! overlaps with zstd.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -33,48 +42,118 @@ use std::thread::JoinHandle;
 
 use crate::arrayrecord::RecordSink;
 use crate::format::limits::RecordLimits;
-use crate::format::record::{header_len, parse_header, DESCRIPTOR_TENSOR};
+use crate::format::record::{header_len, parse_header, PayloadHeader, RecordError};
 
-/// Tensors of at least this many bytes get a file of their own.
+/// Fields of at least this many bytes (of a record decoded field by field) go to a temporary
+/// file of their own; smaller ones are kept in memory.
 pub const OWN_FILE_MIN_BYTES: u64 = 1 << 20;
-/// At most this many tensors of one record get a file of their own (the rest stay in the
-/// payload file), so a record with many large tensors cannot use many descriptors.
-const MAX_OWN_FILES: usize = 8;
 /// Size of one write-behind buffer, and how many may be in flight.
 const BUFFER_BYTES: usize = 1 << 20;
 const BUFFERS: usize = 4;
-/// Headers (length prefix included) up to this size are kept and parsed to split tensors off;
-/// a larger one (the format allows 16 MiB) leaves every byte in the payload file, so the
-/// sink's memory stays fixed ([`SINK_MEMORY`]).
-const HEADER_KEEP_MAX: u64 = 1 << 20;
+/// The buffer lent to the decoder for bytes that are dropped (and for the header's bytes
+/// before it parses).
+const SCRATCH_BYTES: usize = 256 << 10;
+/// What a decoding first charges for the header and the descriptor, text and parsed (see
+/// [`header_price`]): enough for records of hundreds of fields; a larger header stops the
+/// stream once it is read, and the decoding starts again charging what it needs.
+pub const HEADER_ALLOWANCE: u64 = 256 << 10;
 
-/// The most memory a [`SpillSink`] holds: its write-behind buffers, the staging buffer it
-/// lends the decoder before the header is parsed (at most one buffer's size), and the header
-/// bytes it keeps until the header parses (at most `HEADER_KEEP_MAX`).
-pub const SINK_MEMORY: u64 = (BUFFERS as u64 + 1) * BUFFER_BYTES as u64 + HEADER_KEEP_MAX;
-
-/// A tensor written to a file of its own.
-#[derive(Debug)]
-pub struct OwnFile {
-    /// The tensor's absolute byte range in the payload.
-    pub range: Range<u64>,
-    pub file: Arc<File>,
+/// The most memory a [`FieldSink`] holds: its scratch buffer, the header and descriptor up
+/// to `allowance`, the fields it keeps in memory (`memory_fields` bytes) and, when a field
+/// goes to a file, the write-behind buffers.
+pub fn sink_memory(memory_fields: u64, any_file: bool, allowance: u64) -> u64 {
+    let behind = if any_file {
+        (BUFFERS * BUFFER_BYTES) as u64
+    } else {
+        0
+    };
+    (SCRATCH_BYTES as u64)
+        .saturating_add(allowance)
+        .saturating_add(memory_fields)
+        .saturating_add(behind)
 }
 
-/// Where the bytes of a spilled payload went.
-#[derive(Debug)]
-pub struct Spilled {
-    /// The payload, with holes where own-file tensors are.
-    pub payload: Arc<File>,
-    /// Split-off tensors by SafeTensors key.
-    pub own_files: BTreeMap<String, OwnFile>,
+/// What keeping a payload's header of `header_len` bytes and a descriptor of
+/// `descriptor_len` bytes takes: their text three times over, for the parsed forms (the
+/// header's tensor table, the descriptor's record metadata) made from them.
+pub fn header_price(header_len: u64, descriptor_len: u64) -> u64 {
+    8u64.saturating_add(header_len)
+        .saturating_add(descriptor_len)
+        .saturating_mul(3)
 }
 
-/// A tensor that goes to a file of its own.
+/// A field the sink keeps: the SafeTensors key expected to hold it and its length (what the
+/// caller charged), and whether it goes to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    pub name: String,
+    pub tensor: String,
+    pub len: u64,
+    pub to_file: bool,
+}
+
+impl Wanted {
+    /// Field `name` of `len` bytes, expected in tensor `tensor`: in a file of its own when it
+    /// is at least [`OWN_FILE_MIN_BYTES`].
+    pub fn new(name: String, tensor: String, len: u64) -> Wanted {
+        Wanted {
+            name,
+            tensor,
+            len,
+            to_file: len >= OWN_FILE_MIN_BYTES,
+        }
+    }
+}
+
+/// A kept tensor's bytes.
+#[derive(Debug)]
+pub enum Taken {
+    Memory(Vec<u8>),
+    /// A temporary file holding exactly the tensor's bytes, from offset 0.
+    File(Arc<File>),
+}
+
+/// What a decoding kept: the parsed header, the descriptor's bytes, the payload's length and
+/// the wanted tensors found in the header, by SafeTensors key.
+#[derive(Debug)]
+pub struct Selected {
+    pub header: PayloadHeader,
+    pub descriptor: Vec<u8>,
+    pub written: u64,
+    pub kept: BTreeMap<String, Taken>,
+}
+
+/// Why [`FieldSink::finish`] has nothing to give.
+#[derive(Debug)]
+pub enum SinkError {
+    /// Writing a temporary file failed.
+    Io(std::io::Error),
+    /// The payload's header is not a valid SafeTensors header.
+    Record(RecordError),
+}
+
+/// Where a tensor's bytes go.
+enum Destination {
+    Memory(Vec<u8>),
+    File(Arc<File>),
+}
+
+/// A kept tensor: its SafeTensors key, its absolute range in the payload and where it goes.
 struct Target {
     key: String,
     range: Range<u64>,
-    file: Arc<File>,
+    destination: Destination,
+}
+
+/// Where the bytes at one payload position go, and how many from there go the same way.
+#[derive(Clone, Copy)]
+enum Route {
+    /// Into the header, which is not parsed yet.
+    Header(u64),
+    /// Into target `index`, at `offset` within it.
+    Target { index: usize, offset: u64, run: u64 },
+    /// Nowhere.
+    Drop(u64),
 }
 
 /// Bytes collected for one contiguous stretch of one file: the first `filled` bytes of
@@ -91,7 +170,7 @@ impl Pending {
         self.filled >= self.data.len()
     }
 
-    /// Whether payload bytes for `file` at `offset` continue this stretch.
+    /// Whether bytes for `file` at `offset` continue this stretch.
     fn continues(&self, file: &Arc<File>, offset: u64) -> bool {
         Arc::ptr_eq(&self.file, file) && self.offset + self.filled as u64 == offset
     }
@@ -109,181 +188,296 @@ struct Shared {
 enum Job {
     Owned(Pending),
     Shared(Shared),
-    /// Reserve the blocks of a tensor's own file before its bytes come (see [`reserve`]).
+    /// Reserve the blocks of a tensor's file before its bytes come (see [`reserve`]).
     Reserve(Arc<File>, u64),
 }
 
-/// What [`SpillSink`] lent last through [`RecordSink::buffer`].
+/// What [`FieldSink`] lent last through [`RecordSink::buffer`].
 enum Lent {
     Nothing,
-    /// The header staging buffer (before the header is parsed).
-    Staging,
+    /// The scratch buffer (header bytes, or bytes to drop).
+    Scratch,
+    /// This many bytes of a memory target.
+    Memory(usize),
     /// The pending buffer, from `filled` on.
     Pending,
 }
 
-/// A `Write` that routes a payload's bytes by position (see the module documentation).
-pub struct SpillSink<'a> {
+/// The header, once the stream has given it.
+enum Header {
+    /// Still coming: its bytes so far.
+    Reading(Vec<u8>),
+    Parsed(PayloadHeader),
+    /// Not a valid header: nothing is kept, the stream goes on (so its chunk is still checked
+    /// to the end, and a corrupt chunk is reported as such), and `finish` reports this.
+    Invalid(RecordError),
+}
+
+/// A [`RecordSink`] keeping only the wanted tensors (see the module documentation).
+pub struct FieldSink<'a> {
     limits: &'a RecordLimits,
-    payload: Arc<File>,
+    wanted: &'a [Wanted],
+    /// Bytes the header and descriptor may take ([`header_price`]).
+    allowance: u64,
+    /// Set when they need more: the stream stops.
+    needs: Option<u64>,
     /// Bytes taken so far.
     position: u64,
-    /// The header bytes seen while it is incomplete.
-    prefix: Vec<u8>,
-    /// `None` until the header is parsed (or given up on).
-    targets: Option<Vec<Target>>,
+    header: Header,
+    /// The descriptor and the wanted tensors, in payload order.
+    targets: Vec<Target>,
     pending: Option<Pending>,
-    behind: WriteBehind,
-    /// Header bytes lent to the decoder before the header is parsed.
-    staging: Vec<u8>,
+    behind: Option<WriteBehind>,
+    scratch: Vec<u8>,
     lent: Lent,
 }
 
-impl<'a> SpillSink<'a> {
-    pub fn new(limits: &'a RecordLimits) -> std::io::Result<SpillSink<'a>> {
-        Ok(SpillSink {
+impl<'a> FieldSink<'a> {
+    /// A sink keeping `wanted` (and the descriptor) within `allowance` bytes of header.
+    pub fn new(limits: &'a RecordLimits, wanted: &'a [Wanted], allowance: u64) -> FieldSink<'a> {
+        FieldSink {
             limits,
-            payload: Arc::new(tempfile::tempfile()?),
+            wanted,
+            allowance,
+            needs: None,
             position: 0,
-            prefix: Vec::new(),
-            targets: None,
+            header: Header::Reading(Vec::new()),
+            targets: Vec::new(),
             pending: None,
-            behind: WriteBehind::start()?,
-            staging: Vec::new(),
+            behind: None,
+            scratch: Vec::new(),
             lent: Lent::Nothing,
-        })
+        }
     }
 
-    /// Waits for every write and returns the files.
-    pub fn finish(mut self) -> std::io::Result<Spilled> {
-        self.submit_pending()?;
-        self.behind.finish()?;
-        let own_files = self
-            .targets
-            .take()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| {
-                let own = OwnFile {
-                    range: t.range,
-                    file: t.file,
+    /// What the header and descriptor need ([`header_price`]) when it is more than the
+    /// allowance: the stream was stopped after the header, and must be decoded again with
+    /// that much charged.
+    pub fn needs(&self) -> Option<u64> {
+        self.needs
+    }
+
+    /// Waits for every write and returns what was kept.
+    pub fn finish(mut self) -> Result<Selected, SinkError> {
+        self.submit_pending().map_err(SinkError::Io)?;
+        if let Some(mut behind) = self.behind.take() {
+            behind.finish().map_err(SinkError::Io)?;
+        }
+        let header = match std::mem::replace(&mut self.header, Header::Reading(Vec::new())) {
+            Header::Parsed(header) => header,
+            Header::Invalid(error) => return Err(SinkError::Record(error)),
+            Header::Reading(prefix) => {
+                let truncated = RecordError::Truncated {
+                    needed: 8,
+                    available: prefix.len() as u64,
                 };
-                (t.key, own)
-            })
-            .collect();
-        Ok(Spilled {
-            payload: self.payload,
-            own_files,
-        })
-    }
-
-    /// Takes the leading part of `bytes` that belongs to a header not parsed yet: each piece
-    /// is routed with `route` (header bytes go to the payload file as they come) and kept
-    /// until the header parses (it is small and bounded by the limits). Returns how many
-    /// bytes were taken; the rest is routed by the caller, with the targets known.
-    fn take_header(
-        &mut self,
-        bytes: &[u8],
-        mut route: impl FnMut(&mut Self, Range<usize>) -> std::io::Result<()>,
-    ) -> std::io::Result<usize> {
-        let mut at = 0;
-        while self.targets.is_none() && at < bytes.len() {
-            let take = self.header_bytes_wanted().min(bytes.len() - at);
-            route(self, at..at + take)?;
-            self.take_header_bytes(&bytes[at..at + take])?;
-            at += take;
-        }
-        Ok(at)
-    }
-
-    /// How many more bytes the header needs before it can be parsed.
-    fn header_bytes_wanted(&self) -> usize {
-        let have = self.prefix.len();
-        if have < 8 {
-            return 8 - have;
-        }
-        header_len(&self.prefix, self.limits)
-            .ok()
-            .and_then(|len| usize::try_from(8 + len).ok())
-            .map_or(1, |total| total.saturating_sub(have).max(1))
-    }
-
-    /// Collects header bytes until the header can be parsed; then plans the own files.
-    fn take_header_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.prefix.extend_from_slice(bytes);
-        if self.prefix.len() < 8 {
-            return Ok(());
-        }
-        let len = match header_len(&self.prefix, self.limits) {
-            Ok(len) if len.saturating_add(8) <= HEADER_KEEP_MAX => len,
-            _ => {
-                self.targets = Some(Vec::new());
-                self.prefix = Vec::new();
-                return Ok(());
+                // A complete prefix would have been parsed: report why it is not.
+                return Err(SinkError::Record(
+                    header_len(&prefix, self.limits).err().unwrap_or(truncated),
+                ));
             }
         };
-        if (self.prefix.len() as u64) < 8 + len {
-            return Ok(());
+        let descriptor_range = header.descriptor_range();
+        let mut descriptor = Vec::new();
+        let mut kept = BTreeMap::new();
+        for target in self.targets {
+            let taken = match target.destination {
+                Destination::Memory(bytes) => Taken::Memory(bytes),
+                Destination::File(file) => Taken::File(file),
+            };
+            match taken {
+                Taken::Memory(bytes) if target.range == descriptor_range => descriptor = bytes,
+                taken => {
+                    kept.insert(target.key, taken);
+                }
+            }
         }
-        let tensors = match parse_header(&self.prefix, self.limits) {
-            Ok(header) => header
-                .tensors
-                .into_iter()
-                .map(|(k, t)| (k, t.range))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        let position = self.position;
-        // Tensors start after the header (parse_header checks it); the guard keeps a header
-        // that claims otherwise from splitting anything.
-        let targets = plan_targets(tensors.into_iter().filter(|(_, r)| r.start >= position))?;
-        for target in &targets {
-            let len = target.range.end - target.range.start;
-            self.behind
-                .submit_job(Job::Reserve(target.file.clone(), len))?;
-        }
-        self.targets = Some(targets);
-        self.prefix = Vec::new();
-        Ok(())
+        Ok(Selected {
+            header,
+            descriptor,
+            written: self.position,
+            kept,
+        })
     }
 
-    /// The file and offset of payload position `position`, and how many bytes from there
-    /// go to the same file contiguously.
-    fn destination(&self, position: u64) -> (Arc<File>, u64, u64) {
-        let targets = self.targets.as_deref().unwrap_or_default();
-        if let Some(t) = targets.iter().find(|t| t.range.contains(&position)) {
-            return (
-                t.file.clone(),
-                position - t.range.start,
-                t.range.end - position,
-            );
+    /// Where the bytes at the current position go.
+    fn route(&self) -> Route {
+        let position = self.position;
+        match &self.header {
+            Header::Reading(prefix) => return Route::Header(self.header_bytes_wanted(prefix)),
+            Header::Invalid(_) => return Route::Drop(u64::MAX),
+            Header::Parsed(_) => {}
         }
-        let next_start = targets
+        // Targets are few (the descriptor and the fields asked for).
+        for (index, target) in self.targets.iter().enumerate() {
+            if target.range.contains(&position) {
+                let offset = position - target.range.start;
+                let run = target.range.end - position;
+                return Route::Target { index, offset, run };
+            }
+        }
+        let next = self
+            .targets
             .iter()
             .map(|t| t.range.start)
             .filter(|&start| start > position)
             .min()
             .unwrap_or(u64::MAX);
-        (self.payload.clone(), position, next_start - position)
+        Route::Drop(next - position)
     }
 
-    /// Appends `bytes` (which start at payload offset `self.position`) to the buffers of the
-    /// files they belong to.
-    fn route(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+    /// How many more bytes the header needs before it can be parsed (at least one).
+    fn header_bytes_wanted(&self, prefix: &[u8]) -> u64 {
+        let have = prefix.len() as u64;
+        if have < 8 {
+            return 8 - have;
+        }
+        header_len(prefix, self.limits).map_or(1, |len| (8 + len).saturating_sub(have).max(1))
+    }
+
+    /// Takes header bytes; once the header is complete, parses it and plans the targets.
+    fn take_header(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.position += bytes.len() as u64;
+        let Header::Reading(prefix) = &mut self.header else {
+            return Ok(());
+        };
+        prefix.extend_from_slice(bytes);
+        if prefix.len() < 8 {
+            return Ok(());
+        }
+        let len = match header_len(prefix, self.limits) {
+            Ok(len) => len,
+            Err(error) => {
+                self.header = Header::Invalid(error);
+                return Ok(());
+            }
+        };
+        // The allowance is checked before the header is kept whole.
+        let price = header_price(len, 0);
+        if price > self.allowance {
+            return self.stop(price);
+        }
+        if (prefix.len() as u64) < 8 + len {
+            return Ok(());
+        }
+        match parse_header(prefix, self.limits) {
+            Ok(header) => self.plan(header),
+            Err(error) => {
+                self.header = Header::Invalid(error);
+                Ok(())
+            }
+        }
+    }
+
+    /// Stops the stream: the header and descriptor need `price` bytes.
+    fn stop(&mut self, price: u64) -> std::io::Result<()> {
+        self.needs = Some(price);
+        Err(std::io::Error::other(format!(
+            "the record's header and descriptor need {price} bytes, {} were charged",
+            self.allowance
+        )))
+    }
+
+    /// Plans the targets of a parsed header: the descriptor, and each wanted tensor the header
+    /// has at the length charged for it (any other is left for the caller's checks to
+    /// explain). Tensors start after the header (`parse_header` checks it).
+    fn plan(&mut self, header: PayloadHeader) -> std::io::Result<()> {
+        let descriptor = header.descriptor_range();
+        let price = header_price(header.header_len, descriptor.end - descriptor.start);
+        if price > self.allowance {
+            return self.stop(price);
+        }
+        let mut targets = vec![Target {
+            key: String::new(),
+            range: descriptor.clone(),
+            destination: Destination::Memory(vec![0; (descriptor.end - descriptor.start) as usize]),
+        }];
+        for wanted in self.wanted {
+            let Some(entry) = header.tensors.get(&wanted.tensor) else {
+                continue;
+            };
+            let range = entry.range.clone();
+            if range.end - range.start != wanted.len || range == descriptor {
+                continue;
+            }
+            let destination = if wanted.to_file {
+                let file = Arc::new(tempfile::tempfile()?);
+                self.writer()?
+                    .submit(Job::Reserve(file.clone(), wanted.len))?;
+                Destination::File(file)
+            } else {
+                Destination::Memory(vec![0; wanted.len as usize])
+            };
+            let key = wanted.tensor.clone();
+            targets.push(Target {
+                key,
+                range,
+                destination,
+            });
+        }
+        self.targets = targets;
+        self.header = Header::Parsed(header);
+        Ok(())
+    }
+
+    /// The write-behind thread, started for the first file.
+    fn writer(&mut self) -> std::io::Result<&WriteBehind> {
+        if self.behind.is_none() {
+            self.behind = Some(WriteBehind::start()?);
+        }
+        self.behind.as_ref().ok_or_else(stopped)
+    }
+
+    /// Takes `bytes`, which start at the current position, copying what is kept.
+    fn take(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
         while !bytes.is_empty() {
-            let (file, offset, run) = self.destination(self.position);
-            let take = usize::try_from(run).map_or(bytes.len(), |run| run.min(bytes.len()));
-            self.append(file, offset, &bytes[..take])?;
+            let route = self.route();
+            let take = bytes
+                .len()
+                .min(usize::try_from(run_of(route)).unwrap_or(usize::MAX));
+            let (here, rest) = bytes.split_at(take);
+            match route {
+                Route::Header(_) => {
+                    self.take_header(here)?;
+                    bytes = rest;
+                    continue;
+                }
+                Route::Target { index, offset, .. } => self.copy_into(index, offset, here)?,
+                Route::Drop(_) => {}
+            }
             self.position += take as u64;
-            bytes = &bytes[take..];
+            bytes = rest;
         }
         Ok(())
     }
 
+    /// Copies `bytes` into target `index` at `offset`.
+    fn copy_into(&mut self, index: usize, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        let target = self.targets.get_mut(index).ok_or_else(stopped)?;
+        match &mut target.destination {
+            Destination::Memory(data) => {
+                let start = offset as usize;
+                let space = data
+                    .get_mut(start..start + bytes.len())
+                    .ok_or_else(|| overcommitted(bytes.len()))?;
+                space.copy_from_slice(bytes);
+                Ok(())
+            }
+            Destination::File(file) => {
+                let file = file.clone();
+                self.append(file, offset, bytes)
+            }
+        }
+    }
+
     /// Appends to the pending buffer, handing it to the writer when it is full or when the
     /// bytes go elsewhere.
-    fn append(&mut self, file: Arc<File>, offset: u64, mut bytes: &[u8]) -> std::io::Result<()> {
-        let mut offset = offset;
+    fn append(
+        &mut self,
+        file: Arc<File>,
+        mut offset: u64,
+        mut bytes: &[u8],
+    ) -> std::io::Result<()> {
         while !bytes.is_empty() {
             let pending = self.pending_for(&file, offset)?;
             let take = (pending.data.len() - pending.filled).min(bytes.len());
@@ -304,7 +498,7 @@ impl<'a> SpillSink<'a> {
             .is_some_and(|p| p.continues(file, offset) && !p.is_full());
         if !usable {
             self.submit_pending()?;
-            let data = self.behind.buffer()?;
+            let data = self.writer()?.buffer()?;
             self.pending = Some(Pending {
                 file: file.clone(),
                 offset,
@@ -315,83 +509,84 @@ impl<'a> SpillSink<'a> {
         self.pending.as_mut().ok_or_else(stopped)
     }
 
-    /// Sends bytes `range` of `segment` (which start at payload offset `self.position`) to
-    /// the writer, split by destination file.
-    fn route_shared(&mut self, segment: &Arc<Vec<u8>>, range: Range<usize>) -> std::io::Result<()> {
-        // Keep the writes in payload order: what is buffered goes first.
-        self.submit_pending()?;
-        let mut at = range.start;
-        while at < range.end {
-            let (file, offset, run) = self.destination(self.position);
-            let take = usize::try_from(run).map_or(range.end - at, |run| run.min(range.end - at));
-            self.behind.submit_shared(Shared {
-                file,
-                offset,
-                segment: segment.clone(),
-                range: at..at + take,
-            })?;
-            self.position += take as u64;
-            at += take;
+    fn submit_pending(&mut self) -> std::io::Result<()> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let behind = self.behind.as_ref().ok_or_else(stopped)?;
+        if pending.filled > 0 {
+            behind.submit(Job::Owned(pending))
+        } else {
+            behind.give_back(pending.data);
+            Ok(())
         }
-        Ok(())
     }
 
-    fn submit_pending(&mut self) -> std::io::Result<()> {
-        match self.pending.take() {
-            Some(pending) if pending.filled > 0 => self.behind.submit(pending),
-            Some(pending) => {
-                self.behind.give_back(pending.data);
-                Ok(())
-            }
-            None => Ok(()),
+    /// Lends the scratch buffer, at most `len` bytes of it.
+    fn lend_scratch(&mut self, len: u64) -> &mut [u8] {
+        let len = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .clamp(1, SCRATCH_BYTES);
+        if self.scratch.len() < len {
+            self.scratch.resize(len, 0);
         }
+        self.lent = Lent::Scratch;
+        &mut self.scratch[..len]
     }
 }
 
-/// The decoder writes straight into the write-behind buffers (no copy through a buffer of its
-/// own); until the header is parsed it writes into a small staging buffer that goes through
-/// [`Write`], so the header is seen before anything is routed.
-impl RecordSink for SpillSink<'_> {
-    fn buffer(&mut self, max: usize) -> std::io::Result<&mut [u8]> {
-        let max = max.max(1);
-        if self.targets.is_none() {
-            let want = self.header_bytes_wanted().clamp(1, BUFFER_BYTES).min(max);
-            self.staging.resize(want, 0);
-            self.lent = Lent::Staging;
-            return Ok(&mut self.staging[..]);
-        }
-        let (file, offset, run) = self.destination(self.position);
-        let run = usize::try_from(run).unwrap_or(usize::MAX).min(max);
-        self.lent = Lent::Pending;
-        let pending = self.pending_for(&file, offset)?;
-        let take = (pending.data.len() - pending.filled).min(run);
-        Ok(&mut pending.data[pending.filled..pending.filled + take])
+/// How many bytes from the current position go the way `route` says.
+fn run_of(route: Route) -> u64 {
+    match route {
+        Route::Header(run) | Route::Drop(run) => run,
+        Route::Target { run, .. } => run,
     }
+}
 
-    /// Segments go to the writer thread as they are (no copy), routed like any other bytes;
-    /// the writer drops each once written, which lets the decoder reuse it.
-    fn take_segment(&mut self, segment: Arc<Vec<u8>>, range: Range<usize>) -> std::io::Result<()> {
-        let bytes = segment
-            .get(range.clone())
-            .ok_or_else(|| overcommitted(range.len()))?;
-        let header = self.take_header(bytes, |sink, part| {
-            let part = range.start + part.start..range.start + part.end;
-            sink.route_shared(&segment, part)
-        })?;
-        self.route_shared(&segment, range.start + header..range.end)
+/// The decoder writes kept bytes straight into their memory or into the write-behind buffers,
+/// and dropped bytes into a scratch buffer; header bytes go through the scratch buffer too,
+/// so the header is seen before anything after it is routed.
+impl RecordSink for FieldSink<'_> {
+    fn buffer(&mut self, max: usize) -> std::io::Result<&mut [u8]> {
+        let max = max.max(1) as u64;
+        match self.route() {
+            Route::Header(run) | Route::Drop(run) => Ok(self.lend_scratch(run.min(max))),
+            Route::Target { index, offset, run } => {
+                let take = run.min(max) as usize;
+                if let Some(file) = self.file_of(index) {
+                    self.lent = Lent::Pending;
+                    let pending = self.pending_for(&file, offset)?;
+                    let room = (pending.data.len() - pending.filled).min(take);
+                    return Ok(&mut pending.data[pending.filled..pending.filled + room]);
+                }
+                self.lent = Lent::Memory(take);
+                match self.targets.get_mut(index).map(|t| &mut t.destination) {
+                    Some(Destination::Memory(data)) => {
+                        let start = offset as usize;
+                        Ok(&mut data[start..start + take])
+                    }
+                    _ => Err(stopped()),
+                }
+            }
+        }
     }
 
     fn commit(&mut self, n: usize) -> std::io::Result<()> {
         match std::mem::replace(&mut self.lent, Lent::Nothing) {
-            Lent::Staging => {
-                let staged = std::mem::take(&mut self.staging);
-                let result = staged
+            Lent::Scratch => {
+                let scratch = std::mem::take(&mut self.scratch);
+                let result = scratch
                     .get(..n)
                     .ok_or_else(|| overcommitted(n))
-                    .and_then(|bytes| self.write_all(bytes));
-                self.staging = staged;
+                    .and_then(|bytes| self.take(bytes));
+                self.scratch = scratch;
                 result
             }
+            Lent::Memory(lent) if n <= lent => {
+                self.position += n as u64;
+                Ok(())
+            }
+            Lent::Memory(_) => Err(overcommitted(n)),
             Lent::Pending => {
                 let pending = self.pending.as_mut().ok_or_else(|| overcommitted(n))?;
                 if n > pending.data.len() - pending.filled {
@@ -405,44 +600,65 @@ impl RecordSink for SpillSink<'_> {
             Lent::Nothing => Err(overcommitted(n)),
         }
     }
-}
 
-fn overcommitted(n: usize) -> std::io::Error {
-    std::io::Error::other(format!("{n} bytes committed that were not lent"))
-}
-
-impl Write for SpillSink<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let header = self.take_header(bytes, |sink, part| sink.route(&bytes[part]))?;
-        self.route(&bytes[header..])?;
-        Ok(bytes.len())
-    }
-
-    /// Buffers are written by the helper thread; [`SpillSink::finish`] waits for them.
-    fn flush(&mut self) -> std::io::Result<()> {
+    /// Kept bytes of a segment go to memory by copy and to files as they are (the writer
+    /// drops the segment once written, which lets the decoder reuse it); dropped bytes cost
+    /// nothing.
+    fn take_segment(&mut self, segment: Arc<Vec<u8>>, range: Range<usize>) -> std::io::Result<()> {
+        if segment.get(range.clone()).is_none() {
+            return Err(overcommitted(range.len()));
+        }
+        let mut at = range.start;
+        while at < range.end {
+            let route = self.route();
+            let take = (range.end - at).min(usize::try_from(run_of(route)).unwrap_or(usize::MAX));
+            match route {
+                Route::Target { index, offset, .. } => {
+                    match self.file_of(index) {
+                        Some(file) => self.share(file, offset, &segment, at..at + take)?,
+                        None => self.copy_into(index, offset, &segment[at..at + take])?,
+                    }
+                    self.position += take as u64;
+                }
+                Route::Header(_) => self.take_header(&segment[at..at + take])?,
+                Route::Drop(_) => self.position += take as u64,
+            }
+            at += take;
+        }
         Ok(())
     }
 }
 
-/// The tensors to split off: the largest, at least [`OWN_FILE_MIN_BYTES`] each, at most
-/// [`MAX_OWN_FILES`], never the descriptor.
-fn plan_targets(
-    tensors: impl Iterator<Item = (String, Range<u64>)>,
-) -> std::io::Result<Vec<Target>> {
-    let mut large: Vec<(String, Range<u64>)> = tensors
-        .filter(|(key, range)| {
-            key != DESCRIPTOR_TENSOR && range.end.saturating_sub(range.start) >= OWN_FILE_MIN_BYTES
-        })
-        .collect();
-    large.sort_by_key(|(_, range)| std::cmp::Reverse(range.end - range.start));
-    large.truncate(MAX_OWN_FILES);
-    large
-        .into_iter()
-        .map(|(key, range)| {
-            let file = Arc::new(tempfile::tempfile()?);
-            Ok(Target { key, range, file })
-        })
-        .collect()
+impl FieldSink<'_> {
+    /// The file of target `index`, if it goes to one.
+    fn file_of(&self, index: usize) -> Option<Arc<File>> {
+        match self.targets.get(index).map(|t| &t.destination) {
+            Some(Destination::File(file)) => Some(file.clone()),
+            _ => None,
+        }
+    }
+
+    /// Sends bytes `range` of `segment` to the writer, for `file` at `offset`.
+    fn share(
+        &mut self,
+        file: Arc<File>,
+        offset: u64,
+        segment: &Arc<Vec<u8>>,
+        range: Range<usize>,
+    ) -> std::io::Result<()> {
+        // Keep the writes in payload order: what is buffered goes first.
+        self.submit_pending()?;
+        self.writer()?.submit(Job::Shared(Shared {
+            file,
+            offset,
+            segment: segment.clone(),
+            range,
+        }))
+    }
+}
+
+fn overcommitted(n: usize) -> std::io::Error {
+    std::io::Error::other(format!("{n} bytes committed that were not lent"))
 }
 
 /// One helper thread writing buffers at their offsets, and the buffers it hands back.
@@ -489,17 +705,9 @@ impl WriteBehind {
         let _ = self.spare.send(data);
     }
 
-    fn submit(&self, pending: Pending) -> std::io::Result<()> {
-        self.submit_job(Job::Owned(pending))
-    }
-
-    fn submit_job(&self, job: Job) -> std::io::Result<()> {
+    fn submit(&self, job: Job) -> std::io::Result<()> {
         let jobs = self.jobs.as_ref().ok_or_else(stopped)?;
         jobs.send(job).map_err(|_| stopped())
-    }
-
-    fn submit_shared(&self, shared: Shared) -> std::io::Result<()> {
-        self.submit_job(Job::Shared(shared))
     }
 
     /// Waits for every submitted write; the first error, if any.
@@ -510,6 +718,13 @@ impl WriteBehind {
             Some(Err(_)) => Err(std::io::Error::other("the spill writer thread panicked")),
             None => Ok(()),
         }
+    }
+}
+
+impl Drop for WriteBehind {
+    /// A sink dropped without `finish` (its decoding failed) still ends its writer thread.
+    fn drop(&mut self) {
+        let _ = self.finish();
     }
 }
 
@@ -557,17 +772,17 @@ fn stopped() -> std::io::Error {
 mod tests {
     use super::*;
     use crate::format::dtype::DType;
-    use crate::format::record::{self, Field, Record};
+    use crate::format::record::{self, tensor_key, Field, Record, DESCRIPTOR_TENSOR};
 
-    /// A payload with one tensor large enough for a file of its own and one small one.
+    const BIG: usize = OWN_FILE_MIN_BYTES as usize + 4096;
+
+    /// A payload with one field large enough for a file of its own ("big", tensor 0) and a
+    /// small one ("small", tensor 1).
     fn payload() -> Vec<u8> {
-        let big: Vec<u8> = (0..(OWN_FILE_MIN_BYTES as usize + 4096))
-            .map(|i| (i * 31 % 251) as u8)
-            .collect();
         let record = Record::new("r")
             .with_field(
                 "big",
-                Field::new(DType::U8, vec![big.len() as u64], big).unwrap(),
+                Field::new(DType::U8, vec![BIG as u64], big_bytes()).unwrap(),
             )
             .with_field(
                 "small",
@@ -576,24 +791,54 @@ mod tests {
         record::encode(&record, &RecordLimits::default()).unwrap()
     }
 
-    /// The payload as the spill files hold it: the payload file, with the own files' bytes
-    /// put back in their holes.
-    fn reassemble(spilled: &Spilled, len: usize) -> Vec<u8> {
-        let mut out = vec![0u8; len];
-        spilled.payload.read_at(&mut out, 0).unwrap();
-        for own in spilled.own_files.values() {
-            let range = own.range.start as usize..own.range.end as usize;
-            own.file.read_exact_at(&mut out[range], 0).unwrap();
+    fn big_bytes() -> Vec<u8> {
+        (0..BIG).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    fn both() -> Vec<Wanted> {
+        vec![
+            Wanted::new("big".into(), tensor_key(0), BIG as u64),
+            Wanted::new("small".into(), tensor_key(1), 3),
+        ]
+    }
+
+    fn file_bytes(taken: &Taken) -> Vec<u8> {
+        match taken {
+            Taken::File(file) => {
+                let len = file.metadata().unwrap().len() as usize;
+                let mut out = vec![0u8; len];
+                file.read_exact_at(&mut out, 0).unwrap();
+                out
+            }
+            Taken::Memory(bytes) => panic!("{} bytes in memory, a file expected", bytes.len()),
         }
-        out
+    }
+
+    /// Checks what a sink kept of [`payload`] with [`both`] wanted.
+    fn check_kept(selected: &Selected, payload: &[u8], what: &str) {
+        assert_eq!(selected.written, payload.len() as u64, "{what}");
+        let range = selected.header.descriptor_range();
+        let descriptor = &payload[range.start as usize..range.end as usize];
+        assert_eq!(selected.descriptor, descriptor, "{what}");
+        assert_eq!(
+            file_bytes(&selected.kept[&tensor_key(0)]),
+            big_bytes(),
+            "{what}"
+        );
+        assert!(
+            matches!(&selected.kept[&tensor_key(1)], Taken::Memory(b) if b == &[7, 8, 9]),
+            "{what}"
+        );
+        assert!(!selected.kept.contains_key(DESCRIPTOR_TENSOR), "{what}");
     }
 
     #[test]
-    fn lent_buffers_of_any_size_route_every_byte() {
+    fn lent_buffers_of_any_size_keep_exactly_the_wanted_fields() {
         let payload = payload();
         let limits = RecordLimits::default();
+        let wanted = both();
         for lend in [1usize, 7, 4096, usize::MAX] {
-            let mut sink = SpillSink::new(&limits).unwrap();
+            let mut sink = FieldSink::new(&limits, &wanted, HEADER_ALLOWANCE);
             let mut at = 0;
             while at < payload.len() {
                 let space = sink.buffer(lend.min(payload.len() - at)).unwrap();
@@ -604,39 +849,83 @@ mod tests {
                 sink.commit(n).unwrap();
                 at += n;
             }
-            let spilled = sink.finish().unwrap();
-            // Only the large tensor ("big" sorts first: tensor 0) has a file of its own.
-            let own: Vec<&String> = spilled.own_files.keys().collect();
-            assert_eq!(own, [&record::tensor_key(0)], "lend {lend}");
-            assert_eq!(reassemble(&spilled, payload.len()), payload, "lend {lend}");
+            check_kept(&sink.finish().unwrap(), &payload, &format!("lend {lend}"));
         }
     }
 
     #[test]
-    fn segments_route_every_byte() {
+    fn segments_keep_exactly_the_wanted_fields() {
         let payload = payload();
         let limits = RecordLimits::default();
+        let wanted = both();
         // Segments cut anywhere, the header included; each one handed over in two ranges.
         let header = 8 + u64::from_le_bytes(payload[..8].try_into().unwrap()) as usize;
         // The smallest cut puts the header into three segments.
         for cut in [header.div_ceil(3), 70_000, payload.len()] {
-            let mut sink = SpillSink::new(&limits).unwrap();
+            let mut sink = FieldSink::new(&limits, &wanted, HEADER_ALLOWANCE);
             for chunk in payload.chunks(cut) {
                 let segment = Arc::new(chunk.to_vec());
                 let half = chunk.len() / 2;
                 sink.take_segment(segment.clone(), 0..half).unwrap();
                 sink.take_segment(segment, half..chunk.len()).unwrap();
             }
-            let spilled = sink.finish().unwrap();
-            assert_eq!(spilled.own_files.len(), 1, "cut {cut}");
-            assert_eq!(reassemble(&spilled, payload.len()), payload, "cut {cut}");
+            check_kept(&sink.finish().unwrap(), &payload, &format!("cut {cut}"));
         }
+    }
+
+    #[test]
+    fn a_field_not_asked_for_is_not_kept() {
+        let payload = payload();
+        let limits = RecordLimits::default();
+        let wanted = vec![Wanted::new("small".into(), tensor_key(1), 3)];
+        let mut sink = FieldSink::new(&limits, &wanted, HEADER_ALLOWANCE);
+        sink.take_segment(Arc::new(payload.clone()), 0..payload.len())
+            .unwrap();
+        let selected = sink.finish().unwrap();
+        assert_eq!(selected.kept.len(), 1);
+        assert!(selected.kept.contains_key(&tensor_key(1)));
+    }
+
+    #[test]
+    fn a_header_above_the_allowance_stops_the_stream_and_says_what_it_needs() {
+        let payload = payload();
+        let limits = RecordLimits::default();
+        let wanted = both();
+        let header = u64::from_le_bytes(payload[..8].try_into().unwrap());
+        let mut sink = FieldSink::new(&limits, &wanted, 64);
+        let stopped = sink.take_segment(Arc::new(payload.clone()), 0..payload.len());
+        assert!(stopped.is_err());
+        assert_eq!(sink.needs(), Some(header_price(header, 0)));
+        // With what it said, the header passes, then the descriptor's size is priced too.
+        let mut sink = FieldSink::new(&limits, &wanted, header_price(header, 0));
+        assert!(sink
+            .take_segment(Arc::new(payload.clone()), 0..payload.len())
+            .is_err());
+        let needs = sink.needs().unwrap();
+        let mut sink = FieldSink::new(&limits, &wanted, needs);
+        sink.take_segment(Arc::new(payload.clone()), 0..payload.len())
+            .unwrap();
+        check_kept(&sink.finish().unwrap(), &payload, "exact allowance");
+    }
+
+    #[test]
+    fn an_invalid_header_is_reported_at_the_end_of_the_stream() {
+        let mut payload = payload();
+        // A header that is not JSON.
+        payload[8] = b'!';
+        let limits = RecordLimits::default();
+        let wanted = both();
+        let mut sink = FieldSink::new(&limits, &wanted, HEADER_ALLOWANCE);
+        sink.take_segment(Arc::new(payload.clone()), 0..payload.len())
+            .unwrap();
+        assert!(matches!(sink.finish(), Err(SinkError::Record(_))));
     }
 
     #[test]
     fn committing_more_than_was_lent_is_an_error() {
         let limits = RecordLimits::default();
-        let mut sink = SpillSink::new(&limits).unwrap();
+        let wanted = both();
+        let mut sink = FieldSink::new(&limits, &wanted, HEADER_ALLOWANCE);
         assert!(sink.commit(1).is_err());
         let lent = sink.buffer(4).unwrap().len();
         assert!(sink.commit(lent + 1).is_err());
