@@ -1241,25 +1241,16 @@ mod tests {
         let other = dir.path().join("records/1/record.json");
         let expected = std::fs::read(&other).unwrap();
         PANIC_ON.store(std::fs::metadata(&victim).unwrap().ino(), Ordering::Relaxed);
-        let mut errors = 0;
-        for _ in 0..50 {
-            // A fresh open each time, past the page cache: every read reaches the daemon.
-            let file = std::fs::File::open(&victim).unwrap();
-            let _ = nix::fcntl::posix_fadvise(
-                &file,
-                0,
-                0,
-                nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
-            );
-            let mut buf = [0u8; 16];
-            match std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0) {
-                Err(e) => {
-                    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
-                    errors += 1;
-                }
-                Ok(n) => panic!("read {n} bytes of a file whose reads panic"),
-            }
-        }
+        // On a thread of its own, so that a mount whose workers are gone (every read then
+        // waits for ever) fails the test instead of hanging it.
+        let (done, outcome) = std::sync::mpsc::channel();
+        let reader = victim.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(fifty_failed_reads(&reader));
+        });
+        let errors = outcome
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the reads hang: the mount's workers are gone");
         PANIC_ON.store(0, Ordering::Relaxed);
         assert_eq!(errors, 50);
         // Both workers are still there: reads in parallel, then the victim itself, work.
@@ -1275,5 +1266,27 @@ mod tests {
         assert!(!std::fs::read(&victim).unwrap().is_empty());
         assert!(!session.guard.is_finished(), "the session ended");
         drop(session);
+    }
+
+    /// Reads `victim` 50 times, each from a fresh open past the page cache; the number of
+    /// reads that failed with EIO.
+    fn fifty_failed_reads(victim: &Path) -> usize {
+        let mut errors = 0;
+        for _ in 0..50 {
+            let file = std::fs::File::open(victim).unwrap();
+            let _ = nix::fcntl::posix_fadvise(
+                &file,
+                0,
+                0,
+                nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
+            );
+            let mut buf = [0u8; 16];
+            match std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0) {
+                Err(e) if e.raw_os_error() == Some(libc::EIO) => errors += 1,
+                Err(e) => panic!("{e}"),
+                Ok(n) => panic!("read {n} bytes of a file whose reads panic"),
+            }
+        }
+        errors
     }
 }
