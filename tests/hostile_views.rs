@@ -330,7 +330,7 @@ fn two_hundred_receivers() -> tempfile::TempDir {
         .with_field("p/labels/boxes/identity", identity(100_000, "burst"));
     for rx in 0..200 {
         let field = iq(rx_metadata(Some(1e6), Some(1e9 + rx as f64)), None);
-        record = record.with_field(&format!("p/rx{rx:03}/iq"), field);
+        record = record.with_field(format!("p/rx{rx:03}/iq"), field);
     }
     publish_records(vec![record])
 }
