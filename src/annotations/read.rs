@@ -22,6 +22,7 @@ use bytes::Bytes;
 
 use super::carrier::AnnotationRecord;
 use super::{AnnotationError, AnnotationStatus, Cause};
+use crate::budget::BudgetError;
 use crate::dataset::reader::read_control;
 use crate::dataset::shards::ShardCache;
 use crate::dataset::Dataset;
@@ -33,7 +34,7 @@ use crate::format::documents::{
 use crate::format::json::{JsonLimits, Object, Value};
 use crate::format::path::RelPath;
 use crate::format::record;
-use crate::storage::{ObjectStore, Version};
+use crate::storage::{ObjectStore, StorageError, Version};
 
 /// A set-root metadata key that earlier versions of this project wrote with the row counts by
 /// status. Publishers no longer add it (the library's set roots hold exactly the caller's
@@ -66,8 +67,8 @@ impl Catalog {
 /// catalog. Set roots are read and checked, each into its own result.
 pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
     let limits = dataset.options().control_limits;
-    let state = read_catalog_state(dataset.store().as_ref(), &limits)?;
-    let (Some(pointer), Some(revision)) = (state.pointer, state.revision) else {
+    let store = dataset.store().as_ref();
+    let Some((pointer, version, pointer_bytes)) = read_pointer_in(store, &limits)? else {
         return Ok(Catalog {
             revision_path: None,
             version: None,
@@ -75,6 +76,32 @@ pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
             sets: BTreeMap::new(),
         });
     };
+    // A revision is a control document of up to 64 MiB naming up to a million sets: one
+    // larger than the whole memory budget is not read at all, and the text, its parse and the
+    // sets' outcomes built from it are charged before the parse runs.
+    let memory = dataset.memory();
+    let over_budget = |e| AnnotationError::Object {
+        object: store.describe(&pointer.revision.path),
+        cause: Cause::Budget(e),
+    };
+    let within = memory.capacity().min(limits.max_bytes as u64);
+    let bytes = match read_revision_bytes(store, &pointer, within) {
+        Err(AnnotationError::Storage(StorageError::TooLarge { size, .. }))
+            if within < limits.max_bytes as u64 && size <= limits.max_bytes as u64 =>
+        {
+            return Err(over_budget(BudgetError::TooLarge {
+                what: "memory",
+                bytes: size,
+                capacity: memory.capacity(),
+            }));
+        }
+        read => read?,
+    };
+    let _parsing = memory
+        .charge(revision_parse_bytes(&bytes))
+        .map_err(over_budget)?;
+    let revision = parse_revision(store, &limits, &pointer, &bytes)?;
+    drop(bytes);
     let sets = revision
         .sets
         .iter()
@@ -85,10 +112,23 @@ pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
         .collect();
     Ok(Catalog {
         revision_path: Some(pointer.revision.path),
-        version: state.version,
-        pointer_bytes: state.pointer_bytes,
+        version: Some(version),
+        pointer_bytes,
         sets,
     })
+}
+
+/// The most reading a revision of `bytes`, parsing it and opening its sets takes: its text,
+/// its strings twice (the parsed values and the revision built from them), the values' own memory
+/// ([`crate::format::json::parse_bytes_at_most`]), and an outcome for each set (an opened set
+/// or an error naming its root: 512 bytes; a set takes at least 5 values: its name, its
+/// reference and the reference's two keys, and a separator).
+fn revision_parse_bytes(bytes: &[u8]) -> u64 {
+    let sets = crate::format::json::values_at_most(bytes) / 5;
+    (bytes.len() as u64)
+        .saturating_mul(3)
+        .saturating_add(crate::format::json::parse_bytes_at_most(bytes))
+        .saturating_add(sets.saturating_mul(512))
 }
 
 /// The catalog as one publisher attempt reads it: all `None` when there is no catalog yet.
@@ -157,14 +197,34 @@ fn read_revision_in(
     limits: &JsonLimits,
     pointer: &CatalogPointer,
 ) -> Result<Revision, AnnotationError> {
+    let bytes = read_revision_bytes(store, pointer, limits.max_bytes as u64)?;
+    parse_revision(store, limits, pointer, &bytes)
+}
+
+/// The bytes of the revision `pointer` names, refused beyond `max_bytes`.
+fn read_revision_bytes(
+    store: &dyn ObjectStore,
+    pointer: &CatalogPointer,
+    max_bytes: u64,
+) -> Result<Bytes, AnnotationError> {
     let path = &pointer.revision.path;
-    let name = store.describe(path);
-    let bytes = store.read_limited(path, pointer.revision.generation, limits.max_bytes as u64)?;
+    Ok(store.read_limited(path, pointer.revision.generation, max_bytes)?)
+}
+
+/// The revision `pointer` names, from its `bytes`: they must hash to its name, then they are
+/// parsed and validated.
+fn parse_revision(
+    store: &dyn ObjectStore,
+    limits: &JsonLimits,
+    pointer: &CatalogPointer,
+    bytes: &[u8],
+) -> Result<Revision, AnnotationError> {
+    let name = store.describe(&pointer.revision.path);
     pointer
         .revision
-        .check_bytes(&bytes)
+        .check_bytes(bytes)
         .map_err(|e| e.with_document(name.clone()))?;
-    let revision = Revision::parse(&bytes, limits).map_err(|e| e.with_document(name.clone()))?;
+    let revision = Revision::parse(bytes, limits).map_err(|e| e.with_document(name.clone()))?;
     revision.validate().map_err(|e| e.with_document(name))?;
     Ok(revision)
 }

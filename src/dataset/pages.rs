@@ -7,10 +7,12 @@
 //! the shard entry: O(log) per lookup with at most one page read on a miss. The cache lock is
 //! never held across storage I/O.
 //!
-//! Memory: a page is charged to the memory budget before it is read, at the most reading and
-//! parsing it can take ([`load_bound`]: its reference says its size), and keeps the charge of
-//! what it holds once parsed ([`held_bound`]) for as long as it lives (cache or reader). A page
-//! larger than the whole budget is refused without being read. Concurrent first reads of one
+//! Memory: a page's text is charged to the memory budget before it is read (its reference says
+//! its size), its parse before the parse runs, priced from the text ([`parse_bound`]: the
+//! parsed values of a page of small objects take several times the text), and it keeps the
+//! charge of what it holds once parsed ([`held_bound`]) for as long as it lives (cache or
+//! reader). A page whose text or parse is larger than the whole budget is refused without
+//! being read or parsed. Concurrent first reads of one
 //! page wait for a single load (a per-page gate) instead of each loading it.
 
 use std::collections::HashMap;
@@ -22,7 +24,7 @@ use lru::LruCache;
 use super::error::DatasetError;
 use super::objects::Objects;
 use crate::budget::{Budget, Charge, Gates, Reclaim};
-use crate::format::documents::{ManifestPage, ShardEntry, Snapshot};
+use crate::format::documents::{ManifestPage, ManifestRef, ShardEntry, Snapshot};
 use crate::format::limits::JsonLimits;
 use crate::sync::lock;
 
@@ -53,7 +55,8 @@ impl RecordLocation {
 #[derive(Debug)]
 pub struct LoadedPage {
     page: ManifestPage,
-    _charge: Charge,
+    /// Its text's and the rest of what it keeps ([`held_bound`]).
+    _charges: [Charge; 2],
 }
 
 impl std::ops::Deref for LoadedPage {
@@ -63,14 +66,14 @@ impl std::ops::Deref for LoadedPage {
     }
 }
 
-/// The most reading and parsing a page of `stored` bytes can take: the text, the parsed JSON
-/// tree (at most one value per two bytes of text, and never more than the control limit's
-/// node count, at 64 bytes a value), and the page built from it (within the text's size again).
-pub(crate) fn load_bound(stored: u64, limits: &JsonLimits) -> u64 {
-    let values = (stored / 2).min(limits.max_nodes as u64);
-    stored
-        .saturating_mul(3)
-        .saturating_add(values.saturating_mul(64))
+/// The most parsing a page's `text` can take beside it: its strings again, the values'
+/// memory ([`crate::format::json::parse_bytes_at_most`]: a page of 100,000 shard entries is
+/// 300,000 small objects, each a B-tree node of 720 bytes) and the page built from them
+/// (within the text's size again).
+fn parse_bound(text: &[u8]) -> u64 {
+    (text.len() as u64)
+        .saturating_mul(2)
+        .saturating_add(crate::format::json::parse_bytes_at_most(text))
 }
 
 /// What a parsed page of `stored` bytes keeps: its entries take no more than their text, and
@@ -154,18 +157,26 @@ impl PageCache {
             DatasetError::corrupt("snapshot.json", format!("no manifest page {index}"))
         })?;
         let stored = reference.object.stored_bytes;
-        let mut charge = self
+        let over_budget = |source| DatasetError::Budget {
+            object: reference.object.path.to_string(),
+            source,
+        };
+        // The text first (its size from the reference), then its parse, priced from the text
+        // before it runs.
+        let charge = self.memory.charge(stored).map_err(over_budget)?;
+        let text = super::reader::read_object_control(objects, &reference.object, &self.limits)?;
+        // At least what the page keeps beside the text's charge, which it then shrinks to.
+        let kept = held_bound(stored).saturating_sub(stored);
+        let mut parsing = self
             .memory
-            .charge(load_bound(stored, &self.limits))
-            .map_err(|source| DatasetError::Budget {
-                object: reference.object.path.to_string(),
-                source,
-            })?;
-        let page = load_page(objects, snapshot, index, &self.limits)?;
-        charge.shrink_to(held_bound(stored));
+            .charge(parse_bound(&text).max(kept))
+            .map_err(over_budget)?;
+        let page = parse_page(&text, reference, &self.limits)?;
+        drop(text);
+        parsing.shrink_to(kept);
         let page = Arc::new(LoadedPage {
             page,
-            _charge: charge,
+            _charges: [charge, parsing],
         });
         self.lock().put(index, page.clone());
         Ok(page)
@@ -176,19 +187,14 @@ impl PageCache {
     }
 }
 
-/// Reads, parses and checks page `index` against the snapshot's reference to it.
-pub(crate) fn load_page(
-    objects: &Objects,
-    snapshot: &Snapshot,
-    index: usize,
+/// Parses and checks the text of the page `reference` names.
+fn parse_page(
+    bytes: &[u8],
+    reference: &ManifestRef,
     limits: &JsonLimits,
 ) -> Result<ManifestPage, DatasetError> {
-    let reference = snapshot.manifests.get(index).ok_or_else(|| {
-        DatasetError::corrupt("snapshot.json", format!("no manifest page {index}"))
-    })?;
     let path = &reference.object.path;
-    let bytes = super::reader::read_object_control(objects, &reference.object, limits)?;
-    let page = ManifestPage::parse(&bytes, limits).map_err(|e| e.with_document(path.as_str()))?;
+    let page = ManifestPage::parse(bytes, limits).map_err(|e| e.with_document(path.as_str()))?;
     page.validate_against(reference)
         .map_err(|e| e.with_document(path.as_str()))?;
     Ok(page)

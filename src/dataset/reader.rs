@@ -302,9 +302,28 @@ impl Dataset {
     }
 
     /// The metadata row at a known location.
+    ///
+    /// A row read holds its text while its parse is charged: when the parse does not fit at
+    /// once, the text is let go and room for both is waited for holding nothing (requests
+    /// that each held a row while waiting for room to parse it would keep that room from one
+    /// another), then the row is read again into the room made.
     pub fn record_meta_at(&self, location: &RecordLocation) -> Result<RecordMeta, DatasetError> {
         let row = self.stored_row(location)?;
-        self.parse_stored_row(&row)
+        let parse = row_parse_bytes(&row.text.value);
+        if let Some(parsing) = self.options.memory.try_charge(parse) {
+            return self.parse_charged_row(&row, parsing);
+        }
+        let both = parse.saturating_add(row.held_bytes());
+        let object = format!("{} (row of record {})", row.shard.name(), row.ordinal);
+        drop(row);
+        let mut room = self
+            .options
+            .memory
+            .charge(both)
+            .map_err(|source| DatasetError::Budget { object, source })?;
+        room.shrink_to(parse);
+        let row = self.stored_row(location)?;
+        self.parse_charged_row(&row, room)
     }
 
     /// The metadata row at a known location as stored, not yet parsed (charged while it
@@ -321,16 +340,25 @@ impl Dataset {
 
     /// Parses and checks a row [`Dataset::stored_row`] read.
     pub fn parse_stored_row(&self, row: &StoredRow) -> Result<RecordMeta, DatasetError> {
-        let (text, shard) = (&row.text.value, &row.shard);
         // Parsing builds a tree of values beside the text: charged while it runs.
-        let _parsing = self
+        let parsing = self
             .options
             .memory
-            .charge(row_parse_bytes(text))
+            .charge(row_parse_bytes(&row.text.value))
             .map_err(|source| DatasetError::Budget {
-                object: format!("{} (row of record {})", shard.name(), row.ordinal),
+                object: format!("{} (row of record {})", row.shard.name(), row.ordinal),
                 source,
             })?;
+        self.parse_charged_row(row, parsing)
+    }
+
+    /// Parses and checks `row`, its parse charged by `_parsing` (given back when done).
+    fn parse_charged_row(
+        &self,
+        row: &StoredRow,
+        _parsing: crate::budget::Charge,
+    ) -> Result<RecordMeta, DatasetError> {
+        let (text, shard) = (&row.text.value, &row.shard);
         RecordMeta::parse_row(text, &self.options.record_limits).map_err(|source| {
             DatasetError::Record {
                 ordinal: row.ordinal,
@@ -522,15 +550,15 @@ impl StoredRow {
     }
 }
 
-/// The most parsing a metadata row takes beside its text: its strings five times over (the
-/// parsed values, the compact and pretty texts validation and the views write from them, and
-/// the allocator's slack around blocks that size, measured for rows carrying one large
-/// string), and 64 bytes for each value it can hold ([`crate::format::json::values_at_most`]).
+/// The most parsing a metadata row takes beside its text: its strings twice (the parsed
+/// values, and the compact text validation measures them by, written at once rather than by
+/// doubling) and the values' own memory ([`crate::format::json::parse_bytes_at_most`]: a
+/// B-tree node for each object, which is most of what a row of many fields takes). A row of
+/// one 4 MiB string measured 8 MiB beside its text.
 fn row_parse_bytes(row: &[u8]) -> u64 {
-    let values = crate::format::json::values_at_most(row);
     (row.len() as u64)
-        .saturating_mul(5)
-        .saturating_add(values.saturating_mul(64))
+        .saturating_mul(2)
+        .saturating_add(crate::format::json::parse_bytes_at_most(row))
 }
 
 /// The error of a failed read of `shard`, naming it.

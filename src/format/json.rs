@@ -679,6 +679,9 @@ fn write_scalar(value: &Value, out: &mut String) {
 /// Writes a JSON string the way Python does with `ensure_ascii=False`: only `"`, `\` and the
 /// characters below U+0020 are escaped.
 pub fn write_string(s: &str, out: &mut String) {
+    // At once, not by doubling: a megabytes-long string would otherwise take up to three
+    // times its size while the text grows (old and new buffer during the last copy).
+    out.reserve(s.len().saturating_add(2));
     out.push('"');
     for c in s.chars() {
         match c {
@@ -1284,7 +1287,40 @@ mod tests {
 /// one for every comma, colon and opening bracket outside strings. Lets a caller price a parse
 /// before committing the memory it takes.
 pub fn values_at_most(text: &[u8]) -> u64 {
-    let (mut in_string, mut escaped, mut count) = (false, false, 1u64);
+    structure_at_most(text).values
+}
+
+/// The most memory parsing `text` into a [`Value`] takes beside the text and its strings
+/// (which take no more than the text again): for every object the B-tree nodes of its keys
+/// (one node of 11 keys and values, and one more for every 5 keys beyond 11: a split node
+/// keeps at least 5), and 32 bytes for every value besides (an array's slot, a string's
+/// allocation header). An object of a few keys takes a whole node (720 bytes on x86-64), which is
+/// most of what a document of small objects (a manifest page, a row of many fields) takes
+/// once parsed.
+pub fn parse_bytes_at_most(text: &[u8]) -> u64 {
+    const NODE: u64 = (11 * std::mem::size_of::<(CompactString, Value)>() + 16) as u64;
+    let found = structure_at_most(text);
+    found
+        .nodes
+        .saturating_mul(NODE)
+        .saturating_add(found.values.saturating_mul(32))
+}
+
+/// What one scan of a JSON text finds outside strings, each an upper bound.
+struct Structure {
+    values: u64,
+    /// B-tree nodes the text's objects take.
+    nodes: u64,
+}
+
+fn structure_at_most(text: &[u8]) -> Structure {
+    let (mut in_string, mut escaped) = (false, false);
+    let mut found = Structure {
+        values: 1,
+        nodes: 0,
+    };
+    // The keys of each open object (arrays hold none): as deep as the text nests.
+    let mut open: Vec<u64> = Vec::new();
     for &byte in text {
         if in_string {
             match (escaped, byte) {
@@ -1293,20 +1329,35 @@ pub fn values_at_most(text: &[u8]) -> u64 {
                 (false, b'"') => in_string = false,
                 _ => {}
             }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b',' | b':' | b'[' | b'{' => count += 1,
-                _ => {}
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => open.push(0),
+            b':' => {
+                if let Some(keys) = open.last_mut() {
+                    *keys += 1;
+                }
             }
+            b'}' => {
+                let keys = open.pop().unwrap_or(0);
+                found.nodes += 1 + keys.saturating_sub(11).div_ceil(5);
+            }
+            b']' => {
+                open.pop();
+            }
+            _ => {}
+        }
+        if matches!(byte, b',' | b':' | b'[' | b'{') {
+            found.values += 1;
         }
     }
-    count
+    found
 }
 
 #[cfg(test)]
 mod value_bound_tests {
-    use super::values_at_most;
+    use super::{parse_bytes_at_most, values_at_most};
 
     #[test]
     fn the_bound_counts_values_outside_strings_only() {
@@ -1315,5 +1366,31 @@ mod value_bound_tests {
         assert_eq!(values_at_most(br#"{"a":[1,{"b":2}]}"#), 7);
         // Separators inside strings, escaped quotes included, are not values.
         assert_eq!(values_at_most(br#"["x,y:[{", "q\",\\"]"#), 3);
+    }
+
+    #[test]
+    fn the_parse_bound_prices_a_b_tree_node_per_small_object() {
+        let node = 11 * std::mem::size_of::<(compact_str::CompactString, super::Value)>() + 16;
+        assert!(node >= 600, "{node}");
+        let node = node as u64;
+        // Two objects of one key each: 5 values, 2 nodes.
+        assert_eq!(parse_bytes_at_most(br#"{"a":{"b":1}}"#), 5 * 32 + 2 * node);
+        // Twelve keys: one node more (a split); braces and colons in strings are not counted.
+        let wide = format!(
+            "{{{}}}",
+            (0..12)
+                .map(|i| format!("\"k{{{i}:\":{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert_eq!(
+            parse_bytes_at_most(wide.as_bytes()),
+            (1 + 1 + 12 + 11) * 32 + 2 * node
+        );
+        // An array of small objects: a node each, whatever their keys' count up to 11.
+        assert_eq!(
+            parse_bytes_at_most(br#"[{"a":1,"b":2},{}]"#),
+            8 * 32 + 2 * node
+        );
     }
 }

@@ -178,7 +178,9 @@ fn forgotten_is_fine(result: std::io::Result<()>) -> std::io::Result<()> {
 /// metadata TTL, the catalog is re-read and a change invalidated (twice, see the module doc).
 pub fn watch(namespace: Arc<Namespace>, known: Arc<KnownRecords>, kernel: Box<dyn Invalidate>) {
     let tick = namespace.metadata_ttl().max(Duration::from_millis(100));
-    let mut shown = namespace.refresh_annotations();
+    // Background work like every later tick: the read's charges (a revision's parse can be
+    // hundreds of MiB) are then work in flight, which requests waiting for room wait for.
+    let mut shown = crate::interrupt::background(|| namespace.refresh_annotations());
     let mut repeat: Option<Vec<String>> = None;
     loop {
         std::thread::sleep(tick);
@@ -198,7 +200,9 @@ pub fn watch(namespace: Arc<Namespace>, known: Arc<KnownRecords>, kernel: Box<dy
         let mut dropped = repeat.take();
         if !Arc::ptr_eq(&shown, &now) {
             let names = dropped_sets(&shown, &now);
-            tracing::info!(dropped = ?names, "annotation catalog changed: kernel caches invalidated");
+            // A count and the first name: up to 256 names of up to 255 bytes would make a line
+            // of 64 KiB.
+            tracing::info!(dropped = names.len(), first = ?names.first(), "annotation catalog changed: kernel caches invalidated");
             dropped = Some(names.clone());
             repeat = Some(names);
             shown = now;

@@ -43,7 +43,7 @@ use super::views::picture::{self, IqAxes};
 use super::views::sigmf::{converted_boxes, BoxPlan, BoxTensors};
 use super::views::View;
 use crate::annotations::read::read_pointer;
-use crate::annotations::{read_catalog, AnnotationRecord, AnnotationSet};
+use crate::annotations::{read_catalog, AnnotationError, AnnotationRecord, AnnotationSet};
 use crate::dataset::Dataset;
 use crate::format::documents::annotation::layout::catalog_path;
 use crate::format::documents::CatalogPointer;
@@ -204,6 +204,40 @@ pub struct Overlay {
     memory: Arc<Budget>,
 }
 
+/// The sets a catalog read hides, counted: a revision may name up to a million sets, and
+/// a line for each would be tens of megabytes of log on every read. One line per reason
+/// names the count and the first set (with its error).
+#[derive(Default)]
+struct Hidden {
+    broken: usize,
+    first_broken: Option<(String, String)>,
+    unregistered: usize,
+    first_unregistered: Option<String>,
+}
+
+impl Hidden {
+    fn broken(&mut self, name: &str, error: &AnnotationError) {
+        self.broken += 1;
+        self.first_broken
+            .get_or_insert_with(|| (name.to_string(), error.to_string()));
+    }
+
+    fn unregistered(&mut self, name: &str) {
+        self.unregistered += 1;
+        self.first_unregistered
+            .get_or_insert_with(|| name.to_string());
+    }
+
+    fn log(&self) {
+        if let Some((first, error)) = &self.first_broken {
+            tracing::warn!(hidden = self.broken, first = %first, error = %error, "annotation sets hidden: unreadable or stale (the first named)");
+        }
+        if let Some(first) = &self.first_unregistered {
+            tracing::warn!(hidden = self.unregistered, first = %first, "annotation sets hidden: more than 256 set names seen by this mount (the first named)");
+        }
+    }
+}
+
 impl Overlay {
     /// An overlay re-reading the catalog every `ttl`, its carriers charged to `memory`.
     pub fn new(ttl: Duration, memory: &Arc<Budget>) -> Overlay {
@@ -269,16 +303,17 @@ impl Overlay {
             }
         };
         let mut sets = Vec::new();
+        let mut hidden = Hidden::default();
         for (name, set) in catalog.sets {
             let set = match set {
                 Ok(set) => set,
                 Err(e) => {
-                    tracing::warn!(set = %name, error = %e, "annotation set hidden");
+                    hidden.broken(&name, &e);
                     continue;
                 }
             };
             let Some(index) = self.register(&name) else {
-                tracing::warn!(set = %name, "annotation set hidden: more than 256 set names seen by this mount");
+                hidden.unregistered(&name);
                 continue;
             };
             let set = match previous.by_name(&name) {
@@ -287,6 +322,7 @@ impl Overlay {
             };
             sets.push(Arc::new(VisibleSet { index, name, set }));
         }
+        hidden.log();
         tracing::info!(sets = sets.len(), "annotation catalog read");
         Arc::new(Visible {
             sets,

@@ -1,0 +1,291 @@
+//! The budget serves what fits and stays within itself (issue 37, item 7): units that each fit
+//! `--cache-size` are served however many requests want them at once, and peak RSS (VmHWM from
+//! `/proc`) stays within the budget plus 64 MiB, with the parse of every large control
+//! document (manifest pages, the annotation catalog's revision) charged before it runs. Each
+//! dataset is built here, small on disk and large once parsed.
+
+mod common;
+
+use common::datasets::*;
+use common::hostile::{page_rel, read_json, reseal, snapshot_rel, write_json};
+use common::mount::{peak_rss, MountGuard};
+use sdsfs::dataset::{publish, write_shard, PublishOptions, ShardOptions};
+use sdsfs::format::json::Value;
+use sdsfs::format::record::Record;
+
+const MIB: u64 = 1 << 20;
+/// What the daemon may take beyond its budget.
+const OVERHEAD: u64 = 64 * MIB;
+
+/// `records`, written as one shard (one record a chunk) and published in a temporary directory.
+fn published(records: impl Iterator<Item = Record>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let store = local_store(dir.path());
+    let shard = ShardOptions::default();
+    let receipt = write_shard(store.as_ref(), records, "work-000", 0, &shard).unwrap();
+    publish(
+        store.as_ref(),
+        &[receipt],
+        &PublishOptions::new("fits", "v1"),
+    )
+    .unwrap();
+    dir
+}
+
+/// The daemon's peak RSS, checked against `budget` + [`OVERHEAD`].
+fn peak_within(mount: &MountGuard, budget: u64, case: &str) -> u64 {
+    let peak = peak_rss(mount.pid());
+    assert!(peak > 0, "VmHWM read");
+    assert!(
+        peak <= budget + OVERHEAD,
+        "{case}: peak RSS {} MiB above the budget of {} MiB + {} MiB",
+        peak / MIB,
+        budget / MIB,
+        OVERHEAD / MIB
+    );
+    eprintln!("{case}: peak RSS {} MiB", peak / MIB);
+    peak
+}
+
+/// `stat`s of `records/<n>/record.json` for every `n` of `ordinals` (named with `width`
+/// digits, as the mount pads them), from `threads` threads at once (thread `t` takes every
+/// `threads`-th); the sizes, or the errors naming the ordinal.
+fn stats_from_threads(
+    width: usize,
+    mount: &MountGuard,
+    ordinals: &[u64],
+    threads: usize,
+) -> Vec<Result<u64, String>> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let mine: Vec<u64> = ordinals.iter().copied().skip(t).step_by(threads).collect();
+                scope.spawn(move || {
+                    mine.iter()
+                        .map(|n| {
+                            std::fs::metadata(
+                                mount.path(&format!("records/{n:0width$}/record.json")),
+                            )
+                            .map(|m| m.len())
+                            .map_err(|e| format!("record {n}: {e}"))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    })
+}
+
+fn all_served(results: &[Result<u64, String>], mount: &MountGuard) -> Vec<u64> {
+    let errors: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(errors.is_empty(), "{errors:?}\n{}", tail(&mount.log_text()));
+    results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().copied())
+        .collect()
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Rows of one 4 MiB string each: a row, its parse and its record's tree fit 16 MiB, so four
+/// threads stat-ing them at once are all served, one after another where they must wait.
+#[test]
+fn rows_of_4_mib_are_served_to_4_threads_at_16_mib() {
+    let blob = "x".repeat(4 << 20);
+    let records = (0..8).map(|i| {
+        Record::new(format!("blob-{i}"))
+            .with_metadata(obj(&[("blob", Value::from(blob.as_str()))]))
+            .with_field("iq", iq_capture(vec![0u8; 64]))
+    });
+    let dir = published(records);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "16M"]);
+    let ordinals: Vec<u64> = (0..8).chain(0..8).collect();
+    let sizes = all_served(&stats_from_threads(1, &mount, &ordinals, 4), &mount);
+    assert!(sizes.iter().all(|&size| size > 4 * MIB), "{sizes:?}");
+    peak_within(&mount, 16 * MIB, "8 rows of 4 MiB, 4 threads, 16 MiB");
+}
+
+/// A dataset of two records on two manifest pages, each page then made to list 100,000
+/// shard entries (every entry the page's one shard again, one record each: valid, and 40 MB
+/// of text a page).
+fn two_pages_of_100_000_entries() -> tempfile::TempDir {
+    const ENTRIES: u64 = 100_000;
+    let published = publish_dataset(&[1, 1], 1);
+    let dir = copy_tree(published.root(), |_| false);
+    let snapshot_path = dir.path().join(snapshot_rel(dir.path()));
+    let mut snapshot = read_json(&snapshot_path);
+    for page_index in 0..2 {
+        let page_path = dir.path().join(page_rel(dir.path(), page_index));
+        let mut page = read_json(&page_path);
+        let first = page_index as u64 * ENTRIES;
+        let entry = page["shards"][0].clone();
+        let entries: Vec<serde_json::Value> = (0..ENTRIES)
+            .map(|i| {
+                let mut entry = entry.clone();
+                entry["first_ordinal"] = (first + i).into();
+                entry
+            })
+            .collect();
+        page["shards"] = entries.into();
+        page["first_ordinal"] = first.into();
+        page["record_count"] = ENTRIES.into();
+        write_json(&page_path, &page);
+        let reference = &mut snapshot["manifests"][page_index];
+        reference["first_ordinal"] = first.into();
+        reference["record_count"] = ENTRIES.into();
+        reference["shard_count"] = ENTRIES.into();
+    }
+    snapshot["record_count"] = (2 * ENTRIES).into();
+    if snapshot.get("shard_count").is_some() {
+        snapshot["shard_count"] = (2 * ENTRIES).into();
+    }
+    write_json(&snapshot_path, &snapshot);
+    reseal(dir.path());
+    dir
+}
+
+/// Eight concurrent first reads, four on each of two 100,000-entry pages: a page's parse is
+/// priced from its text before it runs (300,000 small objects: about 300 MB parsed, measured
+/// 296 MB for one page), so a page that cannot be parsed within 256 MiB is refused with a
+/// line naming it and the budget, and memory stays within the budget.
+#[test]
+fn first_reads_of_two_huge_manifest_pages_stay_within_256_mib() {
+    let dir = two_pages_of_100_000_entries();
+    let page_bytes = std::fs::metadata(dir.path().join(page_rel(dir.path(), 0)))
+        .unwrap()
+        .len();
+    assert!(page_bytes > 30_000_000, "a page of {page_bytes} bytes");
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "256M"]);
+    let ordinals = [0, 1, 99_998, 99_999, 100_000, 100_001, 199_998, 199_999];
+    let results = stats_from_threads(6, &mount, &ordinals, 8);
+    for result in &results {
+        match result {
+            Ok(size) => assert!(*size > 0),
+            Err(e) => assert!(e.contains("os error 5"), "{e}"),
+        }
+    }
+    peak_within(
+        &mount,
+        256 * MIB,
+        "two pages of 100,000 entries, 8 readers, 256 MiB",
+    );
+    let log = mount.log_text();
+    if results.iter().any(Result::is_err) {
+        let line = log
+            .lines()
+            .find(|l| l.contains("manifests/") && l.contains("memory budget"))
+            .unwrap_or_else(|| panic!("no line naming the page and the budget:\n{}", tail(&log)));
+        assert!(line.contains("--cache-size"), "{line}");
+    }
+    assert!(
+        std::fs::read(mount.path("dataset.json")).is_ok(),
+        "the mount is up"
+    );
+}
+
+/// A dataset whose annotation catalog names `sets` sets: "aaa", published for real, and
+/// `sets - 1` whose set roots (where the layout puts them) do not exist (each hidden, with a
+/// reason).
+fn catalog_of(sets: usize) -> tempfile::TempDir {
+    use sdsfs::annotations::{publish_annotations, AnnotationOptions, AnnotationRecord};
+    let records =
+        (0..2).map(|i| Record::new(format!("r{i}")).with_field("iq", iq_capture(vec![0; 8])));
+    let dir = published(records);
+    let dataset = sdsfs::dataset::Dataset::open(
+        local_store(dir.path()),
+        sdsfs::dataset::OpenOptions::default(),
+    )
+    .unwrap();
+    let status = sdsfs::annotations::AnnotationStatus::Success;
+    let rows = vec![
+        AnnotationRecord::new("r0", 0, status),
+        AnnotationRecord::new("r1", 1, status),
+    ];
+    let options = AnnotationOptions::default();
+    publish_annotations(&dataset, "aaa", &rows, &Default::default(), &options).unwrap();
+    let pointer_path = dir.path().join("annotations/catalog.json");
+    let mut pointer = read_json(&pointer_path);
+    let revision_rel = pointer["revision"]["path"].as_str().unwrap().to_string();
+    let mut revision = read_json(&dir.path().join(&revision_rel));
+    let real = revision["sets"]["aaa"].clone();
+    let real_path = real["path"].as_str().unwrap().to_string();
+    let named = revision["sets"].as_object_mut().unwrap();
+    for i in 1..sets {
+        let name = format!("set-{i:06}");
+        let mut missing = real.clone();
+        missing["path"] = real_path.replace("/aaa/", &format!("/{name}/")).into();
+        named.insert(name, missing);
+    }
+    let text = serde_json::to_vec(&revision).unwrap();
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&text));
+    let rel = format!("annotations/catalogs/{digest}.json");
+    std::fs::write(dir.path().join(&rel), &text).unwrap();
+    pointer["revision"]["path"] = rel.into();
+    write_json(&pointer_path, &pointer);
+    dir
+}
+
+/// The sets `records/0/annotations/` shows, or the error.
+fn shown_sets(mount: &MountGuard) -> Vec<String> {
+    std::fs::read_dir(mount.path("records/0/annotations"))
+        .map(|dir| {
+            dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_else(|e| panic!("{e}\n{}", tail(&mount.log_text())))
+}
+
+/// A catalog revision of 24 MB naming 240,000 sets. Its parse is priced before it runs: at
+/// 16 MiB it does not fit, the annotations are hidden with one line naming the revision and
+/// the budget, and memory stays within the budget. At 768 MiB (its price: about 550 MB) it is read, the one good set
+/// is shown, and the 239,999 hidden sets make one log line with their count (not one each).
+#[test]
+fn a_catalog_of_240_000_sets_is_priced_and_logs_one_line_for_its_hidden_sets() {
+    let sets = 240_000;
+    let dir = catalog_of(sets);
+    let revision_bytes: u64 = std::fs::read_dir(dir.path().join("annotations/catalogs"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .max()
+        .unwrap();
+    assert!(revision_bytes > 20_000_000, "{revision_bytes} bytes");
+
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "16M"]);
+    assert!(shown_sets(&mount).is_empty());
+    peak_within(&mount, 16 * MIB, "catalog of 240,000 sets, 16 MiB");
+    let log = mount.log_text();
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("annotations/catalogs/"))
+        .collect();
+    // Once per catalog read (the mount's, and the watcher's ticks meanwhile).
+    assert!((1..=3).contains(&refused.len()), "{refused:?}");
+    assert!(
+        refused[0].contains("memory budget") && refused[0].contains("--cache-size"),
+        "{}",
+        refused[0]
+    );
+    drop(mount);
+
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "768M"]);
+    assert_eq!(shown_sets(&mount), ["aaa"], "{}", tail(&mount.log_text()));
+    peak_within(&mount, 768 * MIB, "catalog of 240,000 sets, 768 MiB");
+    let log = mount.log_text();
+    assert!(log.len() < 64 << 10, "{} bytes of log", log.len());
+    // One line per catalog read (the watcher's and the request's), each with the count.
+    let hidden: Vec<&str> = log.lines().filter(|l| l.contains("hidden")).collect();
+    assert!((1..=3).contains(&hidden.len()), "{hidden:?}");
+    for line in &hidden {
+        assert!(
+            line.contains(&format!("{}", sets - 1)),
+            "the count of hidden sets: {line}"
+        );
+    }
+}
