@@ -24,7 +24,10 @@
 //! check (`shuttle_check`, run by `cargo test --lib`) builds the very same files on
 //! shuttle's primitives and explores their interleavings.
 
+// Also built on shuttle's primitives by `shuttle_check`.
+#[allow(clippy::duplicate_mod)]
 mod charges;
+#[allow(clippy::duplicate_mod)]
 mod gates;
 #[cfg(test)]
 mod shuttle_check;
