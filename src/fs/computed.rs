@@ -92,10 +92,18 @@ impl ComputedCache {
                 return Ok(bytes);
             }
             let len = len()?;
-            let charge = self
-                .memory
-                .charge(len)
-                .map_err(|e| FsError::at("rendering a computed file (--cache-size)", e))?;
+            if len > self.memory.capacity() {
+                // Refused without rendering: the charge below could never be granted.
+                let refused = self.memory.charge(len).map(drop);
+                refused.map_err(|e| FsError::at("keeping a computed file (--cache-size)", e))?;
+            }
+            // Rendered first, charged after: a render decodes the fields it shows, and a
+            // decode may wait for room; holding this file's charge through that wait would be
+            // this request holding bytes while it waits, which the budget counts as a wait no
+            // one can end (many readers of pictures under a small budget each held one and all
+            // failed as stuck). So a request holds nothing charged while it may wait, and the
+            // rendered bytes (at most the file's cap, one render per file at once) are
+            // uncharged only until their charge is granted.
             self.renders.fetch_add(1, Ordering::Relaxed);
             let bytes = Bytes::from(render()?);
             if bytes.len() as u64 != len {
@@ -104,6 +112,10 @@ impl ComputedCache {
                     bytes.len()
                 )));
             }
+            let charge = self
+                .memory
+                .charge(len)
+                .map_err(|e| FsError::at("keeping a computed file (--cache-size)", e))?;
             lock(&self.kept).put(ino, (bytes.clone(), charge));
             Ok(bytes)
         })
