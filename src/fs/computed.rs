@@ -3,9 +3,10 @@
 //!
 //! Why: a reader takes a file in many reads (`cat` asks for 128 KiB at a time), and each read
 //! would otherwise render the whole document again: a 16 MiB `.sigmf-meta` read sequentially
-//! was rendered 128 times. So a render is charged to the memory budget at the file's exact size
-//! (the size `stat` gave, known before rendering) before it starts, and the bytes are kept,
-//! charged, in a small LRU that gives them back like any other cache of the mount
+//! was rendered 128 times. So a file is rendered once, charged to the memory budget at its exact
+//! size (the size `stat` gave: a file larger than the whole budget is refused before rendering;
+//! the charge is taken once the render is done, see [`ComputedCache::get`]), and the bytes are
+//! kept, charged, in a small LRU that gives them back like any other cache of the mount
 //! ([`Reclaim`]). Concurrent first reads of one file wait for a single render (a file manager
 //! drawing thumbnails of a directory). A render that gives another size than `stat` promised
 //! is an error, never served.
@@ -75,9 +76,9 @@ impl ComputedCache {
         self.renders.load(Ordering::Relaxed)
     }
 
-    /// File `ino`, rendered by `render` unless kept; `len` gives its size as `stat` does. The
-    /// render is charged to the memory budget at that size before it starts (waiting for room
-    /// as any charge does, and refused when it is more than the whole budget).
+    /// File `ino`, rendered by `render` unless kept; `len` gives its size as `stat` does. A
+    /// size above the whole budget is refused before rendering; otherwise the rendered bytes
+    /// are charged at that size once rendered (waiting for room as any charge does).
     pub fn get(
         &self,
         ino: u64,
