@@ -38,7 +38,7 @@ impl std::fmt::Display for Caught {
 
 /// Runs `work`; a panic in it is stopped here and returned (message and place) instead of
 /// unwinding further. `work` is treated as unwind-safe: every structure it shares with other
-/// threads takes over a lock poisoned by a panic ([`crate::sync::lock`]) and holds no
+/// threads takes over a lock poisoned by a panic (`crate::sync::lock`) and holds no
 /// invariant across a panic that a later request relies on beyond what a failed request leaves.
 pub fn catch<T>(work: impl FnOnce() -> T) -> Result<T, Caught> {
     let outer = CATCHING.with(|c| c.replace(true));
