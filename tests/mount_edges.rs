@@ -32,6 +32,16 @@ fn sdsfs(args: &[&OsStr]) -> Output {
         .expect("run sdsfs")
 }
 
+/// A new dataset of one record `r` with a 64-byte IQ field of `fill` bytes.
+fn one_record_dataset(fill: u8) -> tempfile::TempDir {
+    let dataset = tempfile::tempdir().unwrap();
+    publish_records(
+        dataset.path(),
+        vec![Record::new("r").with_field("iq", iq_capture(vec![fill; 64]))],
+    );
+    dataset
+}
+
 fn publish_records(dir: &Path, records: Vec<Record>) {
     let store = LocalStore::open(dir).unwrap();
     let receipt = write_shard(&store, records, "w0", 0, &ShardOptions::default()).unwrap();
@@ -147,11 +157,7 @@ fn mounted_or_refused(child: &mut Child, dir: &Path) -> Option<PathBuf> {
 fn a_mount_point_swapped_for_a_link_while_mounting_is_never_mounted_through() {
     // A user owning the mount point's parent swaps the mount point for a symbolic link to a
     // non-empty directory in a loop, while root's `sdsfs mount` checks and mounts.
-    let dataset = tempfile::tempdir().unwrap();
-    publish_records(
-        dataset.path(),
-        vec![Record::new("r").with_field("iq", iq_capture(vec![1u8; 64]))],
-    );
+    let dataset = one_record_dataset(1);
     let base = tempfile::tempdir().unwrap();
     let base = base.path().to_path_buf();
     let (mnt, link, target) = (base.join("mnt"), base.join("link"), base.join("target"));
@@ -307,11 +313,7 @@ fn unmount_refuses_a_link_and_any_filesystem_but_sdsfs() {
 
     // A real sdsfs mount, and one reached through a link to it: the link is refused, the
     // mount point itself is unmounted.
-    let dataset = tempfile::tempdir().unwrap();
-    publish_records(
-        dataset.path(),
-        vec![Record::new("r").with_field("iq", iq_capture(vec![2u8; 64]))],
-    );
+    let dataset = one_record_dataset(2);
     let mut mount = MountGuard::mount(dataset.path(), &[]);
     let to_mount = dir.path().join("to-mount");
     std::os::unix::fs::symlink(&mount.mountpoint, &to_mount).unwrap();
@@ -461,11 +463,7 @@ impl Drop for Unmount {
 
 #[test]
 fn a_log_file_that_is_a_symbolic_link_is_refused() {
-    let dataset = tempfile::tempdir().unwrap();
-    publish_records(
-        dataset.path(),
-        vec![Record::new("r").with_field("iq", iq_capture(vec![4u8; 64]))],
-    );
+    let dataset = one_record_dataset(4);
     let dir = tempfile::tempdir().unwrap();
     let victim = dir.path().join("victim");
     std::fs::write(&victim, b"root's file\n").unwrap();
