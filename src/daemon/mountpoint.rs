@@ -128,11 +128,17 @@ impl MountPoint {
         allow_other: bool,
     ) -> Result<Option<OwnedFd>, DaemonError> {
         use nix::mount::{mount, MsFlags};
-        let device = std::fs::OpenOptions::new()
+        let device = match std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open("/dev/fuse")
-            .map_err(DaemonError::io("/dev/fuse"))?;
+        {
+            Ok(device) => device,
+            // A user who may not open the device (mode 0600 on some systems) mounts through
+            // the setuid `fusermount3`, like one who may not call mount(2).
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(None),
+            Err(e) => return Err(DaemonError::io("/dev/fuse")(e)),
+        };
         let mut data = format!(
             "fd={},rootmode={:o},user_id={},group_id={}",
             device.as_raw_fd(),
