@@ -25,7 +25,9 @@ use sdsfs::format::limits::JsonLimits;
 use sdsfs::format::record::{Axis, Coordinate, FieldMeta, RecordMeta};
 use sdsfs::fs::error::FsError;
 use sdsfs::fs::views::picture::{self, IqAxes};
-use sdsfs::fs::views::sigmf::{self, BoxTensors, MetaLayout, Provenance, Stream};
+use sdsfs::fs::views::sigmf::{
+    self, BoxTensors, MetaLayout, MetaSource, NamesMemo, Provenance, Stream,
+};
 
 /// Receivers, boxes and name repeats at most (the cost of one input stays small).
 const MAX_RECEIVERS: u64 = 8;
@@ -60,9 +62,15 @@ pub fn run(input: &[u8]) -> Result<bool, String> {
     let mut streams = Vec::new();
     let mut panel_boxes = Vec::new();
     for (name, field) in record.fields.iter().filter(|(n, _)| n.ends_with("/iq")) {
-        let layout = MetaLayout::build(name, field, &record, &AT);
+        let layout = MetaLayout::build(name, field, &record, &AT, &NamesMemo::default());
+        let source = MetaSource {
+            name,
+            field,
+            record: &record,
+            at: &AT,
+        };
         let meta = layout
-            .render(Some(&tensors), 0, name)
+            .render(Some(&tensors), source)
             .map_err(|e| format!("{name}: render failed: {e}"))?;
         if meta.len() as u64 != layout.len() {
             return Err(format!(
@@ -71,7 +79,7 @@ pub fn run(input: &[u8]) -> Result<bool, String> {
                 layout.len()
             ));
         }
-        if layout.len() > sigmf::MAX_META_BYTES + layout.held_bytes() {
+        if layout.len() > sigmf::MAX_META_BYTES + layout.text_len() {
             return Err(format!(
                 "{name}: meta of {} bytes beyond its cap",
                 layout.len()
@@ -92,7 +100,7 @@ pub fn run(input: &[u8]) -> Result<bool, String> {
         panel_boxes.push(shown);
     }
     let panels = picture::preview_panels(&record);
-    let png = picture::preview_png(&record, &panels, &panel_boxes, &read)
+    let png = picture::preview_png(&|n| record.fields.get(n), &panels, &panel_boxes, &read)
         .map_err(|e| format!("preview: {e}"))?;
     if png.len() as u64 != picture::preview_len(panels.len()) {
         return Err(format!("preview of {} bytes", png.len()));

@@ -33,6 +33,8 @@ pub mod interrupt;
 mod memory;
 pub mod storage;
 mod sync;
+#[cfg(test)]
+mod testing;
 
 /// The `signal-dataset` release whose reading rules this crate implements: a dataset whose
 /// `min_reader_version` is newer is refused (docs/FORMAT.md, versions).

@@ -152,11 +152,11 @@ fn two_pages_of_100_000_entries() -> tempfile::TempDir {
 }
 
 /// Eight concurrent first reads, four on each of two 100,000-entry pages: a page's parse is
-/// priced from its text before it runs (300,000 small objects: about 300 MB parsed, measured
-/// 296 MB for one page), so a page that cannot be parsed within 256 MiB is refused with a
-/// line naming it and the budget, and memory stays within the budget.
+/// priced from its text before it runs (300,000 small objects in 40 MB: about 190 MB with the
+/// page built from them, measured about 130 MB), so one page is parsed at a time and then
+/// keeps what it holds (about 30 MB), and every read is served within 256 MiB.
 #[test]
-fn first_reads_of_two_huge_manifest_pages_stay_within_256_mib() {
+fn first_reads_of_two_huge_manifest_pages_are_served_within_256_mib() {
     let dir = two_pages_of_100_000_entries();
     let page_bytes = std::fs::metadata(dir.path().join(page_rel(dir.path(), 0)))
         .unwrap()
@@ -164,29 +164,12 @@ fn first_reads_of_two_huge_manifest_pages_stay_within_256_mib() {
     assert!(page_bytes > 30_000_000, "a page of {page_bytes} bytes");
     let mount = MountGuard::mount(dir.path(), &["--cache-size", "256M"]);
     let ordinals = [0, 1, 99_998, 99_999, 100_000, 100_001, 199_998, 199_999];
-    let results = stats_from_threads(6, &mount, &ordinals, 8);
-    for result in &results {
-        match result {
-            Ok(size) => assert!(*size > 0),
-            Err(e) => assert!(e.contains("os error 5"), "{e}"),
-        }
-    }
+    let sizes = all_served(&stats_from_threads(6, &mount, &ordinals, 8), &mount);
+    assert!(sizes.iter().all(|&size| size > 0), "{sizes:?}");
     peak_within(
         &mount,
         256 * MIB,
         "two pages of 100,000 entries, 8 readers, 256 MiB",
-    );
-    let log = mount.log_text();
-    if results.iter().any(Result::is_err) {
-        let line = log
-            .lines()
-            .find(|l| l.contains("manifests/") && l.contains("memory budget"))
-            .unwrap_or_else(|| panic!("no line naming the page and the budget:\n{}", tail(&log)));
-        assert!(line.contains("--cache-size"), "{line}");
-    }
-    assert!(
-        std::fs::read(mount.path("dataset.json")).is_ok(),
-        "the mount is up"
     );
 }
 
@@ -288,4 +271,32 @@ fn a_catalog_of_240_000_sets_is_priced_and_logs_one_line_for_its_hidden_sets() {
             "the count of hidden sets: {line}"
         );
     }
+}
+
+/// Records of 2,000 small IQ fields each (a row of 564 KB, 10,000 small JSON objects): the
+/// row's parse is priced at 4.9 MB (measured 4.3 MB) and the record's tree at 3.8 MB
+/// (measured 3.5 MB), so each fits 8 MiB though not 4 MiB, and `stat`s from 4 threads are all
+/// served at `--cache-size 8M`, one parse or tree at a time where they must wait. (Priced at
+/// 14.9 MB before objects were flat vectors and trees stopped keeping their texts: refused.)
+#[test]
+fn records_of_2_000_fields_are_served_at_8_mib() {
+    let records = (0..4).map(|i| {
+        (0..2_000).fold(Record::new(format!("wide-{i}")), |record, f| {
+            record.with_field(format!("f{f:04}"), iq_capture(vec![0u8; 8]))
+        })
+    });
+    let dir = published(records);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "8M"]);
+    let ordinals: Vec<u64> = (0..4).chain(0..4).collect();
+    let sizes = all_served(&stats_from_threads(1, &mount, &ordinals, 4), &mount);
+    assert!(sizes.iter().all(|&size| size > 1_000_000), "{sizes:?}");
+    let listed = std::fs::read_dir(mount.path("records/2/fields"))
+        .unwrap()
+        .count();
+    assert_eq!(listed, 2_000 * 6, "six files a field");
+    let meta = std::fs::read_to_string(mount.path("records/3/fields/f1999.sigmf-meta")).unwrap();
+    assert!(meta.contains("\"core:sample_rate\": 1000000"), "{meta}");
+    let record_json = std::fs::read(mount.path("records/3/record.json")).unwrap();
+    assert_eq!(record_json.len() as u64, sizes[3]);
+    peak_within(&mount, 8 * MIB, "records of 2,000 fields, 8 MiB");
 }

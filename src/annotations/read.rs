@@ -119,14 +119,14 @@ pub fn read_catalog(dataset: &Dataset) -> Result<Catalog, AnnotationError> {
 }
 
 /// The most reading a revision of `bytes`, parsing it and opening its sets takes: its text,
-/// its strings twice (the parsed values and the revision built from them), the values' own memory
-/// ([`crate::format::json::parse_bytes_at_most`]), and an outcome for each set (an opened set
+/// its strings again (the revision built from the values), the values
+/// ([`crate::format::json::parse_bytes_at_most`], strings included), and an outcome for each set (an opened set
 /// or an error naming its root: 512 bytes; a set takes at least 5 values: its name, its
 /// reference and the reference's two keys, and a separator).
 fn revision_parse_bytes(bytes: &[u8]) -> u64 {
     let sets = crate::format::json::values_at_most(bytes) / 5;
     (bytes.len() as u64)
-        .saturating_mul(3)
+        .saturating_mul(2)
         .saturating_add(crate::format::json::parse_bytes_at_most(bytes))
         .saturating_add(sets.saturating_mul(512))
 }

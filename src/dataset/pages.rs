@@ -9,9 +9,9 @@
 //!
 //! Memory: a page's text is charged to the memory budget before it is read (its reference says
 //! its size), its parse before the parse runs, priced from the text ([`parse_bound`]: the
-//! parsed values of a page of small objects take several times the text), and it keeps the
-//! charge of what it holds once parsed ([`held_bound`]) for as long as it lives (cache or
-//! reader). A page whose text or parse is larger than the whole budget is refused without
+//! parsed values of a page of small objects take three times the text), and once parsed it
+//! keeps the charge of what it holds (measured, [`ManifestPage::held_bytes`]) for as long as it
+//! lives (cache or reader). A page whose text or parse is larger than the whole budget is refused without
 //! being read or parsed. Concurrent first reads of one
 //! page wait for a single load (a per-page gate) instead of each loading it.
 
@@ -55,8 +55,8 @@ impl RecordLocation {
 #[derive(Debug)]
 pub struct LoadedPage {
     page: ManifestPage,
-    /// Its text's and the rest of what it keeps ([`held_bound`]).
-    _charges: [Charge; 2],
+    /// What it holds ([`ManifestPage::held_bytes`]).
+    _charge: Charge,
 }
 
 impl std::ops::Deref for LoadedPage {
@@ -66,20 +66,13 @@ impl std::ops::Deref for LoadedPage {
     }
 }
 
-/// The most parsing a page's `text` can take beside it: its strings again, the values'
-/// memory ([`crate::format::json::parse_bytes_at_most`]: a page of 100,000 shard entries is
-/// 300,000 small objects, each a B-tree node of 720 bytes) and the page built from them
-/// (within the text's size again).
+/// The most parsing a page's `text` can take beside it: the parsed values
+/// ([`crate::format::json::parse_bytes_at_most`]: a page of 100,000 shard entries prices at
+/// about 120 MB for its 40 MB of text) and the page built from them while they are let go
+/// ([`ManifestPage::parse`]: its entries' slots, within a quarter of the values).
 fn parse_bound(text: &[u8]) -> u64 {
-    (text.len() as u64)
-        .saturating_mul(2)
-        .saturating_add(crate::format::json::parse_bytes_at_most(text))
-}
-
-/// What a parsed page of `stored` bytes keeps: its entries take no more than their text, and
-/// record indices 8 bytes for at least 2 of text.
-fn held_bound(stored: u64) -> u64 {
-    stored.saturating_mul(4)
+    let values = crate::format::json::parse_bytes_at_most(text);
+    values.saturating_add(values / 4)
 }
 
 /// The page cache of one open dataset.
@@ -165,18 +158,23 @@ impl PageCache {
         // before it runs.
         let charge = self.memory.charge(stored).map_err(over_budget)?;
         let text = super::reader::read_object_control(objects, &reference.object, &self.limits)?;
-        // At least what the page keeps beside the text's charge, which it then shrinks to.
-        let kept = held_bound(stored).saturating_sub(stored);
         let mut parsing = self
             .memory
-            .charge(parse_bound(&text).max(kept))
+            .charge(parse_bound(&text))
             .map_err(over_budget)?;
         let page = parse_page(&text, reference, &self.limits)?;
         drop(text);
-        parsing.shrink_to(kept);
+        // The page keeps what it holds (measured), the charges of its text and parse let go.
+        drop(charge);
+        let held = page.held_bytes();
+        if held <= parsing.bytes() {
+            parsing.shrink_to(held);
+        } else {
+            parsing = self.memory.charge(held).map_err(over_budget)?;
+        }
         let page = Arc::new(LoadedPage {
             page,
-            _charges: [charge, parsing],
+            _charge: parsing,
         });
         self.lock().put(index, page.clone());
         Ok(page)

@@ -28,5 +28,5 @@ pub use payload::{
     decode, encode, encode_pieces, header_len, parse_header, parse_layout, EncodedPayload,
     FieldLayout, PayloadHeader, RecordLayout, TensorEntry, DESCRIPTOR_TENSOR,
 };
-pub use row::check_row_agrees;
+pub use row::{check_row_agrees, fingerprint_of};
 pub use validate::{validate, validate_for_write};

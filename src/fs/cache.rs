@@ -690,10 +690,7 @@ impl FieldPlan {
             .iter()
             .map(|name| {
                 let (index, field) = row
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .find_map(|(index, (key, field))| (key == name).then_some((index, field)))
+                    .field(name)
                     .ok_or_else(|| FsError::record(ordinal, format!("no field {name:?}")))?;
                 let len = field
                     .byte_len()
@@ -871,7 +868,7 @@ fn explain_disagreement(
     ordinal: u64,
     meta: &RecordMeta,
 ) -> Result<(), FsError> {
-    let row = trees.row(dataset, ordinal)?;
+    let row = trees.row(dataset, ordinal)?.into_meta();
     record::check_row_agrees(&row, meta).map_err(|e| record_error(dataset, ordinal, e))
 }
 
@@ -933,38 +930,89 @@ impl Row {
     /// Its [`RecordMeta::fingerprint`] (a kept tree's, found once).
     fn fingerprint(&self) -> u64 {
         match self {
-            Row::Tree(tree) => *tree.fingerprint.get_or_init(|| tree.meta.fingerprint()),
+            Row::Tree(tree) => *tree.fingerprint.get_or_init(|| tree.tree.fingerprint()),
             Row::Read(meta) => meta.fingerprint(),
         }
     }
-}
 
-impl std::ops::Deref for Row {
-    type Target = RecordMeta;
-    fn deref(&self) -> &RecordMeta {
+    /// The field called `name`, with its index in name order.
+    fn field(&self, name: &str) -> Option<(usize, &crate::format::record::FieldMeta)> {
         match self {
-            Row::Tree(tree) => &tree.meta,
+            Row::Tree(tree) => tree
+                .own_fields()
+                .iter()
+                .enumerate()
+                .find_map(|(index, f)| (f.name == name).then_some((index, &f.meta))),
+            Row::Read(meta) => meta
+                .fields
+                .iter()
+                .enumerate()
+                .find_map(|(index, (key, field))| (key == name).then_some((index, field))),
+        }
+    }
+
+    /// The row whole (a copy when it is a tree's).
+    fn into_meta(self) -> RecordMeta {
+        match self {
+            Row::Tree(tree) => tree.record_meta(),
             Row::Read(meta) => meta,
         }
     }
 }
 
-/// What a tree keeps, estimated from what it holds: its texts (`record.json`, each field's
-/// views and name) three times over for the parsed metadata they came from, 64 bytes a node,
-/// and a fixed kilobyte.
+/// What a tree keeps on the heap, measured: the row's model, its fields' names and SigMF
+/// layouts, and its nodes.
 pub fn tree_bytes(tree: &RecordTree) -> u64 {
-    let field_texts: usize = tree
+    use crate::format::json::text_heap_bytes;
+    use std::mem::size_of;
+    let field = |f: &crate::fs::record_tree::FieldEntry| {
+        text_heap_bytes(f.name.capacity())
+            + f.sigmf_meta.as_ref().map_or(0, |m| m.held_bytes())
+            + f.meta.heap_bytes()
+    };
+    let fields: u64 = tree.fields.iter().map(field).sum();
+    // Class names are shared by the fields their boxes label: counted once each.
+    let mut names_seen = std::collections::HashSet::new();
+    let class_names: u64 = tree
         .fields
         .iter()
-        .map(|f| {
-            f.name.len()
-                + f.json.len()
-                + f.npy_header.len()
-                + f.sigmf_meta.as_ref().map_or(0, |m| m.held_bytes() as usize)
+        .filter_map(|f| f.sigmf_meta.as_ref()?.boxes.as_ref())
+        .filter(|plan| names_seen.insert(std::sync::Arc::as_ptr(&plan.names)))
+        .map(|plan| {
+            let names: u64 = plan
+                .names
+                .values()
+                .map(|n| text_heap_bytes(n.len()) + 16)
+                .sum();
+            names + plan.names.len() as u64 * 48
         })
         .sum();
-    let texts = (tree.record_json.len() + field_texts) as u64;
-    texts * 3 + tree.nodes.len() as u64 * 64 + 1024
+    let node_names: u64 = tree
+        .nodes
+        .iter()
+        .map(|n| text_heap_bytes(n.name().len()))
+        .sum();
+    let slots = tree.fields.capacity() * size_of::<crate::fs::record_tree::FieldEntry>()
+        + tree.nodes.capacity() * size_of::<crate::fs::record_tree::Node>();
+    let lists: u64 = tree
+        .clashes
+        .iter()
+        .chain(tree.sigmf_streams.iter().map(|(path, _)| path))
+        .chain(tree.preview_panels.iter().map(|(name, _)| name))
+        .map(|text| text_heap_bytes(text.capacity()) + 32)
+        .sum();
+    text_heap_bytes(tree.id.len())
+        + tree
+            .scene_id
+            .as_deref()
+            .map_or(0, |s| text_heap_bytes(s.len()))
+        + tree.metadata.heap_bytes()
+        + fields
+        + class_names
+        + node_names
+        + slots as u64
+        + lists
+        + 1024
 }
 
 impl Reclaim for TreeCache {
@@ -1003,7 +1051,7 @@ impl TreeCache {
     pub fn row_fingerprint(&self, dataset: &Dataset, ordinal: u64) -> Result<u64, FsError> {
         let kept = lock(&self.trees).peek(&ordinal).cloned();
         if let Some(tree) = kept {
-            return Ok(*tree.fingerprint.get_or_init(|| tree.meta.fingerprint()));
+            return Ok(*tree.fingerprint.get_or_init(|| tree.tree.fingerprint()));
         }
         let known = self.fingerprints.get();
         if let Some(&fingerprint) = known.and_then(|all| all.get(ordinal as usize)) {
@@ -1303,5 +1351,56 @@ fn spawn_worker(
     if let Err(e) = spawned {
         // Fewer workers (or none): reads then decode their records themselves.
         tracing::warn!(error = %e, "cannot start a decode-ahead thread");
+    }
+}
+
+#[cfg(test)]
+mod tree_bytes_tests {
+    use super::tree_bytes;
+    use crate::format::dtype::DType;
+    use crate::format::json::{Object, Value};
+    use crate::format::record::{Axis, Coordinate, Field, Record};
+    use crate::fs::record_tree::{DatasetIds, RecordTree};
+
+    /// A record of `fields` complex64 fields of one sample each, with a time axis and a
+    /// sample rate (what makes a SigMF pair): a row of many small objects.
+    fn wide_record(fields: usize) -> Record {
+        let block: Object = [
+            ("kind".into(), Value::from("uniform")),
+            ("sample_rate_hz".into(), Value::Int(1_000_000)),
+        ]
+        .into();
+        let metadata: Object = [("time_coordinates".into(), Value::Object(block))].into();
+        (0..fields).fold(Record::new("wide"), |record, f| {
+            let field = Field::new(DType::C64, vec![1], vec![0; 8])
+                .unwrap()
+                .with_axes(vec![Axis::new("time", 1)
+                    .with_role("time")
+                    .with_coordinate(Coordinate::regular(0.0, 1e-6).with_unit("s"))])
+                .with_metadata(metadata.clone());
+            record.with_field(format!("f{f:04}"), field)
+        })
+    }
+
+    /// The charge of a tree is at least what building it from its row's model allocates,
+    /// and not far above it (what fits the budget is served).
+    #[test]
+    fn a_tree_is_charged_what_it_holds() {
+        let ids = DatasetIds {
+            dataset_id: "ds",
+            snapshot_id: "snap",
+        };
+        for fields in [1, 2_000] {
+            let record = wide_record(fields);
+            let before = crate::testing::allocated_now();
+            let tree = RecordTree::build(0, record.meta(), ids).unwrap();
+            let held = crate::testing::allocated_now() as i64 - before as i64;
+            let charged = tree_bytes(&tree);
+            eprintln!("{fields} fields: held {held} charged {charged}");
+            assert!(
+                held <= charged as i64,
+                "{fields} fields: holds {held}, charged {charged}"
+            );
+        }
     }
 }

@@ -389,7 +389,7 @@ impl Namespace {
             }
             Ino::RecordJson(o) => {
                 self.check_ordinal(o)?;
-                (Kind::File, self.record_tree(o)?.record_json.len() as u64)
+                (Kind::File, self.record_tree(o)?.record_json_len())
             }
             Ino::FieldNode(o, n) => {
                 self.check_ordinal(o)?;
@@ -804,8 +804,14 @@ impl Namespace {
             Ino::SnapshotJson => Ok(slice(self.dataset.snapshot_bytes(), offset, size)),
             Ino::RecordJson(o) => {
                 self.check_ordinal(o)?;
-                let tree = self.record_tree(o)?;
-                Ok(slice_vec(&tree.record_json, offset, size))
+                // Written once and kept while it is read, as computed files are (the tree
+                // keeps only its size).
+                let text = self.computed.get(
+                    ino,
+                    || Ok(self.record_tree(o)?.record_json_len()),
+                    || Ok(self.record_tree(o)?.record_json()),
+                )?;
+                Ok(slice(&text, offset, size))
             }
             Ino::FieldNode(o, n) => {
                 self.check_ordinal(o)?;
@@ -882,7 +888,7 @@ impl Namespace {
         // A tensor's reads need only its name, length and header: the tree is let go before
         // the record is decoded (see `with_record`).
         match view {
-            View::Json => Ok(slice_vec(&entry.json, offset, size)),
+            View::Json => Ok(slice_vec(&entry.json(), offset, size)),
             View::SigmfMeta => {
                 let len = tree.node_len(node);
                 drop(tree);
@@ -896,7 +902,7 @@ impl Namespace {
             }
             View::Npy => {
                 let (name, raw_len) = (entry.name.clone(), entry.raw_len);
-                let header = entry.npy_header.clone();
+                let header = entry.npy_header();
                 drop(tree);
                 with_header(&header, offset, size, |offset, size| {
                     self.read_tensor(ordinal, &name, offset, size, raw_len)
@@ -1019,7 +1025,8 @@ impl Namespace {
             Some(plan) => Some(box_tensors(tree, plan, record)?),
             None => None,
         };
-        layout.render(tensors.as_ref(), tree.ordinal, &entry.name)
+        tree.render_sigmf_meta(index, tensors.as_ref())
+            .ok_or(FsError::NotFound)?
     }
 
     /// Field `index`'s `.spectrogram.png`.
@@ -1055,7 +1062,12 @@ impl Namespace {
             .collect::<Result<Vec<_>, FsError>>()?;
         let expected = picture::preview_len(tree.preview_panels.len());
         render_picture(&tree, record, expected, |read| {
-            picture::preview_png(&tree.meta, &tree.preview_panels, &boxes, read)
+            picture::preview_png(
+                &|name| tree.field_meta(name),
+                &tree.preview_panels,
+                &boxes,
+                read,
+            )
         })
     }
 
@@ -1063,7 +1075,7 @@ impl Namespace {
         Provenance {
             dataset_id: &self.dataset.root().dataset_id,
             snapshot_id: &self.dataset.snapshot().snapshot_id,
-            record_id: &tree.meta.id,
+            record_id: &tree.id,
             ordinal: tree.ordinal,
         }
     }
@@ -1410,7 +1422,7 @@ impl Namespace {
     /// record's row.
     fn scene_of(&self, ordinal: u64) -> Result<u64, FsError> {
         let tree = self.record_tree(ordinal)?;
-        let scene = tree.meta.scene_id.as_deref().ok_or(FsError::NotFound)?;
+        let scene = tree.scene_id.as_deref().ok_or(FsError::NotFound)?;
         let index = self
             .indexes()?
             .scene(&crate::format::names::encode_entry(scene))
@@ -1496,9 +1508,7 @@ fn box_tensors(
     let bytes = at_hand(tree, record)?;
     let read = |name: &str| -> Result<Bytes, FsError> {
         let len = tree
-            .meta
-            .fields
-            .get(name)
+            .field_meta(name)
             .and_then(|f| f.byte_len().ok())
             .and_then(|len| usize::try_from(len).ok())
             .ok_or(FsError::NotFound)?;

@@ -157,21 +157,21 @@ impl Carrier {
         let data = || self.row.fields.get(&entry.name).map(|f| f.data.clone());
         Some(match view {
             View::Raw | View::SigmfData => data()?,
-            View::Json => Bytes::from(entry.json.clone()),
+            View::Json => Bytes::from(entry.json()),
             View::SigmfMeta => {
                 let layout = entry.sigmf_meta.as_ref()?;
                 let tensors = layout
                     .needs_tensors()
                     .and_then(|plan| self.box_tensors(plan));
                 Bytes::from(
-                    layout
-                        .render(tensors.as_ref(), self.tree.ordinal, &entry.name)
+                    self.tree
+                        .render_sigmf_meta(*field as usize, tensors.as_ref())?
                         .ok()?,
                 )
             }
             View::Spectrogram => Bytes::from(self.spectrogram(entry)?),
             View::Npy => {
-                let mut out = entry.npy_header.clone();
+                let mut out = entry.npy_header();
                 out.extend_from_slice(&data()?);
                 Bytes::from(out)
             }
@@ -363,12 +363,12 @@ impl Overlay {
         // The source record's tree only now: nothing charged is held while the set's group
         // may wait for room (see `TreeCache::row_fingerprint`).
         let source = trees.get(dataset, ordinal)?;
-        if row.source_record_id != source.meta.id {
+        if row.source_record_id != source.id {
             return Err(FsError::record(
                 ordinal,
                 format!(
                     "{in_set}: carrier id {:?} is not the source record's id {:?}",
-                    row.source_record_id, source.meta.id
+                    row.source_record_id, source.id
                 ),
             ));
         }
@@ -386,7 +386,7 @@ impl Overlay {
             dataset_id: &dataset.root().dataset_id,
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
-        let tree = RecordTree::build_carrier(ordinal, meta, Some(&source.meta), ids)
+        let tree = RecordTree::build_carrier(ordinal, meta, Some(&source.record_meta()), ids)
             .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
         if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
             return Err(FsError::record(

@@ -9,21 +9,24 @@
 use std::collections::HashMap;
 
 use super::views::picture::{self, PanelKind};
-use super::views::sigmf::{MetaLayout, Provenance};
+use super::views::sigmf::{BoxTensors, FieldsOf, MetaLayout, MetaSource, NamesMemo, Provenance};
 use super::views::{self, View};
+use crate::format::json::Object;
 use crate::format::names::encode_field_path;
 use crate::format::npy;
 use crate::format::record::{FieldMeta, RecordMeta};
 
-/// One field of the record, with the texts of its small views precomputed.
+/// One field of the record, with the sizes of its views. Its small texts (`.json`, the `.npy`
+/// header) are written again on each read rather than kept: they are cheap to write, and a
+/// record of thousands of fields would otherwise keep them all.
 #[derive(Debug)]
 pub struct FieldEntry {
     pub name: String,
     pub meta: FieldMeta,
     /// Length of the tensor's bytes.
     pub raw_len: u64,
-    pub npy_header: Vec<u8>,
-    pub json: Vec<u8>,
+    npy_header_len: u64,
+    json_len: u64,
     pub sigmf_meta: Option<MetaLayout>,
     /// Shown only as a metadata-only `.sigmf-meta`: a source record's field seen through an
     /// annotation set's labels (its bytes are not the carrier's).
@@ -40,12 +43,22 @@ impl FieldEntry {
         }
     }
 
+    /// The `.json` view's text.
+    pub fn json(&self) -> Vec<u8> {
+        views::field_json(&self.name, &self.meta)
+    }
+
+    /// The `.npy` view's header.
+    pub fn npy_header(&self) -> Vec<u8> {
+        npy::encode_header(self.meta.dtype, &self.meta.shape)
+    }
+
     /// Size of one view's file.
     pub fn view_len(&self, view: View) -> u64 {
         match view {
             View::Raw | View::SigmfData => self.raw_len,
-            View::Npy => self.npy_header.len() as u64 + self.raw_len,
-            View::Json => self.json.len() as u64,
+            View::Npy => self.npy_header_len + self.raw_len,
+            View::Json => self.json_len,
             View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, MetaLayout::len),
             View::Spectrogram => picture::spectrogram_len(),
         }
@@ -107,13 +120,23 @@ impl<V> Node<V> {
     }
 }
 
-/// Everything the mount shows for one record, from its row.
+/// Everything the mount shows for one record, from its row. The row's fields live in
+/// [`RecordTree::fields`] (each once), its other parts beside them; `record.json` is written
+/// again when read.
 #[derive(Debug)]
 pub struct RecordTree {
     pub ordinal: u64,
-    pub meta: RecordMeta,
-    pub record_json: Vec<u8>,
+    /// The dataset and snapshot the record belongs to (its SigMF documents name them).
+    dataset_id: String,
+    snapshot_id: String,
+    pub id: String,
+    pub scene_id: Option<String>,
+    pub metadata: Object,
+    record_json_len: u64,
+    /// The row's fields in name order, then (carriers) the source's labelled fields.
     pub fields: Vec<FieldEntry>,
+    /// How many of `fields` are the row's own.
+    own_fields: usize,
     pub nodes: Vec<Node>,
     /// Paths dropped because they clashed with an earlier one (logged by the caller).
     pub clashes: Vec<String>,
@@ -155,7 +178,7 @@ impl RecordTree {
         source: Option<&RecordMeta>,
         ids: DatasetIds,
     ) -> Result<RecordTree, TreeError> {
-        let record_json = views::record_json(&meta, ordinal);
+        let record_json_len = views::record_json(&meta, ordinal).len() as u64;
         let at = Provenance {
             dataset_id: ids.dataset_id,
             snapshot_id: ids.snapshot_id,
@@ -163,33 +186,126 @@ impl RecordTree {
             ordinal,
         };
         let mut builder = Builder::default();
-        let mut fields = Vec::with_capacity(meta.fields.len());
-        for (name, field) in &meta.fields {
-            let entry = field_entry(name, field, &meta, &at)?;
-            builder.add_files(fields.len() as u32, name, entry.views())?;
-            fields.push(entry);
+        let names = NamesMemo::default();
+        let mut sizes = Vec::with_capacity(meta.fields.len());
+        for (index, (name, field)) in meta.fields.iter().enumerate() {
+            let entry = field_sizes(name, field, &meta, &at, &names)?;
+            builder.add_files(index as u32, name, views::views_of(field))?;
+            sizes.push(entry);
         }
-        for entry in source
-            .map(|s| labelled_source_fields(s, &meta, &at))
-            .unwrap_or_default()
-        {
-            builder.add_files(fields.len() as u32, &entry.name, entry.views())?;
-            fields.push(entry);
+        let labelled = source
+            .map(|s| labelled_source_fields(s, &meta, &at, &names))
+            .unwrap_or_default();
+        for (index, entry) in labelled.iter().enumerate() {
+            builder.add_files((sizes.len() + index) as u32, &entry.name, entry.views())?;
         }
         let (nodes, clashes) = builder.finish();
+        let preview_panels = picture::preview_panels(&meta);
+        // The fields move into their entries: each is held once.
+        let RecordMeta {
+            id,
+            scene_id,
+            metadata,
+            fields: metas,
+        } = meta;
+        let own_fields = metas.len();
+        let mut fields: Vec<FieldEntry> = metas
+            .into_iter()
+            .zip(sizes)
+            .map(|((name, meta), sizes)| sizes.into_entry(name, meta))
+            .collect();
+        fields.extend(labelled);
         let mut tree = RecordTree {
             ordinal,
-            meta,
-            record_json,
+            dataset_id: ids.dataset_id.to_string(),
+            snapshot_id: ids.snapshot_id.to_string(),
+            id,
+            scene_id,
+            metadata,
+            record_json_len,
             fields,
+            own_fields,
             nodes,
             clashes,
             sigmf_streams: Vec::new(),
-            preview_panels: Vec::new(),
+            preview_panels,
         };
-        tree.preview_panels = picture::preview_panels(&tree.meta);
         tree.sigmf_streams = tree.find_sigmf_streams();
         Ok(tree)
+    }
+
+    /// The row's own fields, in name order.
+    pub fn own_fields(&self) -> &[FieldEntry] {
+        &self.fields[..self.own_fields.min(self.fields.len())]
+    }
+
+    /// The row's field called `name`.
+    pub fn field_meta(&self, name: &str) -> Option<&FieldMeta> {
+        self.field_named(name).map(|(_, meta)| meta)
+    }
+
+    /// The row, put together again (a copy: for what needs it whole, which is rare).
+    pub fn record_meta(&self) -> RecordMeta {
+        RecordMeta {
+            id: self.id.clone(),
+            scene_id: self.scene_id.clone(),
+            metadata: self.metadata.clone(),
+            fields: self
+                .own_fields()
+                .iter()
+                .map(|f| (f.name.clone(), f.meta.clone()))
+                .collect(),
+        }
+    }
+
+    /// The row's [`RecordMeta::fingerprint`], from the parts the tree holds.
+    pub fn fingerprint(&self) -> u64 {
+        crate::format::record::fingerprint_of(
+            &self.id,
+            self.scene_id.as_deref(),
+            &self.metadata,
+            self.own_fields().iter().map(|f| (&f.name, &f.meta)),
+        )
+    }
+
+    /// Field `index`'s `.sigmf-meta`, with the boxes read from `tensors` (`None` when it has
+    /// none): `None` when the field has no such file.
+    pub fn render_sigmf_meta(
+        &self,
+        index: usize,
+        tensors: Option<&BoxTensors>,
+    ) -> Option<Result<Vec<u8>, crate::fs::error::FsError>> {
+        let entry = self.fields.get(index)?;
+        let layout = entry.sigmf_meta.as_ref()?;
+        let at = Provenance {
+            dataset_id: &self.dataset_id,
+            snapshot_id: &self.snapshot_id,
+            record_id: &self.id,
+            ordinal: self.ordinal,
+        };
+        let source = MetaSource {
+            name: &entry.name,
+            field: &entry.meta,
+            record: self,
+            at: &at,
+        };
+        Some(layout.render(tensors, source))
+    }
+
+    /// Size of `record.json`.
+    pub fn record_json_len(&self) -> u64 {
+        self.record_json_len
+    }
+
+    /// `record.json`'s text.
+    pub fn record_json(&self) -> Vec<u8> {
+        let head = views::RecordHead {
+            id: &self.id,
+            scene_id: self.scene_id.as_deref(),
+            metadata: &self.metadata,
+            ordinal: self.ordinal,
+        };
+        views::record_json_of(head, self.own_fields().iter().map(|f| (&f.name, &f.meta)))
     }
 
     /// Every `.sigmf-meta` file node's path (below `fields/`, suffix removed) and field.
@@ -253,24 +369,34 @@ impl RecordTree {
     }
 }
 
+/// A tree's own fields, by name (labelled source fields are not the record's).
+impl FieldsOf for RecordTree {
+    fn field_named(&self, name: &str) -> Option<(&String, &FieldMeta)> {
+        let own = self.own_fields();
+        let at = own.binary_search_by(|f| f.name.as_str().cmp(name)).ok()?;
+        Some((&own[at].name, &own[at].meta))
+    }
+}
+
 /// The source's SigMF fields that `labels` (a carrier) has boxes for, as metadata-only entries.
 fn labelled_source_fields(
     source: &RecordMeta,
     labels: &RecordMeta,
     at: &Provenance,
+    names: &NamesMemo,
 ) -> Vec<FieldEntry> {
     source
         .fields
         .iter()
         .filter(|(name, field)| views::has_sigmf_pair(field) && !labels.fields.contains_key(*name))
         .filter_map(|(name, field)| {
-            let layout = MetaLayout::build_from_labels(name, field, labels, at)?;
+            let layout = MetaLayout::build_from_labels(name, field, labels, at, names)?;
             Some(FieldEntry {
                 name: name.clone(),
                 meta: field.clone(),
                 raw_len: 0,
-                npy_header: Vec::new(),
-                json: Vec::new(),
+                npy_header_len: 0,
+                json_len: 0,
                 sigmf_meta: Some(layout),
                 meta_only: true,
             })
@@ -278,25 +404,45 @@ fn labelled_source_fields(
         .collect()
 }
 
-fn field_entry(
+/// What a field's entry holds beside its name and model.
+struct FieldSizes {
+    raw_len: u64,
+    npy_header_len: u64,
+    json_len: u64,
+    sigmf_meta: Option<MetaLayout>,
+}
+
+impl FieldSizes {
+    fn into_entry(self, name: String, meta: FieldMeta) -> FieldEntry {
+        FieldEntry {
+            name,
+            meta,
+            raw_len: self.raw_len,
+            npy_header_len: self.npy_header_len,
+            json_len: self.json_len,
+            sigmf_meta: self.sigmf_meta,
+            meta_only: false,
+        }
+    }
+}
+
+fn field_sizes(
     name: &str,
     field: &FieldMeta,
     record: &RecordMeta,
     at: &Provenance,
-) -> Result<FieldEntry, TreeError> {
+    names: &NamesMemo,
+) -> Result<FieldSizes, TreeError> {
     let raw_len = field.byte_len().map_err(|e| TreeError::Field {
         name: name.to_string(),
         detail: e.to_string(),
     })?;
-    Ok(FieldEntry {
-        name: name.to_string(),
+    Ok(FieldSizes {
         raw_len,
-        npy_header: npy::encode_header(field.dtype, &field.shape),
-        json: views::field_json(name, field),
+        npy_header_len: npy::encode_header(field.dtype, &field.shape).len() as u64,
+        json_len: views::field_json(name, field).len() as u64,
         sigmf_meta: views::has_sigmf_pair(field)
-            .then(|| MetaLayout::build(name, field, record, at)),
-        meta_only: false,
-        meta: field.clone(),
+            .then(|| MetaLayout::build(name, field, record, at, names)),
     })
 }
 

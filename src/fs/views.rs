@@ -69,17 +69,38 @@ pub fn field_json(name: &str, field: &FieldMeta) -> Vec<u8> {
 
 /// `record.json`: the metadata row plus the ordinal, pretty.
 pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
-    let fields: Object = meta
-        .fields
-        .iter()
+    let head = RecordHead {
+        id: &meta.id,
+        scene_id: meta.scene_id.as_deref(),
+        metadata: &meta.metadata,
+        ordinal,
+    };
+    record_json_of(head, meta.fields.iter())
+}
+
+/// A row's parts beside its fields, and the record's ordinal.
+#[derive(Clone, Copy)]
+pub struct RecordHead<'a> {
+    pub id: &'a str,
+    pub scene_id: Option<&'a str>,
+    pub metadata: &'a Object,
+    pub ordinal: u64,
+}
+
+/// [`record_json`] of a row given in parts (`fields` in name order).
+pub fn record_json_of<'a>(
+    head: RecordHead<'_>,
+    fields: impl Iterator<Item = (&'a String, &'a FieldMeta)>,
+) -> Vec<u8> {
+    let fields: Object = fields
         .map(|(name, field)| (name.as_str().into(), field.to_row_value()))
         .collect();
     let mut doc = Object::new();
     doc.insert("fields".into(), Value::Object(fields));
-    doc.insert("id".into(), Value::from(meta.id.as_str()));
-    doc.insert("metadata".into(), Value::Object(meta.metadata.clone()));
-    doc.insert("ordinal".into(), Value::from(ordinal));
-    doc.insert("scene_id".into(), Value::from(meta.scene_id.clone()));
+    doc.insert("id".into(), Value::from(head.id));
+    doc.insert("metadata".into(), Value::Object(head.metadata.clone()));
+    doc.insert("ordinal".into(), Value::from(head.ordinal));
+    doc.insert("scene_id".into(), Value::from(head.scene_id));
     json::object_to_pretty(&doc).into_bytes()
 }
 

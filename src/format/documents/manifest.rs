@@ -145,21 +145,58 @@ impl ManifestPage {
     }
 
     /// Parses and shape-checks a manifest page; its entries must tile its range.
+    ///
+    /// Memory: each entry's parsed JSON is let go as soon as the entry is built from it, so
+    /// the parse takes at most its values ([`crate::format::json::parse_bytes_at_most`]) and
+    /// the entries' slots ([`ManifestPage::ENTRY_BYTES`] each, a quarter of the 512 bytes of
+    /// slots the eight members of an entry's JSON take at least).
     pub fn parse(bytes: &[u8], limits: &JsonLimits) -> Result<ManifestPage, DocumentError> {
         let doc = parse_json(bytes, limits, Self::DOCUMENT)?;
-        Self::from_object(&doc).map_err(|r| r.in_document(Self::DOCUMENT))
+        Self::from_object(doc).map_err(|r| r.in_document(Self::DOCUMENT))
     }
 
-    fn from_object(doc: &Object) -> RuleResult<ManifestPage> {
-        require_identifier(doc, "format", FORMAT_MANIFEST, "format")?;
-        require_layout(doc)?;
+    /// Bytes of one shard entry's own slot in a page.
+    pub const ENTRY_BYTES: u64 = std::mem::size_of::<ShardEntry>() as u64;
+
+    fn from_object(mut doc: Object) -> RuleResult<ManifestPage> {
+        require_identifier(&doc, "format", FORMAT_MANIFEST, "format")?;
+        require_layout(&doc)?;
+        doc.req_array("shards")?;
+        let items = match doc.remove("shards") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        };
+        let mut shards = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let entry = ShardEntry::from_value(&item).map_err(|r| r.at(&format!("shards[{i}]")))?;
+            shards.push(entry);
+        }
         let page = ManifestPage {
             first_ordinal: doc.req_u64("first_ordinal")?,
             record_count: doc.req_u64("record_count")?,
-            shards: req_items(doc, "shards", ShardEntry::from_value)?,
+            shards,
         };
         page.check_own()?;
         Ok(page)
+    }
+
+    /// The heap memory the parsed page holds: its entries' slots, their paths and record
+    /// indices, and an allocation's overhead for each.
+    pub fn held_bytes(&self) -> u64 {
+        use crate::format::json::ALLOCATION;
+        let path = |r: &ObjectRef| r.path.as_str().len() as u64 + ALLOCATION;
+        let entries: u64 = self
+            .shards
+            .iter()
+            .map(|entry| {
+                let indices = entry
+                    .record_indices
+                    .as_ref()
+                    .map_or(0, |i| i.capacity() as u64 * 8 + ALLOCATION);
+                path(&entry.data) + path(&entry.metadata) + indices
+            })
+            .sum();
+        (self.shards.capacity() as u64 * Self::ENTRY_BYTES + ALLOCATION).saturating_add(entries)
     }
 
     /// The end (exclusive) of the covered ordinal range, `None` on overflow.

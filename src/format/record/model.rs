@@ -278,3 +278,90 @@ impl Record {
         }
     }
 }
+
+/// What the parsed model of a record holds on the heap, charged by those who keep it: the
+/// same accounting as [`Value::heap_bytes`] (each allocation's bytes and
+/// [`crate::format::json::ALLOCATION`] besides).
+mod held {
+    use std::collections::BTreeMap;
+    use std::mem::size_of;
+
+    use super::{Axis, Coordinate, FieldMeta, RecordMeta};
+    use crate::format::json::{items_heap_bytes, text_heap_bytes, ALLOCATION};
+
+    fn text(s: &str) -> u64 {
+        text_heap_bytes(s.len())
+    }
+
+    fn optional_text(s: &Option<String>) -> u64 {
+        s.as_deref().map_or(0, text)
+    }
+
+    fn slots<T>(v: &Vec<T>) -> u64 {
+        match v.capacity() {
+            0 => 0,
+            n => (n * size_of::<T>()) as u64 + ALLOCATION,
+        }
+    }
+
+    /// A B-tree of `len` entries of type `(K, V)`: nodes of 11 slots, at least 5 of them used
+    /// (but the root), and the slots' pointers to children.
+    fn b_tree<K, V>(len: usize) -> u64 {
+        let nodes = if len == 0 { 0 } else { 1 + len / 5 };
+        let node = 11 * (size_of::<K>() + size_of::<V>()) + 12 * size_of::<usize>() + 16;
+        (nodes * node) as u64 + nodes as u64 * ALLOCATION
+    }
+
+    impl Coordinate {
+        pub fn heap_bytes(&self) -> u64 {
+            let values = self.values.as_ref().map_or(0, items_heap_bytes);
+            let numbers = [&self.start, &self.step]
+                .iter()
+                .filter_map(|n| n.as_ref().map(|n| n.heap_bytes()))
+                .sum::<u64>();
+            values
+                + numbers
+                + optional_text(&self.reference)
+                + optional_text(&self.unit)
+                + self.metadata.heap_bytes()
+        }
+    }
+
+    impl Axis {
+        pub fn heap_bytes(&self) -> u64 {
+            let coordinate = self.coordinate.as_ref().map_or(0, Coordinate::heap_bytes);
+            text(&self.name)
+                + optional_text(&self.role)
+                + optional_text(&self.id)
+                + coordinate
+                + self.metadata.heap_bytes()
+        }
+    }
+
+    impl FieldMeta {
+        pub fn heap_bytes(&self) -> u64 {
+            let axes: u64 = self.axes.iter().map(Axis::heap_bytes).sum();
+            slots(&self.shape) + slots(&self.axes) + axes + self.metadata.heap_bytes()
+        }
+    }
+
+    impl RecordMeta {
+        /// What the row's model holds on the heap (its fields' B-tree estimated from its
+        /// length, all else measured).
+        pub fn heap_bytes(&self) -> u64 {
+            let fields: u64 = self
+                .fields
+                .iter()
+                .map(|(name, field)| text(name) + field.heap_bytes())
+                .sum();
+            text(&self.id)
+                + optional_text(&self.scene_id)
+                + self.metadata.heap_bytes()
+                + b_tree::<String, FieldMeta>(self.fields.len())
+                + fields
+        }
+    }
+
+    // Keeps the estimate's key type in step with the model's.
+    const _: fn(&RecordMeta) -> &BTreeMap<String, FieldMeta> = |meta| &meta.fields;
+}

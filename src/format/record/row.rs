@@ -67,7 +67,8 @@ impl Record {
     }
 }
 
-fn fingerprint_of<'a>(
+/// [`RecordMeta::fingerprint`] of a row given in parts (fields in name order).
+pub fn fingerprint_of<'a>(
     id: &str,
     scene_id: Option<&str>,
     metadata: &Object,

@@ -175,8 +175,8 @@ pub fn spectrogram_png(
 
 /// A record's preview PNG (exactly [`preview_len`] of `panels.len()` bytes): each panel with
 /// the boxes of its field (empty for pulses).
-pub fn preview_png(
-    record: &RecordMeta,
+pub fn preview_png<'a>(
+    field_of: &dyn Fn(&str) -> Option<&'a FieldMeta>,
     panels: &[(String, PanelKind)],
     boxes: &[Vec<Annotation>],
     read: &ReadField,
@@ -190,10 +190,7 @@ pub fn preview_png(
     for (index, (name, kind)) in shown.iter().enumerate() {
         let top = 4 + i64::from(PANEL_H) * index as i64;
         let origin = (i64::from(PANEL_LEFT), top + 10);
-        let field = record
-            .fields
-            .get(name)
-            .ok_or_else(|| FsError::failed("field of a panel missing"))?;
+        let field = field_of(name).ok_or_else(|| FsError::failed("field of a panel missing"))?;
         let title = match kind {
             PanelKind::Spectrogram => {
                 let axes = IqAxes::of(field);

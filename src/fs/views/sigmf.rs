@@ -9,6 +9,10 @@
 //! SigMF requires; a box that cannot be converted leaves a slot of spaces (and a log line). A
 //! collection's size is fixed the same way: a SHA-512 is always 128 hex digits.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use sha2::{Digest, Sha512};
 
@@ -58,7 +62,8 @@ pub struct BoxPlan {
     pub extent_field: String,
     pub columns: ExtentColumns,
     pub identity: Option<(String, IdentityColumns)>,
-    pub names: ClassNames,
+    /// Shared by every field labelled by the same identity field.
+    pub names: Arc<ClassNames>,
     pub conversion: Conversion,
     /// Boxes in the table.
     pub count: u64,
@@ -68,13 +73,59 @@ pub struct BoxPlan {
     pub slot_width: u64,
 }
 
-/// A `.sigmf-meta` whose size is known before its boxes are read.
+/// The fields of a record, found by name: where a field's `.sigmf-meta` looks for its labels
+/// (a row's [`RecordMeta`], or a tree holding the row's fields).
+pub trait FieldsOf {
+    fn field_named(&self, name: &str) -> Option<(&String, &FieldMeta)>;
+}
+
+impl FieldsOf for RecordMeta {
+    fn field_named(&self, name: &str) -> Option<(&String, &FieldMeta)> {
+        self.fields.get_key_value(name)
+    }
+}
+
+/// The class names of each identity field, read once per tree however many fields its boxes
+/// label, with their longest annotation text ([`labels::max_annotation_len`]): names from a
+/// row of many megabytes, shared by thousands of fields, are one copy and one scan.
+#[derive(Default)]
+pub struct NamesMemo(RefCell<HashMap<String, (Arc<ClassNames>, usize)>>);
+
+impl NamesMemo {
+    fn of(&self, identity_name: &str, identity: &FieldMeta) -> (Arc<ClassNames>, usize) {
+        if let Some(known) = self.0.borrow().get(identity_name) {
+            return known.clone();
+        }
+        let names = labels::class_names(&identity.metadata);
+        let text = labels::max_annotation_len(&names, true);
+        let named = (Arc::new(names), text);
+        self.0
+            .borrow_mut()
+            .insert(identity_name.to_string(), named.clone());
+        named
+    }
+}
+
+/// Where a `.sigmf-meta` is written from: its field, the record whose labels it shows, and
+/// where the record sits.
+#[derive(Clone, Copy)]
+pub struct MetaSource<'a> {
+    pub name: &'a str,
+    pub field: &'a FieldMeta,
+    pub record: &'a dyn FieldsOf,
+    pub at: &'a Provenance<'a>,
+}
+
+/// A `.sigmf-meta` whose size is known before its boxes are read. Its text around the boxes
+/// is written again when the document is rendered (from the same row, so the same text): a
+/// record of thousands of IQ fields would otherwise keep a document's worth of text for each.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetaLayout {
-    /// The document up to and including `"annotations": [`.
-    prefix: Vec<u8>,
-    /// From the closing `]` of the annotations on.
-    suffix: Vec<u8>,
+    /// Bytes of the document up to and including `"annotations": [`.
+    prefix_len: u64,
+    /// Bytes from the closing `]` of the annotations on.
+    suffix_len: u64,
+    metadata_only: bool,
     pub boxes: Option<BoxPlan>,
 }
 
@@ -84,16 +135,29 @@ pub struct BoxTensors {
     pub identity: Option<Bytes>,
 }
 
+/// A document's text around its annotations.
+struct Texts {
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+}
+
 impl MetaLayout {
     /// The layout of field `name`'s `.sigmf-meta` in record `record` (the caller checked that
     /// the field has a SigMF pair). Boxes that cannot be placed are logged and left out.
     pub fn build(
         name: &str,
         field: &FieldMeta,
-        record: &RecordMeta,
+        record: &dyn FieldsOf,
         at: &Provenance,
+        names: &NamesMemo,
     ) -> MetaLayout {
-        MetaLayout::build_with(name, field, record, at, false)
+        let source = MetaSource {
+            name,
+            field,
+            record,
+            at,
+        };
+        MetaLayout::build_with(source, false, names)
     }
 
     /// A metadata-only document (`core:metadata_only`, no `.sigmf-data` beside it) for field
@@ -102,50 +166,65 @@ impl MetaLayout {
     pub fn build_from_labels(
         name: &str,
         field: &FieldMeta,
-        labels: &RecordMeta,
+        labels: &dyn FieldsOf,
         at: &Provenance,
+        names: &NamesMemo,
     ) -> Option<MetaLayout> {
         extent_field_for(name, labels)?;
-        let layout = MetaLayout::build_with(name, field, labels, at, true);
+        let source = MetaSource {
+            name,
+            field,
+            record: labels,
+            at,
+        };
+        let layout = MetaLayout::build_with(source, true, names);
         layout.boxes.is_some().then_some(layout)
     }
 
-    fn build_with(
-        name: &str,
-        field: &FieldMeta,
-        record: &RecordMeta,
-        at: &Provenance,
-        metadata_only: bool,
-    ) -> MetaLayout {
-        let mut boxes = match box_plan(name, field, record) {
+    fn build_with(source: MetaSource, metadata_only: bool, names: &NamesMemo) -> MetaLayout {
+        let mut boxes = match box_plan(source.name, source.field, source.record, names) {
             Ok(plan) => plan,
             Err(why) => {
-                log_left_out(at.ordinal, name, &why.to_string());
+                log_left_out(source.at.ordinal, source.name, &why.to_string());
                 None
             }
         };
-        let document = |cut: Option<Cut>| {
-            json::object_to_pretty(&meta_document(name, field, at, metadata_only, cut))
-        };
-        let mut text = document(None);
         if let Some(plan) = boxes.as_mut() {
             // The slots that fit in the cap beside the document's other text and its note.
+            let text = document_text(source, metadata_only, None);
             let room = MAX_META_BYTES.saturating_sub(text.len() as u64 + NOTE_RESERVE);
             plan.slots = plan.count.min(room / plan.slot_width.max(1));
-            if plan.slots < plan.count {
-                text = document(Some(Cut {
-                    shown: plan.slots,
-                    left_out: plan.count - plan.slots,
-                }));
-            }
         }
+        let mut layout = MetaLayout {
+            prefix_len: 0,
+            suffix_len: 0,
+            metadata_only,
+            boxes,
+        };
+        let texts = layout.texts(source);
+        layout.prefix_len = texts.prefix.len() as u64;
+        layout.suffix_len = texts.suffix.len() as u64;
+        layout
+    }
+
+    /// The boxes left out of the document by its size cap, if any.
+    fn cut(&self) -> Option<Cut> {
+        let plan = self.boxes.as_ref()?;
+        (plan.slots < plan.count).then(|| Cut {
+            shown: plan.slots,
+            left_out: plan.count - plan.slots,
+        })
+    }
+
+    /// The document's text around its annotations, written from `source`.
+    fn texts(&self, source: MetaSource) -> Texts {
+        let text = document_text(source, self.metadata_only, self.cut());
         let marker = "\"annotations\": [";
         let split = text.find(marker).map_or(0, |i| i + marker.len());
         let (prefix, suffix) = text.split_at(split);
-        MetaLayout {
+        Texts {
             prefix: prefix.as_bytes().to_vec(),
             suffix: format!("\n  {}", suffix.trim_start()).into_bytes(),
-            boxes,
         }
     }
 
@@ -153,12 +232,21 @@ impl MetaLayout {
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u64 {
         let slots = self.boxes.as_ref().map_or(0, |b| b.slots * b.slot_width);
-        self.prefix.len() as u64 + slots + self.suffix.len() as u64
+        self.prefix_len + slots + self.suffix_len
     }
 
-    /// Bytes the layout holds (the slots are written on read).
+    /// Bytes of the document's text around its annotations.
+    pub fn text_len(&self) -> u64 {
+        self.prefix_len + self.suffix_len
+    }
+
+    /// Bytes the layout holds beside its slot: its plan's field names (its class names are
+    /// shared, [`NamesMemo`], and counted once by whoever holds them).
     pub fn held_bytes(&self) -> u64 {
-        (self.prefix.len() + self.suffix.len()) as u64
+        self.boxes.as_ref().map_or(0, |plan| {
+            let identity = plan.identity.as_ref().map_or(0, |(name, _)| name.len());
+            json::text_heap_bytes(plan.extent_field.len()) + json::text_heap_bytes(identity)
+        })
     }
 
     /// The box tensors the document needs, if it has boxes.
@@ -166,27 +254,41 @@ impl MetaLayout {
         self.boxes.as_ref().filter(|b| b.count > 0)
     }
 
-    /// The document, with the boxes read from `tensors` (`None` when it has none); exactly
-    /// [`MetaLayout::len`] bytes. Ends with [`FsError::Interrupted`] when the requester is.
+    /// The document written from `source` (what the layout was built from), with the boxes
+    /// read from `tensors` (`None` when it has none); exactly [`MetaLayout::len`] bytes. Ends
+    /// with [`FsError::Interrupted`] when the requester is.
     pub fn render(
         &self,
         tensors: Option<&BoxTensors>,
-        ordinal: u64,
-        name: &str,
+        source: MetaSource,
     ) -> Result<Vec<u8>, FsError> {
         let len = usize::try_from(self.len()).map_err(|_| FsError::failed("document too large"))?;
+        let texts = self.texts(source);
+        if (texts.prefix.len() as u64, texts.suffix.len() as u64)
+            != (self.prefix_len, self.suffix_len)
+        {
+            return Err(FsError::failed(
+                "a .sigmf-meta's text changed since its size was given",
+            ));
+        }
         let mut out = Vec::with_capacity(len);
-        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(&texts.prefix);
         if let Some(plan) = self.needs_tensors() {
             let converted = match tensors {
-                Some(tensors) => converted_boxes(plan, tensors, ordinal, name)?,
+                Some(tensors) => converted_boxes(plan, tensors, source.at.ordinal, source.name)?,
                 None => Vec::new(),
             };
             write_slots(&mut out, plan, &converted)?;
         }
-        out.extend_from_slice(&self.suffix);
+        out.extend_from_slice(&texts.suffix);
         Ok(out)
     }
+}
+
+/// The whole document without its annotations (pretty JSON).
+fn document_text(source: MetaSource, metadata_only: bool, cut: Option<Cut>) -> String {
+    let document = meta_document(source.name, source.field, source.at, metadata_only, cut);
+    json::object_to_pretty(&document)
 }
 
 /// Why a field's boxes are left out of its `.sigmf-meta` (logged, never an error of the file).
@@ -349,13 +451,13 @@ fn numbers<T, const N: usize>(
 /// the longest proper prefix of `name` (in whole segments) that has one.
 fn extent_field_for<'a>(
     name: &str,
-    record: &'a RecordMeta,
+    record: &'a dyn FieldsOf,
 ) -> Option<(&'a String, &'a FieldMeta, String)> {
     let mut prefix = name;
     while let Some(cut) = prefix.rfind('/') {
         prefix = &prefix[..cut];
         let candidate = format!("{prefix}/{}", labels::EXTENT_NAME);
-        if let Some((key, extent)) = record.fields.get_key_value(&candidate) {
+        if let Some((key, extent)) = record.field_named(&candidate) {
             return Some((key, extent, format!("{prefix}/{}", labels::IDENTITY_NAME)));
         }
     }
@@ -367,7 +469,8 @@ fn extent_field_for<'a>(
 fn box_plan(
     name: &str,
     field: &FieldMeta,
-    record: &RecordMeta,
+    record: &dyn FieldsOf,
+    names: &NamesMemo,
 ) -> Result<Option<BoxPlan>, LeftOut> {
     let Some((extent_name, extent, identity_name)) = extent_field_for(name, record) else {
         return Ok(None);
@@ -392,18 +495,20 @@ fn box_plan(
             })
         }
     };
-    let identity = match record.fields.get(&identity_name) {
+    let identity = match record.field_named(&identity_name).map(|(_, meta)| meta) {
         Some(meta) => Some((
             labels::identity_columns(meta, count).map_err(|e| in_field(e, &identity_name))?,
-            labels::class_names(&meta.metadata),
+            names.of(&identity_name, meta),
         )),
         None => None,
     };
-    let names = identity
-        .as_ref()
-        .map(|(_, n)| n.clone())
-        .unwrap_or_default();
-    let text = labels::max_annotation_len(&names, identity.is_some());
+    let (names, text) = match &identity {
+        Some((_, named)) => named.clone(),
+        None => (
+            Arc::default(),
+            labels::max_annotation_len(&ClassNames::new(), false),
+        ),
+    };
     Ok(Some(BoxPlan {
         extent_field: extent_name.clone(),
         columns,
@@ -654,6 +759,26 @@ mod tests {
         ordinal: 4,
     };
 
+    fn build(name: &str, field: &FieldMeta, meta: &RecordMeta) -> MetaLayout {
+        MetaLayout::build(name, field, meta, &AT, &NamesMemo::default())
+    }
+
+    fn render(
+        layout: &MetaLayout,
+        tensors: Option<&BoxTensors>,
+        name: &str,
+        field: &FieldMeta,
+        meta: &RecordMeta,
+    ) -> Result<Vec<u8>, FsError> {
+        let source = MetaSource {
+            name,
+            field,
+            record: meta,
+            at: &AT,
+        };
+        layout.render(tensors, source)
+    }
+
     fn obj(pairs: &[(&str, Value)]) -> Object {
         pairs
             .iter()
@@ -708,7 +833,7 @@ mod tests {
     #[test]
     fn slots_keep_the_size_and_sort_by_start() {
         let meta = record(3);
-        let layout = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
+        let layout = build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta);
         let plan = layout.needs_tensors().unwrap();
         assert_eq!(plan.conversion.rate_ratio, 2.0);
         let boxes = tensors(
@@ -728,7 +853,14 @@ mod tests {
             ],
             &[1, 0, 9, 1, 1, 2],
         );
-        let text = layout.render(Some(&boxes), 4, "p/rx/rx0/iq").unwrap();
+        let text = render(
+            &layout,
+            Some(&boxes),
+            "p/rx/rx0/iq",
+            &meta.fields["p/rx/rx0/iq"],
+            &meta,
+        )
+        .unwrap();
         assert_eq!(text.len() as u64, layout.len());
         let doc = json::parse_object(&text, &Default::default()).unwrap();
         let list = doc["annotations"].as_array().unwrap();
@@ -744,7 +876,14 @@ mod tests {
         let capture = doc["captures"].as_array().unwrap()[0].as_object().unwrap();
         assert_eq!(capture["core:frequency"].as_f64(), Some(1e9));
         // Unreadable tensors leave every slot blank, at the same size.
-        let blank = layout.render(None, 4, "p/rx/rx0/iq").unwrap();
+        let blank = render(
+            &layout,
+            None,
+            "p/rx/rx0/iq",
+            &meta.fields["p/rx/rx0/iq"],
+            &meta,
+        )
+        .unwrap();
         assert_eq!(blank.len() as u64, layout.len());
         let doc = json::parse_object(&blank, &Default::default()).unwrap();
         assert_eq!(doc["annotations"].as_array().map(<[Value]>::len), Some(0));
@@ -758,7 +897,7 @@ mod tests {
         let identity = meta.fields.get_mut("p/labels/boxes/identity").unwrap();
         let names = obj(&[("1", Value::from("x".repeat(20_000)))]);
         identity.metadata = obj(&[("class_names", Value::Object(names))]);
-        let layout = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
+        let layout = build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta);
         assert!(layout.len() <= MAX_META_BYTES, "{}", layout.len());
         let plan = layout.needs_tensors().unwrap();
         assert!(plan.slots < count && plan.slots > 10_000, "{}", plan.slots);
@@ -767,9 +906,14 @@ mod tests {
             .flat_map(|i| [i as f64, 1.0, -1.0, 1.0])
             .collect();
         let identity: Vec<i32> = (0..count as i32).flat_map(|i| [1, i]).collect();
-        let text = layout
-            .render(Some(&tensors(&extent, &identity)), 4, "p/rx/rx0/iq")
-            .unwrap();
+        let text = render(
+            &layout,
+            Some(&tensors(&extent, &identity)),
+            "p/rx/rx0/iq",
+            &meta.fields["p/rx/rx0/iq"],
+            &meta,
+        )
+        .unwrap();
         assert_eq!(text.len() as u64, layout.len());
         let doc = json::parse_object(&text, &Default::default()).unwrap();
         let list = doc["annotations"].as_array().unwrap();
@@ -797,15 +941,22 @@ mod tests {
     fn other_receivers_and_bad_frames_get_no_boxes() {
         let mut meta = record(1);
         meta.fields.insert("p/rx/rx1/iq".into(), iq(2e9, 1e6));
-        let other = MetaLayout::build("p/rx/rx1/iq", &meta.fields["p/rx/rx1/iq"], &meta, &AT);
+        let other = build("p/rx/rx1/iq", &meta.fields["p/rx/rx1/iq"], &meta);
         assert!(other.boxes.is_none());
         let extent = meta.fields.get_mut("p/labels/boxes/extent").unwrap();
         extent
             .metadata
             .insert("time_frame".into(), "wall_clock".into());
-        let bad = MetaLayout::build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta, &AT);
+        let bad = build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta);
         assert!(bad.boxes.is_none());
-        let text = bad.render(None, 4, "p/rx/rx0/iq").unwrap();
+        let text = render(
+            &bad,
+            None,
+            "p/rx/rx0/iq",
+            &meta.fields["p/rx/rx0/iq"],
+            &meta,
+        )
+        .unwrap();
         assert_eq!(text.len() as u64, bad.len());
         assert!(json::parse_object(&text, &Default::default()).is_ok());
     }
@@ -817,8 +968,9 @@ mod tests {
         field
             .metadata
             .insert("datetime".into(), "2026-01-02T03:04:05.5Z".into());
-        let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
-        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq").unwrap()).unwrap();
+        let layout = build("p/rx/rx0/iq", &field, &meta);
+        let text = String::from_utf8(render(&layout, None, "p/rx/rx0/iq", &field, &meta).unwrap())
+            .unwrap();
         // Rates and frequencies are JSON floats, whatever the metadata wrote.
         assert!(text.contains("\"core:sample_rate\": 2000000.0,"), "{text}");
         assert!(text.contains("\"core:frequency\": 1000000000.0,"), "{text}");
@@ -828,8 +980,9 @@ mod tests {
         );
         assert!(text.contains("\"sdsfs:record_id\": \"r1\","), "{text}");
         field.metadata.insert("datetime".into(), "today".into());
-        let layout = MetaLayout::build("p/rx/rx0/iq", &field, &meta, &AT);
-        let text = String::from_utf8(layout.render(None, 4, "p/rx/rx0/iq").unwrap()).unwrap();
+        let layout = build("p/rx/rx0/iq", &field, &meta);
+        let text = String::from_utf8(render(&layout, None, "p/rx/rx0/iq", &field, &meta).unwrap())
+            .unwrap();
         assert!(!text.contains("core:datetime"), "{text}");
     }
 
