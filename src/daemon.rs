@@ -35,6 +35,9 @@ pub enum DaemonError {
     /// path that is not mounted, the failure a daemon reported).
     #[error("{0}")]
     Refused(String),
+    /// Nothing is mounted there (the path, as shown).
+    #[error("{0}: not mounted")]
+    NotMounted(String),
     /// What was being done, and the I/O error it met.
     #[error("{context}: {source}")]
     Io {

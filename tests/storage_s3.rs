@@ -157,3 +157,34 @@ fn explicit_endpoint_region_and_allow_http_reach_sds_and_a_daemonized_mount() {
     let moto = CloudServer::moto(&["explicit"]);
     explicit_store_options_reach(&moto, "explicit");
 }
+
+/// `sds demo s3://BUCKET/PREFIX` publishes the demo into the bucket, byte for byte the committed
+/// demo, and writes nothing locally (it once made a directory `./s3:/BUCKET/PREFIX`).
+#[test]
+fn sds_demo_publishes_into_a_bucket() {
+    let moto = CloudServer::moto(&["made"]);
+    let cwd = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sds"))
+        .args(["demo", &moto.url("made/demo")])
+        .envs(moto.env().iter().map(|(k, v)| (*k, v.as_str())))
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "nothing local"
+    );
+    let store = moto.store("made/demo");
+    let files = common::datasets::files_below(&common::cloud::demo());
+    assert_eq!(files.len(), 10, "the demo's objects");
+    for (relative, path) in files {
+        let stored = store.read(&rel(&relative), None).unwrap();
+        assert_eq!(stored.as_ref(), std::fs::read(&path).unwrap(), "{relative}");
+    }
+}

@@ -95,13 +95,14 @@ pub enum Command {
         limit: u64,
     },
     /// Publish the demo dataset (8 RF records in 4 scenes, 3 shards, 2 manifest pages;
-    /// deterministic: the same bytes on every run) into OUT, creating it if missing.
+    /// deterministic: the same bytes on every run) into OUT: a directory (created if missing),
+    /// `s3://BUCKET/PREFIX` or `gs://BUCKET/PREFIX`.
     ///
     /// Re-running into the same directory succeeds and changes nothing; a different dataset
     /// already there is refused (publication is create-only).
     Demo {
-        /// Output directory (the dataset root).
-        out: PathBuf,
+        /// Where to publish it (the dataset root).
+        out: String,
     },
     /// Write one shard pair (data + metadata) into ROOT and print its receipt as one line of
     /// JSON (the library's PublishedShard fields): one worker of a distributed publication.
@@ -242,7 +243,7 @@ pub fn run(command: Command, store: &StoreArgs) -> Result<(), CliError> {
             start,
             limit,
         } => run_ls(store, &dataset, start, limit),
-        Command::Demo { out } => run_demo(&out),
+        Command::Demo { out } => run_demo(store, &out),
         Command::WriteShard {
             root,
             work_id,
@@ -404,14 +405,15 @@ fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, CliError> {
     ))
 }
 
-fn run_demo(out: &std::path::Path) -> Result<(), CliError> {
-    let summary =
-        demo::write_demo(out).map_err(CliError::failed("cannot write the demo dataset"))?;
+fn run_demo(store: &StoreArgs, out: &str) -> Result<(), CliError> {
+    let target = store.open_writable_store(out)?;
+    let summary = demo::write_demo_into(target.as_ref())
+        .map_err(CliError::failed("cannot write the demo dataset"))?;
     print(&format!(
         "published {} ({}) in {}: {} records, {} shards, {} manifest pages, {} bytes\n",
         demo::DATASET_ID,
         demo::SNAPSHOT_ID,
-        out.display(),
+        escaped(out),
         summary.record_count,
         summary.shard_count,
         summary.manifest_pages,

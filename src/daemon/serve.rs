@@ -166,8 +166,13 @@ fn serve(
             );
             Duration::ZERO
         }
-        // Already gone (unmounted from outside meanwhile) or not permitted: the connection
-        // ends with this process either way.
+        // Unmounted from outside meanwhile (systemd's ExecStop, then its SIGTERM before the
+        // session saw the unmount): the clean end it would have been.
+        Err(DaemonError::NotMounted(_)) => {
+            tracing::info!(mountpoint = %args.mountpoint.display(), "unmounted");
+            SESSION_END_WAIT
+        }
+        // Not permitted: the connection ends with this process either way.
         Err(why) => {
             tracing::warn!(%why, "unmount");
             SESSION_END_WAIT

@@ -85,7 +85,7 @@ pub fn detach_at(
             Err(e) => Err(DaemonError::sys(format!("cannot unmount {shown}"))(e)),
         },
         Errno::EPERM | Errno::EACCES => fusermount_unmount(mountpoint),
-        Errno::EINVAL => Err(DaemonError::Refused(format!("{shown}: not mounted"))),
+        Errno::EINVAL => Err(DaemonError::NotMounted(shown.to_string())),
         _ => Err(DaemonError::sys(format!("cannot unmount {shown}"))(error)),
     }
 }
@@ -122,7 +122,7 @@ fn check_sdsfs_mount(parent: BorrowedFd<'_>, name: &OsStr, shown: &str) -> Resul
     let dir = openat(parent, name, flags, Mode::empty())
         .map_err(|e| DaemonError::io(shown.to_string())(std::io::Error::from(e)))?;
     let mount = mount_rooted_at(dir.as_fd(), shown)?
-        .ok_or_else(|| DaemonError::Refused(format!("{shown}: not mounted")))?;
+        .ok_or_else(|| DaemonError::NotMounted(shown.to_string()))?;
     if !is_sdsfs(&mount) {
         return Err(DaemonError::Refused(format!(
             "{shown}: not an sdsfs mount ({} {}); sdsfs unmount unmounts sdsfs mounts only",

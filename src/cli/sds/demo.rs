@@ -215,14 +215,21 @@ fn publication_metadata(work_ids: &[String]) -> Object {
     ])
 }
 
-/// Publishes the demo dataset into `out` (created if missing). Re-running into the same
-/// directory converges on the same bytes; a different dataset there is a collision error.
+/// Publishes the demo dataset into the directory `out` (created if missing). Re-running into
+/// the same directory converges on the same bytes; a different dataset there is a collision
+/// error.
 pub fn write_demo(out: &Path) -> Result<PublishSummary, DemoError> {
     std::fs::create_dir_all(out).map_err(|source| DemoError::Io {
         path: out.display().to_string(),
         source,
     })?;
     let store: Arc<dyn ObjectStore> = Arc::new(LocalStore::open(out).map_err(DatasetError::from)?);
+    write_demo_into(store.as_ref())
+}
+
+/// Publishes the demo dataset into `store` (a local directory, a bucket prefix), as
+/// [`write_demo`] does.
+pub fn write_demo_into(store: &dyn ObjectStore) -> Result<PublishSummary, DemoError> {
     let records = demo_records()?;
     let mut receipts: Vec<ShardReceipt> = Vec::new();
     for (index, chunk) in records.chunks(RECORDS_PER_SHARD).enumerate() {
@@ -230,7 +237,7 @@ pub fn write_demo(out: &Path) -> Result<PublishSummary, DemoError> {
         // so that `sds create` over a copy of the demo reproduces it byte for byte.
         let work_id = format!("{:012}", index * RECORDS_PER_SHARD);
         let receipt = write_shard(
-            store.as_ref(),
+            store,
             chunk.iter().cloned(),
             &work_id,
             0,
@@ -243,5 +250,5 @@ pub fn write_demo(out: &Path) -> Result<PublishSummary, DemoError> {
     options.metadata = publication_metadata(&work_ids);
     options.expected_work_ids = Some(work_ids);
     options.shards_per_manifest = SHARDS_PER_MANIFEST;
-    Ok(publish(store.as_ref(), &receipts, &options)?)
+    Ok(publish(store, &receipts, &options)?)
 }
