@@ -4,7 +4,10 @@
 //! people produced, and reach log files and terminals. A raw `\n` or `\r` there forges whole
 //! log lines; ESC and the C1 controls (CSI, OSC) drive a terminal (retitle it, hide text,
 //! rewrite what was printed). So every C0 control (U+0000-U+001F), DEL (U+007F) and C1 control
-//! (U+0080-U+009F) is written as an escape: `\n`, `\r`, `\t`, `\x1b`, `\u{9b}`. Nothing else is
+//! (U+0080-U+009F) is written as an escape: `\n`, `\r`, `\t`, `\x1b`, `\u{9b}`. So are the
+//! bidirectional controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which reorder
+//! what a terminal shows so that text reads other than it is ("Trojan Source"), and the line
+//! and paragraph separators U+2028-U+2029, which some viewers break lines at. Nothing else is
 //! changed, so ordinary names (any script, `%`, `\`) print as they are.
 //!
 //! One function ([`escaped`]) for every print site: the daemon's log writer applies it to each
@@ -14,9 +17,18 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-/// Whether `c` is a C0 control, DEL or a C1 control.
+/// Whether `c` is a C0 control, DEL, a C1 control, a bidirectional control or a line or
+/// paragraph separator.
 pub fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{61c}'
+            | '\u{200e}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
 }
 
 /// `text` with every control character escaped (borrowed when there is none).
@@ -64,7 +76,9 @@ pub fn json_printable(json: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(json.len() + 8);
     for c in json.chars() {
         match c {
-            '\u{7f}'..='\u{9f}' => {
+            // C0 controls stand raw only between tokens (a pretty layout's newlines) and are
+            // left; the others can stand only inside strings, where `\u` means the same.
+            _ if is_control(c) && c > '\u{7e}' => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             _ => out.push(c),
@@ -95,6 +109,15 @@ mod tests {
             "\\x7f\\u{80}\\u{9b}\\u{9f}"
         );
         assert!(matches!(escaped("ünï/%\\ 中"), Cow::Borrowed(_)));
+        // Bidirectional overrides and isolates, and the line separators.
+        assert_eq!(
+            escaped("a\u{202e}b\u{2066}c\u{2028}\u{61c}"),
+            "a\\u{202e}b\\u{2066}c\\u{2028}\\u{61c}"
+        );
+        assert_eq!(
+            json_printable("{\n  \"n\": \"\u{202e}x\"\n}"),
+            "{\n  \"n\": \"\\u202ex\"\n}"
+        );
         for code in (0u32..0x20).chain(0x7f..0xa0) {
             let c = char::from_u32(code).unwrap();
             assert!(
