@@ -66,6 +66,20 @@ fn status_counts_reads_and_stays_unlisted() {
     );
     assert!(local["bytes"].as_u64().unwrap() > 0);
     assert_eq!(after["errors"], serde_json::json!({}));
+    // Computed files: record.json read twice is rendered once and kept.
+    assert_eq!(n(&after, "computed", "renders"), 0, "{after}");
+    let record_json = std::fs::read(mount.path("records/1/record.json")).unwrap();
+    assert_eq!(
+        std::fs::read(mount.path("records/1/record.json")).unwrap(),
+        record_json
+    );
+    let computed = status(&mount);
+    assert_eq!(n(&computed, "computed", "renders"), 1, "{computed}");
+    assert_eq!(n(&computed, "computed", "kept_files"), 1, "{computed}");
+    assert_eq!(
+        n(&computed, "computed", "kept_bytes"),
+        record_json.len() as u64
+    );
     // Hidden: not listed at the root, found by name.
     let names: Vec<String> = std::fs::read_dir(&mount.mountpoint)
         .unwrap()
@@ -86,6 +100,7 @@ fn status_counts_reads_and_stays_unlisted() {
         "snapshot",
         "hit rate",
         "storage     local:",
+        "computed    1 rendered",
         "errors      none",
     ] {
         assert!(text.contains(needle), "{needle}: {text}");

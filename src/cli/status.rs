@@ -100,6 +100,14 @@ pub fn render(r: &Value) -> String {
         n(&r["requests"]["fuse"]),
         n(&r["requests"]["eio"])
     );
+    let computed = &r["computed"];
+    let _ = writeln!(
+        out,
+        "computed    {} rendered (pictures, SigMF documents, collections, record.json); {} files of {} kept",
+        n(&computed["renders"]),
+        n(&computed["kept_files"]),
+        bytes(n(&computed["kept_bytes"])),
+    );
     let passthrough = &r["passthrough"];
     let _ = writeln!(
         out,

@@ -76,6 +76,13 @@ impl ComputedCache {
         self.renders.load(Ordering::Relaxed)
     }
 
+    /// Files kept now, and their bytes.
+    pub fn kept_files(&self) -> (u64, u64) {
+        let kept = lock(&self.kept);
+        let bytes = kept.iter().map(|(_, (file, _))| file.len() as u64).sum();
+        (kept.len() as u64, bytes)
+    }
+
     /// File `ino`, rendered by `render` unless kept; `len` gives its size as `stat` does. A
     /// size above the whole budget is refused before rendering; otherwise the rendered bytes
     /// are charged at that size once rendered (waiting for room as any charge does).

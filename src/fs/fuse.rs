@@ -276,6 +276,7 @@ impl SdsFuse {
         } else {
             serde_json::json!(hits as f64 / (hits + misses) as f64)
         };
+        let (kept_files, kept_bytes) = self.namespace.computed_kept();
         serde_json::json!({
             "dataset": self.info.dataset,
             "mountpoint": self.info.mountpoint,
@@ -305,6 +306,11 @@ impl SdsFuse {
                 "fuse": self.stats.requests.load(Ordering::Relaxed),
                 "by_op": self.stats.requests_by_op_json(),
                 "eio": self.stats.eio.load(Ordering::Relaxed),
+            },
+            "computed": {
+                "renders": self.namespace.computed_renders(),
+                "kept_files": kept_files,
+                "kept_bytes": kept_bytes,
             },
             "passthrough": {
                 "enabled": self.passthrough.load(Ordering::Relaxed),

@@ -204,6 +204,11 @@ impl Namespace {
         self.computed.renders()
     }
 
+    /// Computed files kept now, and their bytes.
+    pub fn computed_kept(&self) -> (u64, u64) {
+        self.computed.kept_files()
+    }
+
     /// Pictures rendered so far (counted with the other computed files).
     pub fn picture_renders(&self) -> u64 {
         self.computed_renders()
