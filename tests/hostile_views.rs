@@ -408,3 +408,43 @@ fn a_collection_is_rendered_once_and_its_metas_hashed_once() {
     assert_eq!(read_in_pieces(&ns, collection.ino, collection.size), first);
     assert_eq!(ns.computed_renders(), 1 + listed);
 }
+
+/// An annotation set whose row labels record 0's IQ field with 100,000 boxes: the
+/// metadata-only `.sigmf-meta` the set shows for that field is rendered once for a sequential
+/// read and kept (it was rendered for every 128 KiB read: about 100 renders of 16 MiB), and a
+/// second read renders nothing.
+#[test]
+fn an_annotation_set_s_document_is_rendered_once_for_a_sequential_read() {
+    use sdsfs::annotations::{
+        publish_annotations, AnnotationOptions, AnnotationRecord, AnnotationStatus,
+    };
+    let dir =
+        publish_records(vec![Record::new("source")
+            .with_field("p/rx0/iq", iq(rx_metadata(Some(1e6), Some(1e9)), None))]);
+    let dataset = sdsfs::dataset::Dataset::open(
+        common::datasets::local_store(dir.path()),
+        sdsfs::dataset::OpenOptions::default(),
+    )
+    .unwrap();
+    let mut row = AnnotationRecord::new("source", 0, AnnotationStatus::Success);
+    row.fields.insert(
+        "p/labels/boxes/extent".into(),
+        extent(&many_boxes(100_000), 1e6),
+    );
+    row.fields.insert(
+        "p/labels/boxes/identity".into(),
+        identity(100_000, &"n".repeat(200)),
+    );
+    let options = AnnotationOptions::default();
+    publish_annotations(&dataset, "det", &[row], &Default::default(), &options).unwrap();
+    let (_store, ns) = counting_namespace(dir.path());
+    let meta = lookup_path(&ns, "records/0/annotations/det/fields/p/rx0/iq.sigmf-meta");
+    assert!(meta.size > 100 * (128 << 10), "{} bytes", meta.size);
+    let before = ns.computed_renders();
+    let bytes = read_in_pieces(&ns, meta.ino, meta.size);
+    let doc = json::parse_object(&bytes, &Default::default()).unwrap();
+    assert!(doc["annotations"].as_array().unwrap().len() > 10_000);
+    assert_eq!(ns.computed_renders() - before, 1);
+    assert_eq!(read_in_pieces(&ns, meta.ino, meta.size), bytes);
+    assert_eq!(ns.computed_renders() - before, 1);
+}

@@ -128,6 +128,8 @@ pub struct Namespace {
     overlay: Overlay,
     /// Computed files rendered and kept while they are read, and the metas' hashes.
     computed: Arc<ComputedCache>,
+    /// Annotation sets' computed files, keyed by carrier and node ([`Carrier::computed_key`]).
+    carrier_files: Arc<ComputedCache>,
 }
 
 /// A record's picture of its receivers and pulses, in its directory.
@@ -187,6 +189,7 @@ impl Namespace {
             column_scan_turn: std::sync::Mutex::new(()),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             computed: ComputedCache::new(dataset.memory().clone()),
+            carrier_files: ComputedCache::new(dataset.memory().clone()),
             dataset,
         }
     }
@@ -201,12 +204,13 @@ impl Namespace {
 
     /// Computed files (pictures, SigMF metas and collections) rendered so far.
     pub fn computed_renders(&self) -> u64 {
-        self.computed.renders()
+        self.computed.renders() + self.carrier_files.renders()
     }
 
     /// Computed files kept now, and their bytes.
     pub fn computed_kept(&self) -> (u64, u64) {
-        self.computed.kept_files()
+        let (own, sets) = (self.computed.kept_files(), self.carrier_files.kept_files());
+        (own.0 + sets.0, own.1 + sets.1)
     }
 
     /// Pictures rendered so far (counted with the other computed files).
@@ -856,9 +860,16 @@ impl Namespace {
                 match carrier.tree.node(n).ok_or(FsError::NotFound)? {
                     Node::Dir { .. } => Err(FsError::IsDir),
                     Node::File { .. } => {
-                        let bytes = carrier
-                            .file_bytes(n)
-                            .ok_or_else(|| FsError::record(o, "annotation field data missing"))?;
+                        let missing = || FsError::record(o, "annotation field data missing");
+                        let bytes = match carrier.computed_key(n) {
+                            // Rendered once and kept while read, as the record's own are.
+                            Some(key) => self.carrier_files.get(
+                                key,
+                                || Ok(carrier.tree.node_len(n)),
+                                || Ok(carrier.file_bytes(n).ok_or_else(missing)?.to_vec()),
+                            )?,
+                            None => carrier.file_bytes(n).ok_or_else(missing)?,
+                        };
                         Ok(slice(&bytes, offset, size))
                     }
                 }

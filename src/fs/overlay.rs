@@ -95,6 +95,10 @@ impl Visible {
 /// One record's annotation in one set, decoded and laid out.
 #[derive(Debug)]
 pub struct Carrier {
+    /// Unique among the carriers of this process: with a node it names the carrier's
+    /// computed files in a cache ([`Carrier::computed_key`]). A carrier never changes, so its
+    /// files never go stale; a catalog change builds new carriers with new numbers.
+    serial: u64,
     pub row: AnnotationRecord,
     pub annotation_json: Vec<u8>,
     /// The carrier's tensor fields as a file tree (node 0 is `fields/`).
@@ -146,6 +150,16 @@ impl Carrier {
             Ok(data.data.slice(start..end))
         };
         picture::spectrogram_png(&entry.name, &IqAxes::of(&entry.meta), &boxes, &read).ok()
+    }
+
+    /// The key of file node `node`'s computed file (`.sigmf-meta`, picture), or `None` for
+    /// a file that is not computed (tensor views, descriptors).
+    pub fn computed_key(&self, node: u32) -> Option<u64> {
+        let Some(Node::File { view, .. }) = self.tree.node(node) else {
+            return None;
+        };
+        matches!(view, View::SigmfMeta | View::Spectrogram)
+            .then_some(self.serial << 24 | u64::from(node))
     }
 
     /// The bytes of file node `node` of the field tree.
@@ -407,7 +421,9 @@ impl Overlay {
                 e,
             )
         })?;
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let carrier = Arc::new(Carrier {
+            serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             annotation_json,
             row,
             tree,
