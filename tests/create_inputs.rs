@@ -159,15 +159,18 @@ fn sigmf_datatypes_convert_exactly() {
             Value::from("test")
         );
         assert_eq!(sigmf["annotations"].as_array().unwrap().len(), 2);
+        // One box: the annotation with both frequency edges (the other has none).
         let extent = &record.fields["labels/boxes/extent"];
-        assert_eq!(extent.meta.shape, vec![2, 4]);
+        assert_eq!(extent.meta.shape, vec![1, 4]);
         let e = f64s(&extent.data);
-        assert_eq!(&e[..4], &[10.0, 20.0, 2399900000.0, 2400100000.0]);
-        assert_eq!(&e[4..6], &[50.0, 30.0]);
-        assert!(e[6].is_nan() && e[7].is_nan());
+        assert_eq!(e, [10.0, 20.0, 2399900000.0, 2400100000.0]);
+        let frame = &extent.meta.metadata;
+        assert_eq!(frame["frequency_frame"], Value::from("absolute"));
+        assert_eq!(frame["time_frame"], Value::from("receiver_sample_index"));
+        assert_eq!(frame["sample_rate_hz"], Value::Float(1e6));
         // Labels sorted: beacon 0, burst 1; then the annotation's index in the file.
         let identity = &record.fields["labels/boxes/identity"];
-        assert_eq!(i32s(&identity.data), vec![1, 0, 0, 1]);
+        assert_eq!(i32s(&identity.data), vec![1, 0]);
         let classes = identity.meta.metadata["class_names"].as_object().unwrap();
         assert_eq!(classes["0"], Value::from("beacon"));
     }
@@ -191,7 +194,7 @@ fn sigmf_segments() {
     let dataset = open(&out);
     assert_eq!(dataset.len(), 3);
     let mut all = Vec::new();
-    for (ordinal, (count, boxes)) in [(40u64, 1u64), (40, 1), (20, 0)].iter().enumerate() {
+    for (ordinal, (count, boxes)) in [(40u64, 1u64), (40, 0), (20, 0)].iter().enumerate() {
         let record = dataset.read_record(ordinal as u64).unwrap();
         assert_eq!(record.id, format!("cap:seg{ordinal:06}"));
         assert_eq!(record.scene_id.as_deref(), Some("cap"));
@@ -203,22 +206,23 @@ fn sigmf_segments() {
             Some(Value::Float(ordinal as f64 * 40.0 / 1e6))
         );
         assert_eq!(coordinate.step, Some(Value::Float(1e-6)));
-        assert_eq!(
-            record.fields["labels/boxes/extent"].meta.shape,
-            vec![*boxes, 4]
-        );
+        // Only annotation 0 (samples 10..30) has frequency edges and becomes a box.
+        let shape = record
+            .fields
+            .get("labels/boxes/extent")
+            .map(|f| f.meta.shape.clone());
+        assert_eq!(shape, (*boxes > 0).then(|| vec![*boxes, 4]));
         all.extend(f32s(&iq.data));
     }
     assert_eq!(all, expected);
+    // Annotation 1 (samples 50..80, no edges) stays in the second segment's SigMF metadata.
     let second = dataset.read_record(1).unwrap();
-    // Annotation 1 (samples 50..80) lies at 10..40 of the second segment.
+    let sigmf = second.metadata["sigmf"].as_object().unwrap();
+    let annotations = sigmf["annotations"].as_array().unwrap();
+    assert_eq!(annotations.len(), 1);
     assert_eq!(
-        &f64s(&second.fields["labels/boxes/extent"].data)[..2],
-        &[10.0, 30.0]
-    );
-    assert_eq!(
-        i32s(&second.fields["labels/boxes/identity"].data),
-        vec![0, 1]
+        annotations[0].as_object().unwrap()["core:sample_start"],
+        Value::from(50u64)
     );
 }
 
@@ -464,4 +468,35 @@ fn bad_inputs_give_one_line_naming_the_file() {
         wide.contains("wide.sigmf-meta") && wide.contains("without loss"),
         "{wide}"
     );
+}
+
+/// A SigMF recording's annotations with frequency edges come back, through `sds create` and
+/// the mount, in the field's `.sigmf-meta` (the `sigmf` library validating it): the importer
+/// writes the box convention the mount reads (they once disagreed, and every mounted meta said
+/// `"annotations": []`), and a top-level `iq` gets the top-level labels.
+#[test]
+fn sigmf_annotations_come_back_in_the_mounted_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sigmf(dir.path(), "cap", "cf32_le");
+    let out = dir.path().join("ds");
+    let meta = dir.path().join("cap.sigmf-meta");
+    ok(&[
+        "create",
+        out.to_str().unwrap(),
+        "--from-sigmf",
+        meta.to_str().unwrap(),
+        "-q",
+    ]);
+    let mount = common::mount::MountGuard::mount(&out, &[]);
+    let path = mount.path("records/0/fields/iq.sigmf-meta");
+    let line = common::run_python("sigmf_check.py", &["validate", path.to_str().unwrap()], b"");
+    let doc = sdsfs::format::json::parse_object(&line, &Default::default()).unwrap();
+    let annotations = doc["annotations"].as_array().unwrap();
+    assert_eq!(annotations.len(), 1, "{doc:?}");
+    let a = annotations[0].as_object().unwrap();
+    assert_eq!(a["core:sample_start"].as_u64(), Some(10));
+    assert_eq!(a["core:sample_count"].as_u64(), Some(20));
+    assert_eq!(a["core:freq_lower_edge"].as_f64(), Some(2_399_900_000.0));
+    assert_eq!(a["core:freq_upper_edge"].as_f64(), Some(2_400_100_000.0));
+    assert_eq!(a["core:label"].as_str(), Some("burst"));
 }

@@ -210,16 +210,7 @@ fn column_indices<const N: usize>(
 /// The box count and columns of an extent field.
 pub fn extent_columns(field: &FieldMeta) -> Result<(u64, ExtentColumns), LabelError> {
     let (count, width) = box_table(field, DType::F64, 4)?;
-    let [start, duration, low, high] = column_indices(
-        field,
-        [
-            "start_sample",
-            "duration_samples",
-            "low_freq_hz",
-            "high_freq_hz",
-        ],
-        width,
-    )?;
+    let [start, duration, low, high] = column_indices(field, write::EXTENT_COLUMNS, width)?;
     Ok((
         count,
         ExtentColumns {
@@ -240,7 +231,7 @@ pub fn identity_columns(field: &FieldMeta, count: u64) -> Result<IdentityColumns
             "{boxes} boxes, but the extent has {count}"
         )));
     }
-    let [class_id, emitter_index] = column_indices(field, ["class_id", "emitter_index"], width)?;
+    let [class_id, emitter_index] = column_indices(field, write::IDENTITY_COLUMNS, width)?;
     Ok(IdentityColumns {
         class_id,
         emitter_index,
@@ -747,5 +738,125 @@ mod tests {
         assert_eq!(long.len(), 252 + 3);
         assert!(long.ends_with('\u{2026}'));
         assert!(long.starts_with("éé"));
+    }
+}
+
+/// The writers' side of the convention: the box fields as every writer of this crate makes
+/// them (the importers and the demo), in the spelling the mount reads (and the library's
+/// RFGen datasets use).
+pub mod write {
+    use super::super::dtype::DType;
+    use super::super::json::{Object, Value};
+    use super::super::record::{Axis, Coordinate, Field, RecordError};
+
+    /// The extent's columns, in order.
+    pub const EXTENT_COLUMNS: [&str; 4] = [
+        "start_sample",
+        "duration_samples",
+        "low_freq_hz",
+        "high_freq_hz",
+    ];
+    /// The identity's columns, in order.
+    pub const IDENTITY_COLUMNS: [&str; 2] = ["class_id", "emitter_index"];
+
+    /// One box: where it is (sample indices and Hz, in the frame of its extent field) and what.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct LabelBox {
+        pub start_sample: f64,
+        pub duration_samples: f64,
+        pub low_freq_hz: f64,
+        pub high_freq_hz: f64,
+        pub class_id: i32,
+        pub emitter_index: i32,
+    }
+
+    /// The frame a writer's boxes are in.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum WrittenFrame {
+        /// Edges in RF Hz, sample indices at `sample_rate_hz`.
+        Absolute { sample_rate_hz: f64 },
+        /// Edges as offsets from `center_hz`, sample indices at `sample_rate_hz`.
+        CenterOffset { center_hz: f64, sample_rate_hz: f64 },
+    }
+
+    impl WrittenFrame {
+        /// The frame keys, as the extent field's metadata holds them.
+        pub fn metadata(&self) -> Object {
+            let mut keys = Object::new();
+            let rate = match *self {
+                WrittenFrame::Absolute { sample_rate_hz } => {
+                    keys.insert("frequency_frame".into(), Value::from("absolute"));
+                    sample_rate_hz
+                }
+                WrittenFrame::CenterOffset {
+                    center_hz,
+                    sample_rate_hz,
+                } => {
+                    keys.insert(
+                        "frequency_frame".into(),
+                        Value::from("receiver_center_offset"),
+                    );
+                    keys.insert("receiver_center_hz".into(), Value::Float(center_hz));
+                    sample_rate_hz
+                }
+            };
+            keys.insert("time_frame".into(), Value::from("receiver_sample_index"));
+            keys.insert("sample_rate_hz".into(), Value::Float(rate));
+            keys
+        }
+    }
+
+    fn box_axis(count: u64) -> Axis {
+        Axis::new("box", count).with_role("box").with_id("box")
+    }
+
+    fn columns_axis(name: &str, columns: &[&str]) -> Axis {
+        let names = columns.iter().map(|c| Value::from(*c)).collect();
+        Axis::new(name, columns.len() as u64)
+            .with_role("column")
+            .with_coordinate(Coordinate::from_values(names))
+    }
+
+    /// `labels/boxes/extent`: float64 `(box, extent)` of `boxes`, with `metadata` (the frame
+    /// keys, [`WrittenFrame::metadata`], at its top level or under a nested `metadata` key).
+    pub fn extent_field(boxes: &[LabelBox], metadata: Object) -> Result<Field, RecordError> {
+        let bytes: Vec<u8> = boxes
+            .iter()
+            .flat_map(|b| {
+                [
+                    b.start_sample,
+                    b.duration_samples,
+                    b.low_freq_hz,
+                    b.high_freq_hz,
+                ]
+            })
+            .flat_map(f64::to_le_bytes)
+            .collect();
+        let count = boxes.len() as u64;
+        Ok(Field::new(DType::F64, vec![count, 4], bytes)?
+            .with_axes(vec![
+                box_axis(count),
+                columns_axis("extent", &EXTENT_COLUMNS),
+            ])
+            .with_metadata(metadata))
+    }
+
+    /// `labels/boxes/identity`: int32 `(box, attribute)` of `boxes`, with `class_names`
+    /// (`{"<id>": "<name>"}`) in its metadata.
+    pub fn identity_field(boxes: &[LabelBox], class_names: Object) -> Result<Field, RecordError> {
+        let bytes: Vec<u8> = boxes
+            .iter()
+            .flat_map(|b| [b.class_id, b.emitter_index])
+            .flat_map(i32::to_le_bytes)
+            .collect();
+        let count = boxes.len() as u64;
+        let mut metadata = Object::new();
+        metadata.insert("class_names".into(), Value::Object(class_names));
+        Ok(Field::new(DType::I32, vec![count, 2], bytes)?
+            .with_axes(vec![
+                box_axis(count),
+                columns_axis("attribute", &IDENTITY_COLUMNS),
+            ])
+            .with_metadata(metadata))
     }
 }

@@ -9,10 +9,12 @@
 //!   and a `uniform` `time_coordinates` block when `core:sample_rate` is given; field metadata
 //!   `center_frequency_hz` (the `core:frequency` of the capture in effect at the segment start)
 //!   and `source_datatype`; conversion rules in [`super::samples`];
-//! - when the recording has annotations, `labels/boxes/extent` (`float64`, `(boxes, 4)`:
-//!   start sample within the record, sample count, lower and upper frequency edge in Hz, NaN
-//!   when an edge is absent) and `labels/boxes/identity` (`int32`, `(boxes, 2)`: class id,
-//!   index of the annotation in the file), as the demo's box fields; annotations are clipped
+//! - when annotations with both frequency edges overlap the record, the label boxes of the
+//!   mount's convention (`crate::format::labels`, written by `labels::write` as every writer
+//!   here does): `labels/boxes/extent` (`float64`, `(box, extent)`: `start_sample` within the
+//!   record, `duration_samples`, `low_freq_hz`, `high_freq_hz`; frame `absolute`,
+//!   `receiver_sample_index` at the recording's rate) and `labels/boxes/identity` (`int32`:
+//!   `class_id`, `emitter_index` = the annotation's index in the file); annotations are clipped
 //!   to the segment; class ids number the recording's distinct `core:label`s in sorted order
 //!   (`class_names` in the field metadata), -1 for an unlabeled annotation;
 //! - record metadata `sigmf` (`global`, `captures`, and the annotations overlapping the
@@ -27,12 +29,11 @@ use std::sync::Arc;
 use super::open::read_exactly;
 use super::samples::{DatatypeError, SampleFormat};
 use super::{checked, open_input, read_input, stem_of, ImportError, RecordSource, Sources};
-use crate::format::dtype::DType;
 use crate::format::json::{parse_object, JsonError, JsonLimits, Object, Value};
 use crate::format::record::{Axis, Coordinate, Field, FieldMeta, Record};
 
-pub const EXTENT_FIELD: &str = "labels/boxes/extent";
-pub const IDENTITY_FIELD: &str = "labels/boxes/identity";
+use crate::format::labels::write::{self, LabelBox, WrittenFrame};
+use crate::format::labels::{EXTENT_NAME as EXTENT_FIELD, IDENTITY_NAME as IDENTITY_FIELD};
 
 /// Why a `.sigmf-meta` file cannot be imported; the message is the problem alone (the
 /// [`ImportError::Meta`] around it names the file).
@@ -502,93 +503,71 @@ impl Segment {
         })
     }
 
+    /// The label boxes of the annotations overlapping the segment that have both frequency
+    /// edges (clipped to the segment), as the box fields every writer makes
+    /// ([`crate::format::labels::write`]).
     fn box_fields(&self, sigmf: &SigmfMeta) -> Result<Vec<(&'static str, Field)>, ImportError> {
         let total = self.recording.total_samples;
         let end = self.start + self.count;
-        let (mut extent, mut identity) = (Vec::new(), Vec::new());
+        let mut boxes = Vec::new();
         for (index, a) in self.overlapping(sigmf) {
+            let (Some(low), Some(high)) = (a.lower, a.upper) else {
+                continue;
+            };
             let a_end = a
                 .start
                 .saturating_add(a.count.unwrap_or(total.saturating_sub(a.start)));
             let first = a.start.max(self.start);
             let last = a_end.min(end).max(first);
-            for value in [
-                (first - self.start) as f64,
-                (last - first) as f64,
-                a.lower.unwrap_or(f64::NAN),
-                a.upper.unwrap_or(f64::NAN),
-            ] {
-                extent.extend(value.to_le_bytes());
-            }
-            let class = a
+            let class_id = a
                 .label
                 .as_ref()
                 .and_then(|l| sigmf.labels.iter().position(|x| x == l))
                 .map_or(-1, |p| p as i32);
-            identity.extend(class.to_le_bytes());
-            identity.extend((index as i32).to_le_bytes());
+            boxes.push(LabelBox {
+                start_sample: (first - self.start) as f64,
+                duration_samples: (last - first) as f64,
+                low_freq_hz: low,
+                high_freq_hz: high,
+                class_id,
+                emitter_index: i32::try_from(index).unwrap_or(i32::MAX),
+            });
         }
-        let boxes = (extent.len() / 32) as u64;
-        let make = |dtype, data: Vec<u8>, columns: &[&str], metadata| {
-            box_field(dtype, boxes, columns, data, metadata).map_err(|source| ImportError::Record {
-                path: self.recording.data_path.display().to_string(),
-                source,
-            })
+        if boxes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let in_record = |source| ImportError::Record {
+            path: self.recording.data_path.display().to_string(),
+            source,
         };
-        let columns = [
-            "start_sample",
-            "sample_count",
-            "freq_lower_edge_hz",
-            "freq_upper_edge_hz",
-        ];
-        let extent = make(DType::F64, extent, &columns, self.extent_metadata())?;
-        let identity = make(
-            DType::I32,
-            identity,
-            &["class_id", "annotation_index"],
-            class_names(sigmf),
-        )?;
+        let extent = write::extent_field(&boxes, self.extent_metadata()).map_err(in_record)?;
+        let identity = write::identity_field(&boxes, class_names(sigmf)).map_err(in_record)?;
         Ok(vec![(EXTENT_FIELD, extent), (IDENTITY_FIELD, identity)])
     }
 
+    /// The boxes' frame: absolute Hz, sample indices at the recording's rate (without a rate,
+    /// the frame is incomplete and the mount says so rather than guess).
     fn extent_metadata(&self) -> Object {
-        let mut metadata = Object::new();
-        metadata.insert("frequency_frame".into(), Value::from("absolute_hz"));
-        metadata.insert("time_frame".into(), Value::from("record_sample_index"));
-        if let Some(rate) = self.recording.sample_rate {
-            metadata.insert("sample_rate_hz".into(), Value::Float(rate));
+        let rate = self.recording.sample_rate.unwrap_or(f64::NAN);
+        let mut metadata = WrittenFrame::Absolute {
+            sample_rate_hz: rate,
+        }
+        .metadata();
+        if self.recording.sample_rate.is_none() {
+            metadata.remove("sample_rate_hz");
         }
         metadata
     }
 }
 
+/// `class_names` of the recording's distinct labels, numbered in sorted order.
 fn class_names(sigmf: &SigmfMeta) -> Object {
-    let names = sigmf
+    sigmf
         .labels
         .iter()
         .enumerate()
         .map(|(i, l)| (i.to_string().into(), Value::from(l.as_str())))
-        .collect();
-    let mut metadata = Object::new();
-    metadata.insert("class_names".into(), Value::Object(names));
-    metadata
-}
-
-fn box_field(
-    dtype: DType,
-    boxes: u64,
-    columns: &[&str],
-    data: Vec<u8>,
-    metadata: Object,
-) -> Result<Field, crate::format::record::RecordError> {
-    let values = columns.iter().map(|c| Value::from(*c)).collect();
-    let column = Axis::new("column", columns.len() as u64)
-        .with_role("column")
-        .with_coordinate(Coordinate::from_values(values));
-    let box_axis = Axis::new("box", boxes).with_role("box").with_id("box");
-    Ok(Field::new(dtype, vec![boxes, columns.len() as u64], data)?
-        .with_axes(vec![box_axis, column])
-        .with_metadata(metadata))
+        .collect()
 }
 
 fn time_block(rate: f64, count: u64, offset: f64) -> Value {

@@ -448,7 +448,8 @@ fn numbers<T, const N: usize>(
 }
 
 /// The extent field whose boxes a field named `name` gets: `<prefix>/labels/boxes/extent` for
-/// the longest proper prefix of `name` (in whole segments) that has one.
+/// the longest proper prefix of `name` (in whole segments) that has one, the empty prefix
+/// (`labels/boxes/extent` at the top level) last.
 fn extent_field_for<'a>(
     name: &str,
     record: &'a dyn FieldsOf,
@@ -461,7 +462,10 @@ fn extent_field_for<'a>(
             return Some((key, extent, format!("{prefix}/{}", labels::IDENTITY_NAME)));
         }
     }
-    None
+    // The empty prefix: the record's top-level labels (what the importers write beside a
+    // top-level `iq`).
+    let (key, extent) = record.field_named(labels::EXTENT_NAME)?;
+    Some((key, extent, labels::IDENTITY_NAME.to_string()))
 }
 
 /// The boxes field `name` gets, `Ok(None)` when it gets none (no labels, or another

@@ -11,6 +11,7 @@ use super::scene::{self, Emitter, Observation, Scene};
 use super::signal;
 use crate::format::dtype::DType;
 use crate::format::json::{Object, Value};
+use crate::format::labels::write::{self, LabelBox, WrittenFrame};
 use crate::format::record::{Axis, Coordinate, Field, RecordError};
 
 pub const IQ: &str = "projections/communications_rx/receivers/rx0/iq";
@@ -94,78 +95,50 @@ pub fn iq(
     )
 }
 
-fn box_axis(count: u64) -> Axis {
-    Axis::new("box", count).with_role("box").with_id("box")
-}
-
-/// Box edges: `start_sample, duration_samples, low_freq_hz, high_freq_hz`, in rx0's sample
-/// frame; the edges are offsets from the receiver centre (frame keys at the metadata's top
-/// level) or, with `absolute`, RF Hz (frame keys under the nested `metadata` key).
-pub fn box_extent(emitters: &[Emitter], absolute: bool) -> Result<Field, RecordError> {
+/// The emitters' boxes in rx0's sample frame; the edges are offsets from the receiver centre
+/// (frame keys at the metadata's top level) or, with `absolute`, RF Hz (frame keys under the
+/// nested `metadata` key). Class ids are the modulations', emitter indices their positions.
+fn label_boxes(emitters: &[Emitter], absolute: bool) -> Vec<LabelBox> {
     let offset_hz = if absolute {
         scene::RECEIVER_CENTER_HZ
     } else {
         0.0
     };
-    let mut values = Vec::new();
-    for e in emitters {
-        values.extend([
-            e.start_sample as f64,
-            e.duration_samples as f64,
-            e.low_hz() + offset_hz,
-            e.high_hz() + offset_hz,
-        ]);
-    }
-    let columns = [
-        "start_sample",
-        "duration_samples",
-        "low_freq_hz",
-        "high_freq_hz",
-    ];
-    let extent = Axis::new("extent", 4)
-        .with_role("column")
-        .with_coordinate(Coordinate::from_values(strings(&columns)));
-    let n = emitters.len() as u64;
-    Ok(Field::new(DType::F64, vec![n, 4], f64_bytes(&values))?
-        .with_axes(vec![box_axis(n), extent])
-        .with_metadata(box_frame(absolute)))
+    emitters
+        .iter()
+        .enumerate()
+        .map(|(index, e)| LabelBox {
+            start_sample: e.start_sample as f64,
+            duration_samples: e.duration_samples as f64,
+            low_freq_hz: e.low_hz() + offset_hz,
+            high_freq_hz: e.high_hz() + offset_hz,
+            class_id: e.modulation.class_id(),
+            emitter_index: index as i32,
+        })
+        .collect()
 }
 
-fn box_frame(absolute: bool) -> Object {
-    if absolute {
-        let frame = obj(vec![
-            ("frequency_frame", "absolute".into()),
-            ("time_frame", "receiver_sample_index".into()),
-            ("sample_rate_hz", scene::IQ_RATE_HZ.into()),
-        ]);
-        return obj(vec![("metadata", frame.into())]);
-    }
-    obj(vec![
-        ("frequency_frame", "receiver_center_offset".into()),
-        ("receiver_center_hz", scene::RECEIVER_CENTER_HZ.into()),
-        ("time_frame", "receiver_sample_index".into()),
-        ("sample_rate_hz", scene::IQ_RATE_HZ.into()),
-    ])
+/// `labels/boxes/extent` of the emitters (see [`label_boxes`]).
+pub fn box_extent(emitters: &[Emitter], absolute: bool) -> Result<Field, RecordError> {
+    let frame = if absolute {
+        let keys = WrittenFrame::Absolute {
+            sample_rate_hz: scene::IQ_RATE_HZ,
+        };
+        obj(vec![("metadata", keys.metadata().into())])
+    } else {
+        WrittenFrame::CenterOffset {
+            center_hz: scene::RECEIVER_CENTER_HZ,
+            sample_rate_hz: scene::IQ_RATE_HZ,
+        }
+        .metadata()
+    };
+    write::extent_field(&label_boxes(emitters, absolute), frame)
 }
 
-/// Box identities: `class_id, emitter_index`.
+/// `labels/boxes/identity` of the emitters.
 pub fn box_identity(emitters: &[Emitter]) -> Result<Field, RecordError> {
-    let mut data = Vec::new();
-    for (index, e) in emitters.iter().enumerate() {
-        data.extend(e.modulation.class_id().to_le_bytes());
-        data.extend((index as i32).to_le_bytes());
-    }
-    let attribute = Axis::new("attribute", 2)
-        .with_role("column")
-        .with_coordinate(Coordinate::from_values(strings(&[
-            "class_id",
-            "emitter_index",
-        ])));
     let classes = obj(vec![("1", "qpsk".into()), ("2", "fsk2".into())]);
-    let n = emitters.len() as u64;
-    Ok(Field::new(DType::I32, vec![n, 2], data)?
-        .with_axes(vec![box_axis(n), attribute])
-        .with_metadata(obj(vec![("class_names", classes.into())])))
+    write::identity_field(&label_boxes(emitters, false), classes)
 }
 
 /// Scene-time offsets of the raster's time bins (bin centres), in seconds from the origin.
