@@ -528,3 +528,41 @@ fn library_written_labels_in_other_frames_rates_and_receiver_counts() {
         assert!(checked["left_out"] > 0, "seed {seed}: {checked:?}");
     }
 }
+
+/// Top-level labels (the empty prefix) a top-level `iq` gets: converted when they follow the
+/// convention, and when they do not (a frame the mount does not know, as `sds create` once
+/// wrote), none shown and one line at the default level naming the field and the reason (on
+/// stderr in the foreground; a daemonized mount's stderr is its `--log-file`).
+#[test]
+fn top_level_labels_are_shown_or_their_refusal_is_logged() {
+    let good = [10.0, 20.0, -1e3, 1e3];
+    let records = vec![
+        Record::new("kept").with_field("iq", iq()).with_field(
+            "labels/boxes/extent",
+            extent(vec![1, 4], &good, offset_frame("receiver_center_offset")),
+        ),
+        Record::new("refused").with_field("iq", iq()).with_field(
+            "labels/boxes/extent",
+            extent(vec![1, 4], &good, offset_frame("absolute_hz")),
+        ),
+    ];
+    let dir = publish_records(records);
+    let mount = MountGuard::mount(dir.path(), &[]);
+    let annotations = |ordinal: u64| {
+        let path = mount.path(&format!("records/{ordinal}/fields/iq.sigmf-meta"));
+        let doc = json::parse_object(&std::fs::read(path).unwrap(), &Default::default()).unwrap();
+        doc["annotations"].as_array().unwrap().len()
+    };
+    assert_eq!(annotations(0), 1);
+    assert_eq!(annotations(1), 0);
+    let text = mount.log_text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("labels left out"))
+        .unwrap_or_else(|| panic!("no line for the refused labels:\n{text}"));
+    assert!(
+        line.contains("labels/boxes/extent") && line.contains("frequency_frame \"absolute_hz\""),
+        "{line}"
+    );
+    assert!(line.contains("WARN"), "{line}");
+}
