@@ -167,7 +167,7 @@ fn missing_field(name: &str) -> std::io::Error {
 /// writing them once (`crate::memory` backs them with huge pages). A block just below the
 /// threshold that decodes take and free again and again would still pile up in the heap: the
 /// read-ahead's pieces were such blocks (45-85 MiB of heap in the same test) and are now
-/// mappings of their own (`crate::memory::piece_buffer`): 100-110 MiB.
+/// mappings of their own (`crate::memory::piece_buffer`): 92-112 MiB.
 pub fn bound_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator tuning; M_ARENA_MAX with 1 and M_MMAP_THRESHOLD
