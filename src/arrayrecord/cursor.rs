@@ -524,8 +524,8 @@ impl AheadPlan {
             pos += in_block;
         }
         let mut headers = Vec::with_capacity(sizes[HEADERS]);
-        let mut data = Vec::with_capacity(sizes[DATA]);
-        crate::memory::advise_huge_pages(&data);
+        // A mapping of its own when large: see `crate::memory::piece_buffer`.
+        let mut data = crate::memory::piece_buffer(sizes[DATA]);
         let mut fill = Vec::with_capacity(sizes[FILL]);
         if let Err(e) = read(start, &parts, &mut [&mut headers, &mut data, &mut fill]) {
             let _ = sender.send(Ahead::Failed(Fault::Io(e)));

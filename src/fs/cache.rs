@@ -164,7 +164,10 @@ fn missing_field(name: &str) -> std::io::Error {
 /// freed one stays resident until blocks of its size come again: 16 readers of distinct
 /// 30 MiB records at a 128 MiB cache peaked at 308 MiB, 180 MiB with the threshold fixed
 /// (setting it turns the raising off). Such blocks are fresh memory either way for a decoder
-/// writing them once (`crate::memory` backs them with huge pages).
+/// writing them once (`crate::memory` backs them with huge pages). A block just below the
+/// threshold that decodes take and free again and again would still pile up in the heap: the
+/// read-ahead's pieces were such blocks (45-85 MiB of heap in the same test) and are now
+/// mappings of their own (`crate::memory::piece_buffer`): 92-112 MiB.
 pub fn bound_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator tuning; M_ARENA_MAX with 1 and M_MMAP_THRESHOLD
@@ -176,7 +179,7 @@ pub fn bound_allocator() {
 }
 
 /// Allocations of at least this many bytes are mappings of their own (see [`bound_allocator`]).
-pub const LARGE_BLOCK: usize = 4 << 20;
+pub const LARGE_BLOCK: usize = crate::memory::LARGE_BLOCK;
 
 /// Cache sizing.
 #[derive(Debug, Clone, Copy)]
