@@ -4,7 +4,6 @@
 //! With 4 KiB pages that is one page fault per 4 KiB (a third of the decoding time of a
 //! 256 MiB record in profiles, more in a VM); with 2 MiB transparent huge pages, 512 times
 //! fewer. `MADV_HUGEPAGE` asks for those where the system's policy is `madvise`.
-
 //!
 //! Buffers a decode takes and frees many times over (the read-ahead's pieces of a chunk) are
 //! mappings of their own: [`piece_buffer`] gives every one from [`PIECE_MAPPED_MIN`] up at

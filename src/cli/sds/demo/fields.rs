@@ -118,7 +118,7 @@ fn label_boxes(emitters: &[Emitter], absolute: bool) -> Vec<LabelBox> {
         .collect()
 }
 
-/// `labels/boxes/extent` of the emitters (see [`label_boxes`]).
+/// `labels/boxes/extent` of the emitters (see `label_boxes`).
 pub fn box_extent(emitters: &[Emitter], absolute: bool) -> Result<Field, RecordError> {
     let frame = if absolute {
         let keys = WrittenFrame::Absolute {
