@@ -107,6 +107,22 @@ fn walk(mount: &MountGuard) -> (usize, u64) {
     (found, bytes.expect("du's byte count"))
 }
 
+/// `cold` with the listings the kernel asked for again during the walk taken out: a cold walk
+/// can span one of the moments when the kernel drops a few cached listings (see
+/// [`warm_walk`]), and lists those directories a second time, in `READDIRPLUS` and `READDIR`
+/// pairs. At most a twentieth of the tree's `directories` are taken out, so a walk that lists
+/// everything twice still fails.
+fn without_relistings(mut cold: Counts, directories: i64) -> Counts {
+    let count = |op: &str| cold.get(op).copied().unwrap_or(0);
+    let again = count("readdir") - directories;
+    if again > 0 && again <= directories / 20 && count("readdirplus") == count("readdir") {
+        eprintln!("the kernel listed {again} directories again during the cold walk");
+        cold.insert("readdir".into(), directories);
+        cold.insert("readdirplus".into(), directories);
+    }
+    cold
+}
+
 #[test]
 fn a_warm_walk_is_answered_by_the_kernel() {
     let records = 300;
@@ -121,6 +137,7 @@ fn a_warm_walk_is_answered_by_the_kernel() {
     // directory, annotations/ and fields/. None opened after the first, and only records/
     // looked up.
     let directories = 1 + 3 * records;
+    let cold = without_relistings(cold, directories);
     assert_eq!(
         cold,
         counts(&[
