@@ -783,6 +783,16 @@ mod tests {
         layout.render(tensors, source)
     }
 
+    /// [`render`] of the record's own field `name`.
+    fn render_own(
+        layout: &MetaLayout,
+        tensors: Option<&BoxTensors>,
+        name: &str,
+        meta: &RecordMeta,
+    ) -> Result<Vec<u8>, FsError> {
+        render(layout, tensors, name, &meta.fields[name], meta)
+    }
+
     fn obj(pairs: &[(&str, Value)]) -> Object {
         pairs
             .iter()
@@ -857,14 +867,7 @@ mod tests {
             ],
             &[1, 0, 9, 1, 1, 2],
         );
-        let text = render(
-            &layout,
-            Some(&boxes),
-            "p/rx/rx0/iq",
-            &meta.fields["p/rx/rx0/iq"],
-            &meta,
-        )
-        .unwrap();
+        let text = render_own(&layout, Some(&boxes), "p/rx/rx0/iq", &meta).unwrap();
         assert_eq!(text.len() as u64, layout.len());
         let doc = json::parse_object(&text, &Default::default()).unwrap();
         let list = doc["annotations"].as_array().unwrap();
@@ -880,14 +883,7 @@ mod tests {
         let capture = doc["captures"].as_array().unwrap()[0].as_object().unwrap();
         assert_eq!(capture["core:frequency"].as_f64(), Some(1e9));
         // Unreadable tensors leave every slot blank, at the same size.
-        let blank = render(
-            &layout,
-            None,
-            "p/rx/rx0/iq",
-            &meta.fields["p/rx/rx0/iq"],
-            &meta,
-        )
-        .unwrap();
+        let blank = render_own(&layout, None, "p/rx/rx0/iq", &meta).unwrap();
         assert_eq!(blank.len() as u64, layout.len());
         let doc = json::parse_object(&blank, &Default::default()).unwrap();
         assert_eq!(doc["annotations"].as_array().map(<[Value]>::len), Some(0));
@@ -910,11 +906,10 @@ mod tests {
             .flat_map(|i| [i as f64, 1.0, -1.0, 1.0])
             .collect();
         let identity: Vec<i32> = (0..count as i32).flat_map(|i| [1, i]).collect();
-        let text = render(
+        let text = render_own(
             &layout,
             Some(&tensors(&extent, &identity)),
             "p/rx/rx0/iq",
-            &meta.fields["p/rx/rx0/iq"],
             &meta,
         )
         .unwrap();
@@ -953,14 +948,7 @@ mod tests {
             .insert("time_frame".into(), "wall_clock".into());
         let bad = build("p/rx/rx0/iq", &meta.fields["p/rx/rx0/iq"], &meta);
         assert!(bad.boxes.is_none());
-        let text = render(
-            &bad,
-            None,
-            "p/rx/rx0/iq",
-            &meta.fields["p/rx/rx0/iq"],
-            &meta,
-        )
-        .unwrap();
+        let text = render_own(&bad, None, "p/rx/rx0/iq", &meta).unwrap();
         assert_eq!(text.len() as u64, bad.len());
         assert!(json::parse_object(&text, &Default::default()).is_ok());
     }
