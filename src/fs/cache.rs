@@ -941,11 +941,12 @@ impl Row {
     /// The field called `name`, with its index in name order.
     fn field(&self, name: &str) -> Option<(usize, &crate::format::record::FieldMeta)> {
         match self {
-            Row::Tree(tree) => tree
-                .own_fields()
-                .iter()
-                .enumerate()
-                .find_map(|(index, f)| (f.name == name).then_some((index, &f.meta))),
+            Row::Tree(tree) => {
+                // The own fields are in name order, their index the tensor key's.
+                let own = tree.own_fields();
+                let index = own.binary_search_by(|f| f.name.as_str().cmp(name)).ok()?;
+                Some((index, &own[index].meta))
+            }
             Row::Read(meta) => meta
                 .fields
                 .iter()
