@@ -29,7 +29,9 @@ pub use compact_str::CompactString;
 
 pub use super::limits::JsonLimits;
 
+mod members;
 mod object;
+pub use members::{Member, ObjectText};
 /// A JSON object: keys in code-point order, which is also the deterministic output order.
 ///
 /// Keys are [`CompactString`]s, which keep up to 24 bytes inline: document keys are short
@@ -145,21 +147,7 @@ pub fn parse_object(input: &[u8], limits: &JsonLimits) -> Result<Object, JsonErr
 
 /// Parses one JSON value of any kind under `limits` (the depth of a top-level container is 1).
 pub fn parse_value(input: &[u8], limits: &JsonLimits) -> Result<Value, JsonError> {
-    if input.len() > limits.max_bytes {
-        return Err(JsonError {
-            kind: JsonErrorKind::TooLarge {
-                size: input.len(),
-                limit: limits.max_bytes,
-            },
-            offset: 0,
-        });
-    }
-    if let Err(e) = std::str::from_utf8(input) {
-        return Err(JsonError {
-            kind: JsonErrorKind::NotUtf8,
-            offset: e.valid_up_to(),
-        });
-    }
+    check_document(input, limits)?;
     let mut parser = Parser {
         input,
         pos: 0,
@@ -173,6 +161,26 @@ pub fn parse_value(input: &[u8], limits: &JsonLimits) -> Result<Value, JsonError
         return Err(parser.error(JsonErrorKind::TrailingCharacters));
     }
     Ok(value)
+}
+
+/// The checks a whole document passes before any of it is parsed: its size and its encoding.
+fn check_document(input: &[u8], limits: &JsonLimits) -> Result<(), JsonError> {
+    if input.len() > limits.max_bytes {
+        return Err(JsonError {
+            kind: JsonErrorKind::TooLarge {
+                size: input.len(),
+                limit: limits.max_bytes,
+            },
+            offset: 0,
+        });
+    }
+    match std::str::from_utf8(input) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(JsonError {
+            kind: JsonErrorKind::NotUtf8,
+            offset: e.valid_up_to(),
+        }),
+    }
 }
 
 /// What a JSON string is read into: a `String` for values, a [`CompactString`] for keys.

@@ -11,11 +11,13 @@
 //! - [`payload`]: SafeTensors framing. Writing delegates to the `safetensors` crate (the byte
 //!   contract); reading is a strict, zero-copy layout parser that needs only the header and the
 //!   descriptor bytes, so a mount can serve fields straight from a file by byte range.
+//! - [`lazy`]: a metadata row kept as its text, its fields parsed one at a time when asked.
 //! - [`row`]: metadata rows and the row/record agreement check.
 //! - [`error`]: [`RecordError`] and the rule and limit names it reports.
 
 pub mod error;
 pub mod json_form;
+pub mod lazy;
 pub mod model;
 pub mod payload;
 pub mod row;
@@ -23,6 +25,7 @@ pub mod validate;
 
 pub use error::{limit, rule, RecordError};
 pub use json_form::{tensor_key, RECORD_FORMAT, RECORD_VERSION, SUPPORTED_RECORD_VERSIONS};
+pub use lazy::{LazyRow, RowLayout};
 pub use model::{Axis, Coordinate, Field, FieldMeta, Record, RecordMeta};
 pub use payload::{
     decode, encode, encode_pieces, header_len, parse_header, parse_layout, EncodedPayload,

@@ -318,6 +318,16 @@ impl FieldMeta {
         FieldMeta::from_row_owned(value.clone(), &place)
     }
 
+    /// Reads the row form of field `name` of a row, moving its parts into the model (what a
+    /// row read one field at a time calls: errors name the field as a whole row's read does).
+    pub fn from_row_field(name: &str, value: Value) -> Result<FieldMeta, RecordError> {
+        let place = NamedField {
+            what: "row field",
+            name,
+        };
+        FieldMeta::from_row_owned(value, &place)
+    }
+
     fn from_row_owned(value: Value, place: Place<'_>) -> Result<FieldMeta, RecordError> {
         let object = into_object(value, place)?;
         let mut keys = Keys::take(object, ["axes", "dtype", "metadata", "shape"]);

@@ -74,17 +74,38 @@ pub fn fingerprint_of<'a>(
     metadata: &Object,
     fields: impl ExactSizeIterator<Item = (&'a String, &'a FieldMeta)>,
 ) -> u64 {
-    static SEED: std::sync::OnceLock<foldhash::quality::RandomState> = std::sync::OnceLock::new();
-    let mut state = SEED.get_or_init(Default::default).build_hasher();
-    id.hash(&mut state);
-    scene_id.hash(&mut state);
-    metadata.hash(&mut state);
-    state.write_usize(fields.len());
+    let mut hasher = FingerprintHasher::new(id, scene_id, metadata, fields.len());
     for (name, field) in fields {
-        name.hash(&mut state);
-        field.hash(&mut state);
+        hasher.field(name, field);
     }
-    state.finish()
+    hasher.finish()
+}
+
+/// [`RecordMeta::fingerprint`] fed one field at a time (in name order), for rows whose fields
+/// are not held together.
+pub struct FingerprintHasher(foldhash::quality::FoldHasher<'static>);
+
+impl FingerprintHasher {
+    pub fn new(id: &str, scene_id: Option<&str>, metadata: &Object, fields: usize) -> Self {
+        static SEED: std::sync::OnceLock<foldhash::quality::RandomState> =
+            std::sync::OnceLock::new();
+        let mut state = SEED.get_or_init(Default::default).build_hasher();
+        id.hash(&mut state);
+        scene_id.hash(&mut state);
+        metadata.hash(&mut state);
+        state.write_usize(fields);
+        FingerprintHasher(state)
+    }
+
+    /// The next field. (Its name is hashed as a `String` is, so both ways agree.)
+    pub fn field(&mut self, name: &str, field: &FieldMeta) {
+        name.hash(&mut self.0);
+        field.hash(&mut self.0);
+    }
+
+    pub fn finish(self) -> u64 {
+        self.0.finish()
+    }
 }
 
 fn mismatch(what: &'static str, detail: String) -> Result<(), RecordError> {

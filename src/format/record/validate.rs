@@ -29,9 +29,77 @@ fn to_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
+/// A record's fields as validation walks them, in name order, each lent for one check: a
+/// parsed record lends its own, a row kept as its text ([`super::LazyRow`]) parses each one
+/// when asked. Why a walk and not a map: a row of thousands of fields is then validated
+/// without its typed model ever being whole in memory (it is several times the row's text).
+pub trait FieldWalk {
+    /// How many fields there are.
+    fn count(&self) -> usize;
+    /// Whether a field is called `name`.
+    fn contains(&self, name: &str) -> bool;
+    /// Calls `visit` with each field's index, name and model, in name order, until it fails.
+    fn each(&self, visit: &mut FieldVisit<'_>) -> Result<(), RecordError>;
+    /// Calls `visit` with field `index` (name order), when there is one.
+    fn with_field(
+        &self,
+        index: usize,
+        visit: &mut dyn FnMut(&FieldMeta) -> Result<(), RecordError>,
+    ) -> Result<(), RecordError>;
+}
+
+/// What [`FieldWalk::each`] calls for every field.
+pub type FieldVisit<'a> = dyn FnMut(usize, &str, &FieldMeta) -> Result<(), RecordError> + 'a;
+
+impl FieldWalk for BTreeMap<String, FieldMeta> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.contains_key(name)
+    }
+
+    fn each(&self, visit: &mut FieldVisit<'_>) -> Result<(), RecordError> {
+        for (index, (name, field)) in self.iter().enumerate() {
+            visit(index, name, field)?;
+        }
+        Ok(())
+    }
+
+    fn with_field(
+        &self,
+        index: usize,
+        visit: &mut dyn FnMut(&FieldMeta) -> Result<(), RecordError>,
+    ) -> Result<(), RecordError> {
+        match self.values().nth(index) {
+            Some(field) => visit(field),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A record as validation sees it: its own parts and a walk over its fields.
+#[derive(Clone, Copy)]
+pub struct RecordParts<'a> {
+    pub id: &'a str,
+    pub metadata: &'a Object,
+    pub fields: &'a dyn FieldWalk,
+}
+
+impl<'a> RecordParts<'a> {
+    fn of(meta: &'a RecordMeta) -> RecordParts<'a> {
+        RecordParts {
+            id: &meta.id,
+            metadata: &meta.metadata,
+            fields: &meta.fields,
+        }
+    }
+}
+
 /// Checks every section 2 rule and section 9 limit that `meta` alone can answer.
 pub fn validate(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
-    validate_sized(meta, limits, None)
+    validate_sized(RecordParts::of(meta), limits, None)
 }
 
 /// [`validate`] for a record read from `source_bytes` bytes of JSON (a metadata row or a
@@ -42,37 +110,45 @@ pub fn validate_read(
     limits: &RecordLimits,
     source_bytes: usize,
 ) -> Result<(), RecordError> {
-    validate_sized(meta, limits, Some(to_u64(source_bytes)))
+    validate_parts(RecordParts::of(meta), limits, source_bytes)
+}
+
+/// [`validate_read`] of a record given as parts.
+pub fn validate_parts(
+    record: RecordParts<'_>,
+    limits: &RecordLimits,
+    source_bytes: usize,
+) -> Result<(), RecordError> {
+    validate_sized(record, limits, Some(to_u64(source_bytes)))
 }
 
 fn validate_sized(
-    meta: &RecordMeta,
+    record: RecordParts<'_>,
     limits: &RecordLimits,
     source_bytes: Option<u64>,
 ) -> Result<(), RecordError> {
-    check_counts(meta, limits)?;
-    check_tensor_sizes(meta, limits)?;
-    if meta.id.is_empty() {
+    check_counts(record.fields, limits)?;
+    check_tensor_sizes(record.fields, limits)?;
+    if record.id.is_empty() {
         return Err(RecordError::validation(
             rule::ID_NONEMPTY,
             "record id is empty",
         ));
     }
-    if meta.fields.is_empty() {
-        let detail = format!("record {:?} has no fields", meta.id);
+    if record.fields.count() == 0 {
+        let detail = format!("record {:?} has no fields", record.id);
         return Err(RecordError::validation(rule::FIELDS_NONEMPTY, detail));
     }
-    for (name, field) in &meta.fields {
-        check_field(name, field)?;
-    }
-    check_axis_ids(meta)?;
-    check_references(meta)?;
-    let bounded =
-        source_bytes.is_some_and(|bytes| metadata_bound(meta, bytes) <= limits.max_metadata_bytes);
-    match bounded {
-        true => check_finite(meta),
-        false => check_metadata(meta, limits),
-    }
+    record
+        .fields
+        .each(&mut |_, name, field| check_field(name, field))?;
+    check_axis_ids(record.fields)?;
+    check_references(record.fields)?;
+    let bounded = match source_bytes {
+        Some(bytes) => metadata_bound(record.fields, bytes)? <= limits.max_metadata_bytes,
+        None => false,
+    };
+    check_metadata(record, limits, bounded)
 }
 
 /// How much larger Python's `json.dumps` of a parsed value can be than the value's source
@@ -90,40 +166,15 @@ const COORDINATE_FORM_BYTES: u64 = 256;
 /// An upper bound of what [`check_metadata`] measures for a record read from `source_bytes`
 /// of JSON: every measured value is a part of that source, except each coordinate's form,
 /// whose keys and nulls are not.
-fn metadata_bound(meta: &RecordMeta, source_bytes: u64) -> u64 {
-    let coordinates = meta
-        .fields
-        .values()
-        .flat_map(|field| &field.axes)
-        .filter(|axis| axis.coordinate.is_some())
-        .count();
-    source_bytes
+fn metadata_bound(fields: &dyn FieldWalk, source_bytes: u64) -> Result<u64, RecordError> {
+    let mut coordinates = 0usize;
+    fields.each(&mut |_, _, field| {
+        coordinates += field.axes.iter().filter(|a| a.coordinate.is_some()).count();
+        Ok(())
+    })?;
+    Ok(source_bytes
         .saturating_mul(DUMPS_GROWTH)
-        .saturating_add(to_u64(coordinates).saturating_mul(COORDINATE_FORM_BYTES))
-}
-
-/// The finiteness half of [`check_metadata`], for metadata known to fit the limit. (A parsed
-/// document holds no non-finite number, so this only guards records built otherwise.)
-/// Coordinates' own numbers are [`check_coordinate`]'s to check; their forms are not built.
-fn check_finite(meta: &RecordMeta) -> Result<(), RecordError> {
-    let mut objects = vec![(Place::Record, &meta.metadata)];
-    for (name, field) in &meta.fields {
-        objects.push((Place::Field(name), &field.metadata));
-        for (index, axis) in field.axes.iter().enumerate() {
-            objects.push((Place::Axis(name, index), &axis.metadata));
-            if let Some(coordinate) = &axis.coordinate {
-                let place = Place::CoordinateMetadata(name, index);
-                objects.push((place, &coordinate.metadata));
-            }
-        }
-    }
-    for (place, object) in objects {
-        if !object.values().all(Value::is_finite) {
-            let detail = format!("{place} holds a non-finite number");
-            return Err(RecordError::validation(rule::METADATA_FINITE, detail));
-        }
-    }
-    Ok(())
+        .saturating_add(to_u64(coordinates).saturating_mul(COORDINATE_FORM_BYTES)))
 }
 
 /// The rules that only writing enforces, on top of [`validate`]: readers may still show a
@@ -144,12 +195,12 @@ pub fn validate_for_write(meta: &RecordMeta, limits: &RecordLimits) -> Result<()
 }
 
 /// Field count, axes per field and coordinate values per axis.
-fn check_counts(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
+fn check_counts(fields: &dyn FieldWalk, limits: &RecordLimits) -> Result<(), RecordError> {
     let max_fields = to_u64(limits.max_fields);
-    RecordError::check_limit(limit::FIELDS, to_u64(meta.fields.len()), max_fields)?;
+    RecordError::check_limit(limit::FIELDS, to_u64(fields.count()), max_fields)?;
     let max_axes = to_u64(limits.max_axes_per_field);
     let max_values = to_u64(limits.max_coordinate_values);
-    for field in meta.fields.values() {
+    fields.each(&mut |_, _, field| {
         let rank = field.axes.len().max(field.shape.len());
         RecordError::check_limit(limit::AXES_PER_FIELD, to_u64(rank), max_axes)?;
         for axis in &field.axes {
@@ -157,17 +208,17 @@ fn check_counts(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordEr
             let count = values.map_or(0, |v| to_u64(v.len()));
             RecordError::check_limit(limit::COORDINATE_VALUES, count, max_values)?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// One tensor's bytes and all tensors' bytes, from shapes alone (overflow counts as exceeded).
-fn check_tensor_sizes(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
+fn check_tensor_sizes(fields: &dyn FieldWalk, limits: &RecordLimits) -> Result<(), RecordError> {
     let mut total = 0u64;
-    for field in meta.fields.values() {
-        let bytes = field_bytes(field, limits)?;
-        total = total.saturating_add(bytes);
-    }
+    fields.each(&mut |_, _, field| {
+        total = total.saturating_add(field_bytes(field, limits)?);
+        Ok(())
+    })?;
     RecordError::check_limit(
         limit::TOTAL_TENSOR_BYTES,
         total,
@@ -266,37 +317,57 @@ fn check_coordinate(coordinate: &Coordinate, length: u64, place: &str) -> Result
     Ok(())
 }
 
-/// Every axis carrying a nonempty id (an empty one shares nothing), with where it appears.
-fn axes_with_ids(meta: &RecordMeta) -> impl Iterator<Item = (&str, &str, usize, &Axis)> {
-    meta.fields.iter().flat_map(|(name, field)| {
-        field.axes.iter().enumerate().filter_map(move |(i, axis)| {
-            let id = axis.id.as_deref().filter(|id| !id.is_empty())?;
-            Some((id, name.as_str(), i, axis))
-        })
+/// Axis `axis`'s id when it has a nonempty one (an empty one shares nothing).
+fn shared_id(axis: &Axis) -> Option<&str> {
+    axis.id.as_deref().filter(|id| !id.is_empty())
+}
+
+/// Axes sharing an id agree with the first axis of that id in length and coordinate. The
+/// first of each id is remembered by where it is (its field is lent again to compare), so a
+/// walk that parses fields when asked holds one field at a time.
+fn check_axis_ids(fields: &dyn FieldWalk) -> Result<(), RecordError> {
+    // id -> (field index, field name, axis index)
+    let mut first_seen: BTreeMap<String, (usize, String, usize)> = BTreeMap::new();
+    fields.each(&mut |field_index, name, field| {
+        for (index, axis) in field.axes.iter().enumerate() {
+            let Some(id) = shared_id(axis) else { continue };
+            let Some((first_field, first_name, first_index)) = first_seen.get(id) else {
+                first_seen.insert(id.to_string(), (field_index, name.to_string(), index));
+                continue;
+            };
+            let same = |first: &Axis| {
+                first.length == axis.length && same_coordinate(&first.coordinate, &axis.coordinate)
+            };
+            let agrees = match *first_field == field_index {
+                true => field.axes.get(*first_index).is_some_and(same),
+                false => {
+                    let mut agrees = false;
+                    fields.with_field(*first_field, &mut |first| {
+                        agrees = first.axes.get(*first_index).is_some_and(same);
+                        Ok(())
+                    })?;
+                    agrees
+                }
+            };
+            if !agrees {
+                let detail = format!(
+                    "axis id {id:?}: field {name:?} axis {index} differs from field \
+                     {first_name:?} axis {first_index} in length or coordinate"
+                );
+                return Err(RecordError::validation(rule::AXIS_ID_CONSISTENT, detail));
+            }
+        }
+        Ok(())
     })
 }
 
-fn check_axis_ids(meta: &RecordMeta) -> Result<(), RecordError> {
-    let mut first_seen: BTreeMap<&str, (&str, usize, &Axis)> = BTreeMap::new();
-    for (id, field, index, axis) in axes_with_ids(meta) {
-        let Some(&(first_field, first_index, first)) = first_seen.get(id) else {
-            first_seen.insert(id, (field, index, axis));
-            continue;
-        };
-        if first.length != axis.length || !same_coordinate(&first.coordinate, &axis.coordinate) {
-            let detail = format!(
-                "axis id {id:?}: field {field:?} axis {index} differs from field \
-                 {first_field:?} axis {first_index} in length or coordinate"
-            );
-            return Err(RecordError::validation(rule::AXIS_ID_CONSISTENT, detail));
-        }
-    }
-    Ok(())
-}
-
-fn check_references(meta: &RecordMeta) -> Result<(), RecordError> {
-    let axis_ids: BTreeSet<&str> = axes_with_ids(meta).map(|(id, ..)| id).collect();
-    for (name, field) in &meta.fields {
+fn check_references(fields: &dyn FieldWalk) -> Result<(), RecordError> {
+    let mut axis_ids: BTreeSet<String> = BTreeSet::new();
+    fields.each(&mut |_, _, field| {
+        axis_ids.extend(field.axes.iter().filter_map(shared_id).map(str::to_string));
+        Ok(())
+    })?;
+    fields.each(&mut |_, name, field| {
         for (index, axis) in field.axes.iter().enumerate() {
             let reference = axis
                 .coordinate
@@ -306,7 +377,7 @@ fn check_references(meta: &RecordMeta) -> Result<(), RecordError> {
             let Some(target) = reference.filter(|r| !r.is_empty()) else {
                 continue;
             };
-            if !meta.fields.contains_key(target) && !axis_ids.contains(target) {
+            if !fields.contains(target) && !axis_ids.contains(target) {
                 let detail = format!(
                     "field {name:?} axis {index} ({:?}): reference {target:?} names no field \
                      or axis id",
@@ -315,32 +386,8 @@ fn check_references(meta: &RecordMeta) -> Result<(), RecordError> {
                 return Err(RecordError::validation(rule::COORDINATE_REFERENCE, detail));
             }
         }
-    }
-    Ok(())
-}
-
-/// Every JSON value the metadata limit measures, with where it sits: the metadata objects
-/// (borrowed: rows are validated on every read, and copying their metadata cost as much as
-/// parsing it), and each coordinate's five-key form (without its metadata), as the library's
-/// `validate` sums them.
-fn measured_values(meta: &RecordMeta) -> Vec<(Place<'_>, Measured<'_>)> {
-    let mut found = vec![(Place::Record, Measured::Object(&meta.metadata))];
-    for (name, field) in &meta.fields {
-        found.push((Place::Field(name), Measured::Object(&field.metadata)));
-        for (index, axis) in field.axes.iter().enumerate() {
-            found.push((Place::Axis(name, index), Measured::Object(&axis.metadata)));
-            if let Some(coordinate) = &axis.coordinate {
-                let mut form = coordinate.to_json();
-                if let Value::Object(object) = &mut form {
-                    object.remove("metadata");
-                }
-                found.push((Place::Coordinate(name, index), Measured::Owned(form)));
-                let metadata = Measured::Object(&coordinate.metadata);
-                found.push((Place::CoordinateMetadata(name, index), metadata));
-            }
-        }
-    }
-    found
+        Ok(())
+    })
 }
 
 /// Where a measured value sits, said only when it breaks a rule.
@@ -389,23 +436,54 @@ impl Measured<'_> {
     }
 }
 
-/// Finite numbers everywhere, and the total size, measured as the library measures it
-/// ([`python_dumps_len`]), within the metadata limit.
-fn check_metadata(meta: &RecordMeta, limits: &RecordLimits) -> Result<(), RecordError> {
+/// Finite numbers everywhere, and (unless the metadata is `bounded`: known to fit, from the
+/// size of its source) the total size, measured as the library measures it
+/// ([`python_dumps_len`]), within the metadata limit: the record's metadata, then each field's
+/// metadata, its axes' metadata and each coordinate's five-key form and metadata, as the
+/// library's `validate` sums them. (A parsed document holds no non-finite number, so for read
+/// records the finiteness half only guards records built otherwise; coordinates' own numbers
+/// are [`check_coordinate`]'s to check.)
+fn check_metadata(
+    record: RecordParts<'_>,
+    limits: &RecordLimits,
+    bounded: bool,
+) -> Result<(), RecordError> {
     let mut total_bytes = 0u64;
-    for (place, value) in measured_values(meta) {
+    let mut measure = |place: Place<'_>, value: Measured<'_>| -> Result<(), RecordError> {
         if !value.is_finite() {
             let detail = format!("{place} holds a non-finite number");
             return Err(RecordError::validation(rule::METADATA_FINITE, detail));
+        }
+        if bounded {
+            return Ok(());
         }
         total_bytes = total_bytes.saturating_add(value.python_dumps_len());
         RecordError::check_limit(
             limit::METADATA_BYTES,
             total_bytes,
             limits.max_metadata_bytes,
-        )?;
-    }
-    Ok(())
+        )
+    };
+    measure(Place::Record, Measured::Object(record.metadata))?;
+    record.fields.each(&mut |_, name, field| {
+        measure(Place::Field(name), Measured::Object(&field.metadata))?;
+        for (index, axis) in field.axes.iter().enumerate() {
+            measure(Place::Axis(name, index), Measured::Object(&axis.metadata))?;
+            let Some(coordinate) = &axis.coordinate else {
+                continue;
+            };
+            if !bounded {
+                let mut form = coordinate.to_json();
+                if let Value::Object(object) = &mut form {
+                    object.remove("metadata");
+                }
+                measure(Place::Coordinate(name, index), Measured::Owned(form))?;
+            }
+            let metadata = Measured::Object(&coordinate.metadata);
+            measure(Place::CoordinateMetadata(name, index), metadata)?;
+        }
+        Ok(())
+    })
 }
 
 /// The UTF-8 length of Python's `json.dumps(value, ensure_ascii=False)`: the compact form plus
