@@ -100,8 +100,13 @@ pub fn run(input: &[u8]) -> Result<bool, String> {
         panel_boxes.push(shown);
     }
     let panels = picture::preview_panels(&record);
-    let png = picture::preview_png(&|n| record.fields.get(n), &panels, &panel_boxes, &read)
-        .map_err(|e| format!("preview: {e}"))?;
+    let png = picture::preview_png(
+        &|n| record.fields.get(n).cloned(),
+        &panels,
+        &panel_boxes,
+        &read,
+    )
+    .map_err(|e| format!("preview: {e}"))?;
     if png.len() as u64 != picture::preview_len(panels.len()) {
         return Err(format!("preview of {} bytes", png.len()));
     }

@@ -25,7 +25,7 @@ use crate::budget::Budget;
 use crate::format::documents::{DatasetRoot, ObjectRef, Snapshot};
 use crate::format::limits::JsonLimits;
 use crate::format::path::{ObjectPath, RelPath};
-use crate::format::record::{self, Record, RecordMeta};
+use crate::format::record::{self, LazyRow, Record, RecordMeta, RowLayout};
 use crate::storage::{ObjectStore, StorageError};
 
 /// The object name of a dataset's root document.
@@ -313,7 +313,68 @@ impl Dataset {
         if let Some(parsing) = self.options.memory.try_charge(parse) {
             return self.parse_charged_row(&row, parsing);
         }
-        let both = parse.saturating_add(row.held_bytes());
+        let room = self.wait_for_room(row, parse)?;
+        let row = self.stored_row(location)?;
+        self.parse_charged_row(&row, room)
+    }
+
+    /// The metadata row of `ordinal` kept as its text, its fields parsed when asked
+    /// ([`LazyRow`]: what a record's file tree holds). Its reading is charged in two steps,
+    /// locating the row's members ([`RowLayout::locating_price`]) and then parsing and
+    /// checking them ([`RowLayout::parse_price`]), each as small as the row's text and its
+    /// largest fields make it; the charges end when the row is returned (the caller charges
+    /// what it keeps). When a step does not fit at once, everything is let go and room for
+    /// the row and the steps is waited for holding nothing, as [`Dataset::record_meta_at`] does.
+    pub fn lazy_row(&self, ordinal: u64) -> Result<LazyRow, DatasetError> {
+        let location = self.locate(ordinal)?;
+        let limits = &self.options.record_limits;
+        let memory = &self.options.memory;
+        // Room waited for holding nothing, for the next attempt's steps.
+        let mut room: Option<crate::budget::Charge> = None;
+        loop {
+            let row = self.stored_row(&location)?;
+            let text = &row.text.value;
+            let failed = |source| DatasetError::Record {
+                ordinal: row.ordinal,
+                object: row.shard.name().to_string(),
+                source,
+            };
+            let locating_price = RowLayout::locating_price(text);
+            let locating = match room.is_some() {
+                true => None,
+                false => memory.try_charge(locating_price),
+            };
+            if room.is_none() && locating.is_none() {
+                room = Some(self.wait_for_room(row, locating_price)?);
+                continue;
+            }
+            let layout = RowLayout::locate(text, limits).map_err(failed)?;
+            let parse_price = layout.parse_price();
+            let covered = room
+                .as_ref()
+                .is_some_and(|r| r.bytes() >= locating_price.saturating_add(parse_price));
+            let parsing = match covered {
+                true => None,
+                false => memory.try_charge(parse_price),
+            };
+            if !covered && parsing.is_none() {
+                drop((layout, locating, room.take()));
+                let steps = locating_price.saturating_add(parse_price);
+                room = Some(self.wait_for_room(row, steps)?);
+                continue;
+            }
+            return layout.parse(limits).map_err(failed);
+        }
+    }
+
+    /// Lets `row` go and waits, holding nothing, for room for it and `steps` bytes more; the
+    /// room is then shrunk to `steps` (the row is read again into the rest).
+    fn wait_for_room(
+        &self,
+        row: StoredRow,
+        steps: u64,
+    ) -> Result<crate::budget::Charge, DatasetError> {
+        let both = steps.saturating_add(row.held_bytes());
         let object = format!("{} (row of record {})", row.shard.name(), row.ordinal);
         drop(row);
         let mut room = self
@@ -321,9 +382,8 @@ impl Dataset {
             .memory
             .charge(both)
             .map_err(|source| DatasetError::Budget { object, source })?;
-        room.shrink_to(parse);
-        let row = self.stored_row(location)?;
-        self.parse_charged_row(&row, room)
+        room.shrink_to(steps);
+        Ok(room)
     }
 
     /// The metadata row at a known location as stored, not yet parsed (charged while it

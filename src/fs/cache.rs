@@ -688,7 +688,9 @@ impl FieldPlan {
         names: &[String],
     ) -> Result<FieldPlan, FsError> {
         let row = trees.row(dataset, ordinal)?;
-        let expected = row.fingerprint();
+        let expected = row
+            .fingerprint()
+            .map_err(|e| record_error(dataset, ordinal, e))?;
         let wanted = names
             .iter()
             .map(|name| {
@@ -871,7 +873,10 @@ fn explain_disagreement(
     ordinal: u64,
     meta: &RecordMeta,
 ) -> Result<(), FsError> {
-    let row = trees.row(dataset, ordinal)?.into_meta();
+    let row = trees
+        .row(dataset, ordinal)?
+        .into_meta()
+        .map_err(|e| record_error(dataset, ordinal, e))?;
     record::check_row_agrees(&row, meta).map_err(|e| record_error(dataset, ordinal, e))
 }
 
@@ -915,6 +920,17 @@ pub struct CachedTree {
     _charge: Charge,
 }
 
+impl CachedTree {
+    /// Its row's fingerprint, found once.
+    fn row_fingerprint(&self) -> Result<u64, record::RecordError> {
+        if let Some(&known) = self.fingerprint.get() {
+            return Ok(known);
+        }
+        let found = self.tree.fingerprint()?;
+        Ok(*self.fingerprint.get_or_init(|| found))
+    }
+}
+
 impl std::ops::Deref for CachedTree {
     type Target = RecordTree;
     fn deref(&self) -> &RecordTree {
@@ -931,35 +947,36 @@ enum Row {
 
 impl Row {
     /// Its [`RecordMeta::fingerprint`] (a kept tree's, found once).
-    fn fingerprint(&self) -> u64 {
+    fn fingerprint(&self) -> Result<u64, record::RecordError> {
         match self {
-            Row::Tree(tree) => *tree.fingerprint.get_or_init(|| tree.tree.fingerprint()),
-            Row::Read(meta) => meta.fingerprint(),
+            Row::Tree(tree) => tree.row_fingerprint(),
+            Row::Read(meta) => Ok(meta.fingerprint()),
         }
     }
 
     /// The field called `name`, with its index in name order.
-    fn field(&self, name: &str) -> Option<(usize, &crate::format::record::FieldMeta)> {
+    fn field(&self, name: &str) -> Option<(usize, std::borrow::Cow<'_, record::FieldMeta>)> {
         match self {
             Row::Tree(tree) => {
                 // The own fields are in name order, their index the tensor key's.
-                let own = tree.own_fields();
-                let index = own.binary_search_by(|f| f.name.as_str().cmp(name)).ok()?;
-                Some((index, &own[index].meta))
+                let index = tree.row.field_index(name)?;
+                Some((index, tree.field_meta_at(index)?))
             }
             Row::Read(meta) => meta
                 .fields
                 .iter()
                 .enumerate()
-                .find_map(|(index, (key, field))| (key == name).then_some((index, field))),
+                .find_map(|(index, (key, field))| {
+                    (key == name).then_some((index, std::borrow::Cow::Borrowed(field)))
+                }),
         }
     }
 
     /// The row whole (a copy when it is a tree's).
-    fn into_meta(self) -> RecordMeta {
+    fn into_meta(self) -> Result<RecordMeta, record::RecordError> {
         match self {
             Row::Tree(tree) => tree.record_meta(),
-            Row::Read(meta) => meta,
+            Row::Read(meta) => Ok(meta),
         }
     }
 }
@@ -969,12 +986,11 @@ impl Row {
 pub fn tree_bytes(tree: &RecordTree) -> u64 {
     use crate::format::json::text_heap_bytes;
     use std::mem::size_of;
-    let field = |f: &crate::fs::record_tree::FieldEntry| {
-        text_heap_bytes(f.name.capacity())
-            + f.sigmf_meta.as_ref().map_or(0, |m| m.held_bytes())
-            + f.meta.heap_bytes()
-    };
-    let fields: u64 = tree.fields.iter().map(field).sum();
+    let fields: u64 = tree
+        .fields
+        .iter()
+        .map(crate::fs::record_tree::FieldEntry::heap_bytes)
+        .sum();
     // Class names are shared by the fields their boxes label: counted once each.
     let mut names_seen = std::collections::HashSet::new();
     let class_names: u64 = tree
@@ -1005,18 +1021,7 @@ pub fn tree_bytes(tree: &RecordTree) -> u64 {
         .chain(tree.preview_panels.iter().map(|(name, _)| name))
         .map(|text| text_heap_bytes(text.capacity()) + 32)
         .sum();
-    text_heap_bytes(tree.id.len())
-        + tree
-            .scene_id
-            .as_deref()
-            .map_or(0, |s| text_heap_bytes(s.len()))
-        + tree.metadata.heap_bytes()
-        + fields
-        + class_names
-        + node_names
-        + slots as u64
-        + lists
-        + 1024
+    tree.row.heap_bytes() + fields + class_names + node_names + slots as u64 + lists + 1024
 }
 
 impl Reclaim for TreeCache {
@@ -1055,7 +1060,9 @@ impl TreeCache {
     pub fn row_fingerprint(&self, dataset: &Dataset, ordinal: u64) -> Result<u64, FsError> {
         let kept = lock(&self.trees).peek(&ordinal).cloned();
         if let Some(tree) = kept {
-            return Ok(*tree.fingerprint.get_or_init(|| tree.tree.fingerprint()));
+            return tree
+                .row_fingerprint()
+                .map_err(|e| record_error(dataset, ordinal, e));
         }
         let known = self.fingerprints.get();
         if let Some(&fingerprint) = known.and_then(|all| all.get(ordinal as usize)) {
@@ -1095,12 +1102,12 @@ impl TreeCache {
     }
 
     fn build(&self, dataset: &Dataset, ordinal: u64) -> Result<Arc<CachedTree>, FsError> {
-        let meta = dataset.record_meta(ordinal)?;
+        let row = dataset.lazy_row(ordinal)?;
         let ids = DatasetIds {
             dataset_id: &dataset.root().dataset_id,
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
-        let tree = RecordTree::build(ordinal, meta, ids)
+        let tree = RecordTree::build_from_row(ordinal, row, ids)
             .map_err(|source| FsError::in_record(ordinal, source))?;
         let charge = self.memory.charge(tree_bytes(&tree)).map_err(|source| {
             FsError::in_record_at(ordinal, "its file tree (--cache-size)", source)

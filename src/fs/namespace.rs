@@ -818,7 +818,11 @@ impl Namespace {
                 let text = self.computed.get(
                     ino,
                     || Ok(self.record_tree(o)?.record_json_len()),
-                    || Ok(self.record_tree(o)?.record_json()),
+                    || {
+                        let tree = self.record_tree(o)?;
+                        tree.record_json()
+                            .map_err(|e| FsError::record(o, e.to_string()))
+                    },
                 )?;
                 Ok(slice(&text, offset, size))
             }
@@ -904,7 +908,10 @@ impl Namespace {
         // A tensor's reads need only its name, length and header: the tree is let go before
         // the record is decoded (see `with_record`).
         match view {
-            View::Json => Ok(slice_vec(&entry.json(), offset, size)),
+            View::Json => {
+                let text = tree.field_json(field).ok_or(FsError::NotFound)?;
+                Ok(slice_vec(&text, offset, size))
+            }
             View::SigmfMeta => {
                 let len = tree.node_len(node);
                 drop(tree);
@@ -918,7 +925,7 @@ impl Namespace {
             }
             View::Npy => {
                 let (name, raw_len) = (entry.name.clone(), entry.raw_len);
-                let header = entry.npy_header();
+                let header = tree.npy_header(field).ok_or(FsError::NotFound)?;
                 drop(tree);
                 with_header(&header, offset, size, |offset, size| {
                     self.read_tensor(ordinal, &name, offset, size, raw_len)
@@ -1053,7 +1060,7 @@ impl Namespace {
         })?;
         let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
         let boxes = boxes_of(&tree, index, record.as_deref())?;
-        let axes = IqAxes::of(&entry.meta);
+        let axes = IqAxes::of(&*tree.field_meta_at(index).ok_or(FsError::NotFound)?);
         render_picture(
             &tree,
             record.as_deref(),
@@ -1091,7 +1098,7 @@ impl Namespace {
         Provenance {
             dataset_id: &self.dataset.root().dataset_id,
             snapshot_id: &self.dataset.snapshot().snapshot_id,
-            record_id: &tree.id,
+            record_id: tree.id(),
             ordinal: tree.ordinal,
         }
     }
@@ -1438,7 +1445,7 @@ impl Namespace {
     /// record's row.
     fn scene_of(&self, ordinal: u64) -> Result<u64, FsError> {
         let tree = self.record_tree(ordinal)?;
-        let scene = tree.scene_id.as_deref().ok_or(FsError::NotFound)?;
+        let scene = tree.row.scene_id.as_deref().ok_or(FsError::NotFound)?;
         let index = self
             .indexes()?
             .scene(&crate::format::names::encode_entry(scene))

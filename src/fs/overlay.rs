@@ -38,7 +38,7 @@ use crate::budget::{Budget, Charge, Reclaim};
 use super::cache::TreeCache;
 use super::error::FsError;
 use super::inode::MAX_CARRIER_NODE;
-use super::record_tree::{DatasetIds, FieldEntry, Node, RecordTree};
+use super::record_tree::{DatasetIds, Node, RecordTree};
 use super::views::picture::{self, IqAxes};
 use super::views::sigmf::{converted_boxes, BoxPlan, BoxTensors};
 use super::views::View;
@@ -48,7 +48,7 @@ use crate::dataset::Dataset;
 use crate::format::documents::annotation::layout::catalog_path;
 use crate::format::documents::CatalogPointer;
 use crate::format::json::Object;
-use crate::format::record::RecordMeta;
+use crate::format::record::{LazyRow, RecordMeta};
 use crate::sync::lock;
 
 /// A set the mount shows.
@@ -129,7 +129,8 @@ impl Carrier {
     }
 
     /// The spectrogram of an IQ field of the carrier, with its boxes.
-    fn spectrogram(&self, entry: &FieldEntry) -> Option<Vec<u8>> {
+    fn spectrogram(&self, index: usize) -> Option<Vec<u8>> {
+        let entry = self.tree.fields.get(index)?;
         let plan = entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors());
         let boxes = plan
             .and_then(|plan| {
@@ -149,7 +150,8 @@ impl Carrier {
             let end = start.saturating_add(len).min(data.data.len());
             Ok(data.data.slice(start..end))
         };
-        picture::spectrogram_png(&entry.name, &IqAxes::of(&entry.meta), &boxes, &read).ok()
+        let axes = IqAxes::of(&*self.tree.field_meta_at(index)?);
+        picture::spectrogram_png(&entry.name, &axes, &boxes, &read).ok()
     }
 
     /// The key of file node `node`'s computed file (`.sigmf-meta`, picture), or `None` for
@@ -171,7 +173,7 @@ impl Carrier {
         let data = || self.row.fields.get(&entry.name).map(|f| f.data.clone());
         Some(match view {
             View::Raw | View::SigmfData => data()?,
-            View::Json => Bytes::from(entry.json()),
+            View::Json => Bytes::from(self.tree.field_json(*field as usize)?),
             View::SigmfMeta => {
                 let layout = entry.sigmf_meta.as_ref()?;
                 let tensors = layout
@@ -183,9 +185,9 @@ impl Carrier {
                         .ok()?,
                 )
             }
-            View::Spectrogram => Bytes::from(self.spectrogram(entry)?),
+            View::Spectrogram => Bytes::from(self.spectrogram(*field as usize)?),
             View::Npy => {
-                let mut out = entry.npy_header();
+                let mut out = self.tree.npy_header(*field as usize)?;
                 out.extend_from_slice(&data()?);
                 Bytes::from(out)
             }
@@ -377,12 +379,13 @@ impl Overlay {
         // The source record's tree only now: nothing charged is held while the set's group
         // may wait for room (see `TreeCache::row_fingerprint`).
         let source = trees.get(dataset, ordinal)?;
-        if row.source_record_id != source.id {
+        if row.source_record_id != source.id() {
             return Err(FsError::record(
                 ordinal,
                 format!(
                     "{in_set}: carrier id {:?} is not the source record's id {:?}",
-                    row.source_record_id, source.id
+                    row.source_record_id,
+                    source.id()
                 ),
             ));
         }
@@ -400,7 +403,12 @@ impl Overlay {
             dataset_id: &dataset.root().dataset_id,
             snapshot_id: &dataset.snapshot().snapshot_id,
         };
-        let tree = RecordTree::build_carrier(ordinal, meta, Some(&source.record_meta()), ids)
+        let source_meta = source
+            .record_meta()
+            .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
+        let carrier =
+            LazyRow::of_meta(&meta).map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
+        let tree = RecordTree::build_carrier(ordinal, carrier, Some(&source_meta), ids)
             .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
         if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
             return Err(FsError::record(

@@ -6,62 +6,59 @@
 //! lookups are binary searches. Every size is computed here, so `stat`, `ls -l` and `du` never
 //! need the data shard.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::views::picture::{self, PanelKind};
-use super::views::sigmf::{BoxTensors, FieldsOf, MetaLayout, MetaSource, NamesMemo, Provenance};
+use super::views::sigmf::{
+    BoxTensors, FieldRef, FieldsOf, MetaLayout, MetaSource, NamesMemo, Provenance, RowFields,
+};
 use super::views::{self, View};
-use crate::format::json::Object;
 use crate::format::names::encode_field_path;
 use crate::format::npy;
-use crate::format::record::{FieldMeta, RecordMeta};
+use crate::format::record::{FieldMeta, LazyRow, RecordMeta};
 
-/// One field of the record, with the sizes of its views. Its small texts (`.json`, the `.npy`
-/// header) are written again on each read rather than kept: they are cheap to write, and a
-/// record of thousands of fields would otherwise keep them all.
+/// One field of the record, with the sizes of its views. Its model is the row's, parsed again
+/// when asked ([`RecordTree::field_meta_at`]), and its small texts (`.json`, the `.npy`
+/// header) are written again on each read: a record of thousands of fields would otherwise
+/// keep them all, several times the size of its row.
 #[derive(Debug)]
 pub struct FieldEntry {
     pub name: String,
-    pub meta: FieldMeta,
+    /// The model of a field that is not the row's (a source record's field seen through an
+    /// annotation set's labels); `None` for the row's own fields.
+    held: Option<Box<FieldMeta>>,
     /// Length of the tensor's bytes.
     pub raw_len: u64,
     npy_header_len: u64,
     json_len: u64,
-    pub sigmf_meta: Option<MetaLayout>,
+    pub sigmf_meta: Option<Box<MetaLayout>>,
     /// Shown only as a metadata-only `.sigmf-meta`: a source record's field seen through an
     /// annotation set's labels (its bytes are not the carrier's).
     pub meta_only: bool,
 }
 
 impl FieldEntry {
-    /// The views this entry shows, in listing order.
-    pub fn views(&self) -> Vec<View> {
-        if self.meta_only {
-            vec![View::SigmfMeta]
-        } else {
-            views::views_of(&self.meta)
-        }
-    }
-
-    /// The `.json` view's text.
-    pub fn json(&self) -> Vec<u8> {
-        views::field_json(&self.name, &self.meta)
-    }
-
-    /// The `.npy` view's header.
-    pub fn npy_header(&self) -> Vec<u8> {
-        npy::encode_header(self.meta.dtype, &self.meta.shape)
-    }
-
     /// Size of one view's file.
     pub fn view_len(&self, view: View) -> u64 {
         match view {
             View::Raw | View::SigmfData => self.raw_len,
             View::Npy => self.npy_header_len + self.raw_len,
             View::Json => self.json_len,
-            View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, MetaLayout::len),
+            View::SigmfMeta => self.sigmf_meta.as_deref().map_or(0, MetaLayout::len),
             View::Spectrogram => picture::spectrogram_len(),
         }
+    }
+
+    /// What the entry holds on the heap beside its slot.
+    pub fn heap_bytes(&self) -> u64 {
+        use crate::format::json::text_heap_bytes;
+        let layout = |m: &MetaLayout| std::mem::size_of::<MetaLayout>() as u64 + m.held_bytes();
+        text_heap_bytes(self.name.capacity())
+            + self.sigmf_meta.as_deref().map_or(0, layout)
+            + self.held.as_deref().map_or(0, |f| {
+                std::mem::size_of::<FieldMeta>() as u64 + f.heap_bytes()
+            })
     }
 }
 
@@ -120,18 +117,17 @@ impl<V> Node<V> {
     }
 }
 
-/// Everything the mount shows for one record, from its row. The row's fields live in
-/// [`RecordTree::fields`] (each once), its other parts beside them; `record.json` is written
-/// again when read.
+/// Everything the mount shows for one record, from its row. The row is kept as its text
+/// ([`LazyRow`]): its fields' models are parsed when asked, their entries in
+/// [`RecordTree::fields`] hold only names and sizes; `record.json` is written again when read.
 #[derive(Debug)]
 pub struct RecordTree {
     pub ordinal: u64,
     /// The dataset and snapshot the record belongs to (its SigMF documents name them).
     dataset_id: String,
     snapshot_id: String,
-    pub id: String,
-    pub scene_id: Option<String>,
-    pub metadata: Object,
+    /// The record's row: id, scene, metadata, and its fields as text.
+    pub row: LazyRow,
     record_json_len: u64,
     /// The row's fields in name order, then (carriers) the source's labelled fields.
     pub fields: Vec<FieldEntry>,
@@ -161,67 +157,73 @@ pub enum TreeError {
     Field { name: String, detail: String },
     #[error("record has more than {0} files and directories")]
     TooManyNodes(u64),
+    #[error(transparent)]
+    Row(#[from] crate::format::record::RecordError),
 }
 
 impl RecordTree {
+    /// The tree of a row already parsed whole (tests, and rows made here).
     pub fn build(ordinal: u64, meta: RecordMeta, ids: DatasetIds) -> Result<RecordTree, TreeError> {
-        RecordTree::build_carrier(ordinal, meta, None, ids)
+        RecordTree::build_carrier(ordinal, LazyRow::of_meta(&meta)?, None, ids)
     }
 
-    /// The tree of an annotation set's carrier `meta` for a record whose row is `source`:
+    /// The tree of a row read from the dataset.
+    pub fn build_from_row(
+        ordinal: u64,
+        row: LazyRow,
+        ids: DatasetIds,
+    ) -> Result<RecordTree, TreeError> {
+        RecordTree::build_carrier(ordinal, row, None, ids)
+    }
+
+    /// The tree of an annotation set's carrier `row` for a record whose row is `source`:
     /// the carrier's fields, plus a metadata-only `.sigmf-meta` for each of the source's SigMF
     /// fields that the carrier's box labels annotate (`docs/MOUNT.md`, "Labels as SigMF
     /// annotations"), so a set's detections read like the record's own labels.
     pub fn build_carrier(
         ordinal: u64,
-        meta: RecordMeta,
+        row: LazyRow,
         source: Option<&RecordMeta>,
         ids: DatasetIds,
     ) -> Result<RecordTree, TreeError> {
-        let record_json_len = views::record_json(&meta, ordinal).len() as u64;
         let at = Provenance {
             dataset_id: ids.dataset_id,
             snapshot_id: ids.snapshot_id,
-            record_id: &meta.id,
+            record_id: &row.id,
             ordinal,
         };
         let mut builder = Builder::default();
         let names = NamesMemo::default();
-        let mut sizes = Vec::with_capacity(meta.fields.len());
-        for (index, (name, field)) in meta.fields.iter().enumerate() {
-            let entry = field_sizes(name, field, &meta, &at, &names)?;
-            builder.add_files(index as u32, name, views::views_of(field))?;
-            sizes.push(entry);
+        let lookups = RowFields::new(&row);
+        let mut fields = Vec::with_capacity(row.field_count());
+        let mut preview_panels = Vec::new();
+        for index in 0..row.field_count() {
+            let name = row.field_name(index).unwrap_or_default();
+            let field = row.field(index)?;
+            fields.push(field_entry(name, &field, &lookups, &at, &names)?);
+            builder.add_files(index as u32, name, views::views_of(&field))?;
+            if preview_panels.len() < picture::MAX_PANELS {
+                if let Some(kind) = picture::panel_kind(&field) {
+                    preview_panels.push((name.to_string(), kind));
+                }
+            }
         }
+        let own_fields = fields.len();
         let labelled = source
-            .map(|s| labelled_source_fields(s, &meta, &at, &names))
+            .map(|s| labelled_source_fields(s, &lookups, &at, &names))
             .unwrap_or_default();
-        for (index, entry) in labelled.iter().enumerate() {
-            builder.add_files((sizes.len() + index) as u32, &entry.name, entry.views())?;
+        for (index, entry) in labelled.into_iter().enumerate() {
+            builder.add_files((own_fields + index) as u32, &entry.name, [View::SigmfMeta])?;
+            fields.push(entry);
         }
+        drop(lookups);
         let (nodes, clashes) = builder.finish();
-        let preview_panels = picture::preview_panels(&meta);
-        // The fields move into their entries: each is held once.
-        let RecordMeta {
-            id,
-            scene_id,
-            metadata,
-            fields: metas,
-        } = meta;
-        let own_fields = metas.len();
-        let mut fields: Vec<FieldEntry> = metas
-            .into_iter()
-            .zip(sizes)
-            .map(|((name, meta), sizes)| sizes.into_entry(name, meta))
-            .collect();
-        fields.extend(labelled);
+        let record_json_len = record_json_of_row(&row, ordinal)?.len() as u64;
         let mut tree = RecordTree {
             ordinal,
             dataset_id: ids.dataset_id.to_string(),
             snapshot_id: ids.snapshot_id.to_string(),
-            id,
-            scene_id,
-            metadata,
+            row,
             record_json_len,
             fields,
             own_fields,
@@ -234,38 +236,58 @@ impl RecordTree {
         Ok(tree)
     }
 
+    /// The record's id.
+    pub fn id(&self) -> &str {
+        &self.row.id
+    }
+
     /// The row's own fields, in name order.
     pub fn own_fields(&self) -> &[FieldEntry] {
         &self.fields[..self.own_fields.min(self.fields.len())]
     }
 
-    /// The row's field called `name`.
-    pub fn field_meta(&self, name: &str) -> Option<&FieldMeta> {
-        self.field_named(name).map(|(_, meta)| meta)
-    }
-
-    /// The row, put together again (a copy: for what needs it whole, which is rare).
-    pub fn record_meta(&self) -> RecordMeta {
-        RecordMeta {
-            id: self.id.clone(),
-            scene_id: self.scene_id.clone(),
-            metadata: self.metadata.clone(),
-            fields: self
-                .own_fields()
-                .iter()
-                .map(|f| (f.name.clone(), f.meta.clone()))
-                .collect(),
+    /// The model of field `index` of [`RecordTree::fields`]: a labelled source field's as
+    /// held, the row's own parsed from the row (which was checked when the tree was built).
+    pub fn field_meta_at(&self, index: usize) -> Option<Cow<'_, FieldMeta>> {
+        let entry = self.fields.get(index)?;
+        if let Some(held) = entry.held.as_deref() {
+            return Some(Cow::Borrowed(held));
+        }
+        match self.row.field(index) {
+            Ok(field) => Some(Cow::Owned(field)),
+            Err(e) => {
+                let ordinal = self.ordinal;
+                tracing::warn!(ordinal, error = %e, "a field of a kept row no longer reads");
+                None
+            }
         }
     }
 
-    /// The row's [`RecordMeta::fingerprint`], from the parts the tree holds.
-    pub fn fingerprint(&self) -> u64 {
-        crate::format::record::fingerprint_of(
-            &self.id,
-            self.scene_id.as_deref(),
-            &self.metadata,
-            self.own_fields().iter().map(|f| (&f.name, &f.meta)),
-        )
+    /// The row's field called `name`.
+    pub fn field_meta(&self, name: &str) -> Option<FieldMeta> {
+        self.row.field(self.row.field_index(name)?).ok()
+    }
+
+    /// The `.json` view's text of field `index`.
+    pub fn field_json(&self, index: usize) -> Option<Vec<u8>> {
+        let entry = self.fields.get(index)?;
+        Some(views::field_json(&entry.name, &*self.field_meta_at(index)?))
+    }
+
+    /// The `.npy` view's header of field `index`.
+    pub fn npy_header(&self, index: usize) -> Option<Vec<u8>> {
+        let field = self.field_meta_at(index)?;
+        Some(npy::encode_header(field.dtype, &field.shape))
+    }
+
+    /// The row, put together again (a copy: for what needs it whole, which is rare).
+    pub fn record_meta(&self) -> Result<RecordMeta, crate::format::record::RecordError> {
+        self.row.to_meta()
+    }
+
+    /// The row's [`RecordMeta::fingerprint`].
+    pub fn fingerprint(&self) -> Result<u64, crate::format::record::RecordError> {
+        self.row.fingerprint()
     }
 
     /// Field `index`'s `.sigmf-meta`, with the boxes read from `tensors` (`None` when it has
@@ -276,16 +298,17 @@ impl RecordTree {
         tensors: Option<&BoxTensors>,
     ) -> Option<Result<Vec<u8>, crate::fs::error::FsError>> {
         let entry = self.fields.get(index)?;
-        let layout = entry.sigmf_meta.as_ref()?;
+        let layout = entry.sigmf_meta.as_deref()?;
+        let field = self.field_meta_at(index)?;
         let at = Provenance {
             dataset_id: &self.dataset_id,
             snapshot_id: &self.snapshot_id,
-            record_id: &self.id,
+            record_id: &self.row.id,
             ordinal: self.ordinal,
         };
         let source = MetaSource {
             name: &entry.name,
-            field: &entry.meta,
+            field: &field,
             record: self,
             at: &at,
         };
@@ -298,14 +321,8 @@ impl RecordTree {
     }
 
     /// `record.json`'s text.
-    pub fn record_json(&self) -> Vec<u8> {
-        let head = views::RecordHead {
-            id: &self.id,
-            scene_id: self.scene_id.as_deref(),
-            metadata: &self.metadata,
-            ordinal: self.ordinal,
-        };
-        views::record_json_of(head, self.own_fields().iter().map(|f| (&f.name, &f.meta)))
+    pub fn record_json(&self) -> Result<Vec<u8>, crate::format::record::RecordError> {
+        record_json_of_row(&self.row, self.ordinal)
     }
 
     /// Every `.sigmf-meta` file node's path (below `fields/`, suffix removed) and field.
@@ -369,80 +386,80 @@ impl RecordTree {
     }
 }
 
+/// `record.json` of a row: its fields parsed one at a time into the document.
+fn record_json_of_row(
+    row: &LazyRow,
+    ordinal: u64,
+) -> Result<Vec<u8>, crate::format::record::RecordError> {
+    let head = views::RecordHead {
+        id: &row.id,
+        scene_id: row.scene_id.as_deref(),
+        metadata: &row.metadata,
+        ordinal,
+    };
+    let mut fields = Vec::with_capacity(row.field_count());
+    for index in 0..row.field_count() {
+        let name = row.field_name(index).unwrap_or_default();
+        fields.push((name, row.field(index)?.to_row_value()));
+    }
+    Ok(views::record_json_of(head, fields))
+}
+
 /// A tree's own fields, by name (labelled source fields are not the record's).
 impl FieldsOf for RecordTree {
-    fn field_named(&self, name: &str) -> Option<(&String, &FieldMeta)> {
-        let own = self.own_fields();
-        let at = own.binary_search_by(|f| f.name.as_str().cmp(name)).ok()?;
-        Some((&own[at].name, &own[at].meta))
+    fn field_named(&self, name: &str) -> Option<FieldRef<'_>> {
+        let field = self.row.field(self.row.field_index(name)?).ok()?;
+        Some(FieldRef::Owned(Box::new(field)))
     }
 }
 
 /// The source's SigMF fields that `labels` (a carrier) has boxes for, as metadata-only entries.
 fn labelled_source_fields(
     source: &RecordMeta,
-    labels: &RecordMeta,
+    labels: &RowFields<'_>,
     at: &Provenance,
     names: &NamesMemo,
 ) -> Vec<FieldEntry> {
     source
         .fields
         .iter()
-        .filter(|(name, field)| views::has_sigmf_pair(field) && !labels.fields.contains_key(*name))
+        .filter(|(name, field)| views::has_sigmf_pair(field) && !labels.contains(name))
         .filter_map(|(name, field)| {
             let layout = MetaLayout::build_from_labels(name, field, labels, at, names)?;
             Some(FieldEntry {
                 name: name.clone(),
-                meta: field.clone(),
+                held: Some(Box::new(field.clone())),
                 raw_len: 0,
                 npy_header_len: 0,
                 json_len: 0,
-                sigmf_meta: Some(layout),
+                sigmf_meta: Some(Box::new(layout)),
                 meta_only: true,
             })
         })
         .collect()
 }
 
-/// What a field's entry holds beside its name and model.
-struct FieldSizes {
-    raw_len: u64,
-    npy_header_len: u64,
-    json_len: u64,
-    sigmf_meta: Option<MetaLayout>,
-}
-
-impl FieldSizes {
-    fn into_entry(self, name: String, meta: FieldMeta) -> FieldEntry {
-        FieldEntry {
-            name,
-            meta,
-            raw_len: self.raw_len,
-            npy_header_len: self.npy_header_len,
-            json_len: self.json_len,
-            sigmf_meta: self.sigmf_meta,
-            meta_only: false,
-        }
-    }
-}
-
-fn field_sizes(
+/// The entry of the row's field `name`: the sizes of its views.
+fn field_entry(
     name: &str,
     field: &FieldMeta,
-    record: &RecordMeta,
+    record: &dyn FieldsOf,
     at: &Provenance,
     names: &NamesMemo,
-) -> Result<FieldSizes, TreeError> {
+) -> Result<FieldEntry, TreeError> {
     let raw_len = field.byte_len().map_err(|e| TreeError::Field {
         name: name.to_string(),
         detail: e.to_string(),
     })?;
-    Ok(FieldSizes {
+    Ok(FieldEntry {
+        name: name.to_string(),
+        held: None,
         raw_len,
         npy_header_len: npy::encode_header(field.dtype, &field.shape).len() as u64,
         json_len: views::field_json(name, field).len() as u64,
         sigmf_meta: views::has_sigmf_pair(field)
-            .then(|| MetaLayout::build(name, field, record, at, names)),
+            .then(|| Box::new(MetaLayout::build(name, field, record, at, names))),
+        meta_only: false,
     })
 }
 

@@ -75,7 +75,8 @@ pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
         metadata: &meta.metadata,
         ordinal,
     };
-    record_json_of(head, meta.fields.iter())
+    let fields = meta.fields.iter().map(|(n, f)| (n, f.to_row_value()));
+    record_json_of(head, fields)
 }
 
 /// A row's parts beside its fields, and the record's ordinal.
@@ -87,13 +88,14 @@ pub struct RecordHead<'a> {
     pub ordinal: u64,
 }
 
-/// [`record_json`] of a row given in parts (`fields` in name order).
-pub fn record_json_of<'a>(
+/// [`record_json`] of a row given in parts (`fields` in name order, in their row form).
+pub fn record_json_of<K: AsRef<str>>(
     head: RecordHead<'_>,
-    fields: impl Iterator<Item = (&'a String, &'a FieldMeta)>,
+    fields: impl IntoIterator<Item = (K, Value)>,
 ) -> Vec<u8> {
     let fields: Object = fields
-        .map(|(name, field)| (name.as_str().into(), field.to_row_value()))
+        .into_iter()
+        .map(|(name, field)| (name.as_ref().into(), field))
         .collect();
     let mut doc = Object::new();
     doc.insert("fields".into(), Value::Object(fields));

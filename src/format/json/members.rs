@@ -157,6 +157,33 @@ impl<'a> ObjectText<'a> {
     }
 }
 
+/// An upper bound on the members of the objects nested at most `depth` deep in `text` (the
+/// top-level value is depth 1), from one scan: its colons outside strings at those depths.
+/// Prices [`ObjectText::members`] calls on those objects before they run.
+pub fn members_at_most(text: &[u8], depth: usize) -> u64 {
+    let (mut open, mut count) = (0usize, 0u64);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => open += 1,
+            b'}' | b']' => open = open.saturating_sub(1),
+            b':' if open <= depth => count += 1,
+            _ => {}
+        }
+    }
+    count
+}
+
 impl Parser<'_> {
     /// Moves past one value by its structure alone: containers by their brackets, strings
     /// through their escapes, scalars up to the next delimiter. Its content is checked when
@@ -245,6 +272,12 @@ mod tests {
             assert_eq!((key.as_str(), value.as_str()), (want_key, want_value));
         }
         assert_eq!(members("{}").unwrap(), vec![]);
+        assert_eq!(members_at_most(text.as_bytes(), 1), 4);
+        assert_eq!(
+            members_at_most(text.as_bytes(), 3),
+            5,
+            "and the member inside the array"
+        );
     }
 
     #[test]

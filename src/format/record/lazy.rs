@@ -21,7 +21,7 @@ use super::model::{FieldMeta, RecordMeta};
 use super::row::FingerprintHasher;
 use super::validate::{validate_parts, FieldVisit, FieldWalk, RecordParts};
 use crate::format::json::{
-    parse_bytes_at_most, text_heap_bytes, values_at_most, JsonError, JsonErrorKind, JsonLimits,
+    members_at_most, parse_bytes_at_most, text_heap_bytes, JsonError, JsonErrorKind, JsonLimits,
     Member, Object, ObjectText, Value,
 };
 use crate::format::limits::RecordLimits;
@@ -48,10 +48,11 @@ pub struct RowLayout<'a> {
 
 impl<'a> RowLayout<'a> {
     /// The most [`RowLayout::locate`] holds beside the text: a member's place for every
-    /// value the text may hold, and keys too long to be kept inline.
+    /// member of the row and of its top-level objects (`fields` among them), and keys too
+    /// long to be kept inline.
     pub fn locating_price(text: &[u8]) -> u64 {
         let member = std::mem::size_of::<Member>() as u64;
-        values_at_most(text)
+        members_at_most(text, 2)
             .saturating_mul(member)
             .saturating_add(text.len() as u64)
     }
@@ -208,6 +209,31 @@ impl LazyRow {
     /// Reads `text` as a row, pricing nothing (for callers that hold no budget).
     pub fn parse(text: &[u8], limits: &RecordLimits) -> Result<LazyRow, RecordError> {
         RowLayout::locate(text, limits)?.parse(limits)
+    }
+
+    /// The row of a model already held: written in the row form and its fields located, not
+    /// validated again (the model was).
+    pub fn of_meta(meta: &RecordMeta) -> Result<LazyRow, RecordError> {
+        let text = meta.to_row_json().into_bytes();
+        let limits = JsonLimits {
+            max_bytes: usize::MAX,
+            max_depth: usize::MAX,
+            max_nodes: usize::MAX,
+        };
+        let doc = ObjectText::new(&text, &limits).map_err(json_error)?;
+        let head = doc.members(doc.whole()).map_err(json_error)?;
+        let fields = match head.iter().find(|m| m.key == "fields") {
+            Some(member) => doc.members(member.value.clone()).map_err(json_error)?,
+            None => Vec::new(),
+        };
+        Ok(LazyRow {
+            limits,
+            id: meta.id.clone(),
+            scene_id: meta.scene_id.clone(),
+            metadata: meta.metadata.clone(),
+            fields,
+            text: text.into_boxed_slice(),
+        })
     }
 
     /// How many fields the row has.

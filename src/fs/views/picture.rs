@@ -110,18 +110,21 @@ pub fn preview_panels(record: &RecordMeta) -> Vec<(String, PanelKind)> {
     record
         .fields
         .iter()
-        .filter_map(|(name, field)| {
-            let kind = if has_sigmf_pair(field) {
-                PanelKind::Spectrogram
-            } else if is_pulsed(field) {
-                PanelKind::Pulses
-            } else {
-                return None;
-            };
-            Some((name.clone(), kind))
-        })
+        .filter_map(|(name, field)| Some((name.clone(), panel_kind(field)?)))
         .take(MAX_PANELS)
         .collect()
+}
+
+/// The panel a field gets in its record's preview, if any: a spectrogram for a SigMF field,
+/// pulses for a pulsed one.
+pub fn panel_kind(field: &FieldMeta) -> Option<PanelKind> {
+    if has_sigmf_pair(field) {
+        Some(PanelKind::Spectrogram)
+    } else if is_pulsed(field) {
+        Some(PanelKind::Pulses)
+    } else {
+        None
+    }
 }
 
 /// How an IQ field's samples and Hz map onto a plot.
@@ -175,8 +178,8 @@ pub fn spectrogram_png(
 
 /// A record's preview PNG (exactly [`preview_len`] of `panels.len()` bytes): each panel with
 /// the boxes of its field (empty for pulses).
-pub fn preview_png<'a>(
-    field_of: &dyn Fn(&str) -> Option<&'a FieldMeta>,
+pub fn preview_png(
+    field_of: &dyn Fn(&str) -> Option<FieldMeta>,
     panels: &[(String, PanelKind)],
     boxes: &[Vec<Annotation>],
     read: &ReadField,
@@ -193,7 +196,7 @@ pub fn preview_png<'a>(
         let field = field_of(name).ok_or_else(|| FsError::failed("field of a panel missing"))?;
         let title = match kind {
             PanelKind::Spectrogram => {
-                let axes = IqAxes::of(field);
+                let axes = IqAxes::of(&field);
                 paint_grid(
                     &mut canvas,
                     origin,

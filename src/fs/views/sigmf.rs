@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -22,7 +23,7 @@ use crate::format::labels::{
     self, Annotation, BoxRow, ClassNames, Conversion, ExtentColumns, IdentityColumns, LabelError,
     Membership, ReceiverFrame,
 };
-use crate::format::record::{FieldMeta, RecordMeta};
+use crate::format::record::{FieldMeta, LazyRow, RecordMeta};
 use crate::fs::error::FsError;
 use crate::fs::log_limit;
 use crate::interrupt;
@@ -74,14 +75,75 @@ pub struct BoxPlan {
 }
 
 /// The fields of a record, found by name: where a field's `.sigmf-meta` looks for its labels
-/// (a row's [`RecordMeta`], or a tree holding the row's fields).
+/// (a row's [`RecordMeta`], a kept row, or a tree holding one).
 pub trait FieldsOf {
-    fn field_named(&self, name: &str) -> Option<(&String, &FieldMeta)>;
+    fn field_named(&self, name: &str) -> Option<FieldRef<'_>>;
+}
+
+/// A field found by [`FieldsOf::field_named`]: borrowed from a model held whole, or parsed
+/// from a kept row (and shared while a tree is built: [`RowFields`]).
+pub enum FieldRef<'a> {
+    Borrowed(&'a FieldMeta),
+    Owned(Box<FieldMeta>),
+    Shared(Rc<FieldMeta>),
+}
+
+impl std::ops::Deref for FieldRef<'_> {
+    type Target = FieldMeta;
+
+    fn deref(&self) -> &FieldMeta {
+        match self {
+            FieldRef::Borrowed(field) => field,
+            FieldRef::Owned(field) => field,
+            FieldRef::Shared(field) => field,
+        }
+    }
 }
 
 impl FieldsOf for RecordMeta {
-    fn field_named(&self, name: &str) -> Option<(&String, &FieldMeta)> {
-        self.fields.get_key_value(name)
+    fn field_named(&self, name: &str) -> Option<FieldRef<'_>> {
+        self.fields.get(name).map(FieldRef::Borrowed)
+    }
+}
+
+/// A kept row's fields, found by name while its tree is built: the last few found are kept,
+/// as thousands of fields under one labels prefix look up the same extent and identity fields
+/// (parsing an identity field of many class names for each would be quadratic).
+pub struct RowFields<'a> {
+    row: &'a LazyRow,
+    recent: RefCell<Vec<(usize, Rc<FieldMeta>)>>,
+}
+
+/// How many looked-up fields [`RowFields`] keeps: an extent and an identity field, twice.
+const RECENT_FIELDS: usize = 4;
+
+impl<'a> RowFields<'a> {
+    pub fn new(row: &'a LazyRow) -> RowFields<'a> {
+        RowFields {
+            row,
+            recent: RefCell::new(Vec::with_capacity(RECENT_FIELDS)),
+        }
+    }
+
+    /// Whether the row has a field called `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.row.field_index(name).is_some()
+    }
+}
+
+impl FieldsOf for RowFields<'_> {
+    fn field_named(&self, name: &str) -> Option<FieldRef<'_>> {
+        let index = self.row.field_index(name)?;
+        let mut recent = self.recent.borrow_mut();
+        if let Some((_, field)) = recent.iter().find(|(at, _)| *at == index) {
+            return Some(FieldRef::Shared(field.clone()));
+        }
+        let field = Rc::new(self.row.field(index).ok()?);
+        if recent.len() == RECENT_FIELDS {
+            recent.remove(0);
+        }
+        recent.push((index, field.clone()));
+        Some(FieldRef::Shared(field))
     }
 }
 
@@ -453,19 +515,27 @@ fn numbers<T, const N: usize>(
 fn extent_field_for<'a>(
     name: &str,
     record: &'a dyn FieldsOf,
-) -> Option<(&'a String, &'a FieldMeta, String)> {
+) -> Option<(String, FieldRef<'a>, String)> {
     let mut prefix = name;
     while let Some(cut) = prefix.rfind('/') {
         prefix = &prefix[..cut];
         let candidate = format!("{prefix}/{}", labels::EXTENT_NAME);
-        if let Some((key, extent)) = record.field_named(&candidate) {
-            return Some((key, extent, format!("{prefix}/{}", labels::IDENTITY_NAME)));
+        if let Some(extent) = record.field_named(&candidate) {
+            return Some((
+                candidate,
+                extent,
+                format!("{prefix}/{}", labels::IDENTITY_NAME),
+            ));
         }
     }
     // The empty prefix: the record's top-level labels (what the importers write beside a
     // top-level `iq`).
-    let (key, extent) = record.field_named(labels::EXTENT_NAME)?;
-    Some((key, extent, labels::IDENTITY_NAME.to_string()))
+    let extent = record.field_named(labels::EXTENT_NAME)?;
+    Some((
+        labels::EXTENT_NAME.to_string(),
+        extent,
+        labels::IDENTITY_NAME.to_string(),
+    ))
 }
 
 /// The boxes field `name` gets, `Ok(None)` when it gets none (no labels, or another
@@ -483,8 +553,9 @@ fn box_plan(
         field: field.to_string(),
         source,
     };
-    let frame = labels::box_frame(&extent.metadata).map_err(|e| in_field(e, extent_name))?;
-    let (count, columns) = labels::extent_columns(extent).map_err(|e| in_field(e, extent_name))?;
+    let frame = labels::box_frame(&extent.metadata).map_err(|e| in_field(e, &extent_name))?;
+    let (count, columns) =
+        labels::extent_columns(&extent).map_err(|e| in_field(e, &extent_name))?;
     let receiver = ReceiverFrame {
         center_hz: labels::center_frequency(&field.metadata),
         sample_rate_hz: sample_rate(field),
@@ -499,10 +570,10 @@ fn box_plan(
             })
         }
     };
-    let identity = match record.field_named(&identity_name).map(|(_, meta)| meta) {
+    let identity = match record.field_named(&identity_name) {
         Some(meta) => Some((
-            labels::identity_columns(meta, count).map_err(|e| in_field(e, &identity_name))?,
-            names.of(&identity_name, meta),
+            labels::identity_columns(&meta, count).map_err(|e| in_field(e, &identity_name))?,
+            names.of(&identity_name, &meta),
         )),
         None => None,
     };
