@@ -31,7 +31,7 @@ pub use super::limits::JsonLimits;
 
 mod members;
 mod object;
-pub use members::{members_at_most, Member, ObjectText};
+pub use members::{member_bytes_at_most, Member, ObjectText};
 /// A JSON object: keys in code-point order, which is also the deterministic output order.
 ///
 /// Keys are [`CompactString`]s, which keep up to 24 bytes inline: document keys are short

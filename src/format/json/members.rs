@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use super::{CompactString, JsonError, JsonErrorKind, JsonLimits, Parser, Text, Value};
+use super::{CompactString, JsonError, JsonErrorKind, JsonLimits, Parser, Text, Value, INLINE_KEY};
 
 /// One member of an object: its key, where the key starts and the span of its value's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub struct Member {
 /// A JSON document (its size and encoding checked) whose objects are read member by member.
 #[derive(Clone, Copy)]
 pub struct ObjectText<'a> {
-    text: &'a [u8],
+    text: &'a str,
     limits: JsonLimits,
 }
 
@@ -45,10 +45,23 @@ impl<'a> ObjectText<'a> {
     /// `text` under `limits`: refused when larger than the limit or not UTF-8.
     pub fn new(text: &'a [u8], limits: &JsonLimits) -> Result<ObjectText<'a>, JsonError> {
         super::check_document(text, limits)?;
-        Ok(ObjectText {
+        let text = std::str::from_utf8(text).unwrap_or_default();
+        Ok(ObjectText::of_str(text, limits))
+    }
+
+    /// A text known to be UTF-8 and within its size limit (one [`ObjectText::new`] checked,
+    /// kept as a `str`): nothing is checked again, so parsing one member of a large text costs
+    /// that member only.
+    pub fn of_str(text: &'a str, limits: &JsonLimits) -> ObjectText<'a> {
+        ObjectText {
             text,
             limits: *limits,
-        })
+        }
+    }
+
+    /// The text, checked.
+    pub fn text(&self) -> &'a str {
+        self.text
     }
 
     /// The whole document's span.
@@ -58,7 +71,7 @@ impl<'a> ObjectText<'a> {
 
     /// The text of `span`.
     pub fn slice(&self, span: &Range<usize>) -> &'a [u8] {
-        self.text.get(span.clone()).unwrap_or_default()
+        self.text.as_bytes().get(span.clone()).unwrap_or_default()
     }
 
     /// How many members the object at `span` has (whitespace around it allowed): counted
@@ -94,7 +107,7 @@ impl<'a> ObjectText<'a> {
     fn parser_over(&self, span: &Range<usize>) -> Parser<'_> {
         let end = span.end.min(self.text.len());
         Parser {
-            input: self.text.get(..end).unwrap_or_default(),
+            input: self.text.as_bytes().get(..end).unwrap_or_default(),
             pos: span.start.min(end),
             nodes: 0,
             limits: &self.limits,
@@ -157,31 +170,47 @@ impl<'a> ObjectText<'a> {
     }
 }
 
-/// An upper bound on the members of the objects nested at most `depth` deep in `text` (the
-/// top-level value is depth 1), from one scan: its colons outside strings at those depths.
-/// Prices [`ObjectText::members`] calls on those objects before they run.
-pub fn members_at_most(text: &[u8], depth: usize) -> u64 {
-    let (mut open, mut count) = (0usize, 0u64);
-    let (mut in_string, mut escaped) = (false, false);
+/// An upper bound on what [`ObjectText::members`] holds for the objects nested at most `depth`
+/// deep in `text` (the top-level value is depth 1), from one scan: a [`Member`] for each of
+/// their colons outside strings, and the heap of each key too long to be kept inline (its
+/// text's length: escapes only shorten it).
+pub fn member_bytes_at_most(text: &[u8], depth: usize) -> u64 {
+    let member = std::mem::size_of::<Member>() as u64;
+    let (mut open, mut bytes) = (0usize, 0u64);
+    let (mut in_string, mut escaped, mut length) = (false, false, 0usize);
+    // The length of the string just closed, while only whitespace follows it.
+    let mut last_string: Option<usize> = None;
     for &byte in text {
         if in_string {
             match (escaped, byte) {
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
+                (false, b'"') => {
+                    in_string = false;
+                    last_string = Some(length);
+                    continue;
+                }
                 _ => {}
             }
+            length += 1;
+            continue;
+        }
+        if byte.is_ascii_whitespace() {
             continue;
         }
         match byte {
-            b'"' => in_string = true,
+            b'"' => (in_string, length) = (true, 0),
             b'{' | b'[' => open += 1,
             b'}' | b']' => open = open.saturating_sub(1),
-            b':' if open <= depth => count += 1,
+            b':' if open <= depth => {
+                let key = last_string.filter(|&len| len > INLINE_KEY as usize);
+                bytes += member + key.map_or(0, super::text_heap_bytes);
+            }
             _ => {}
         }
+        last_string = None;
     }
-    count
+    bytes
 }
 
 impl Parser<'_> {
@@ -272,11 +301,15 @@ mod tests {
             assert_eq!((key.as_str(), value.as_str()), (want_key, want_value));
         }
         assert_eq!(members("{}").unwrap(), vec![]);
-        assert_eq!(members_at_most(text.as_bytes(), 1), 4);
+        let member = std::mem::size_of::<Member>() as u64;
+        assert_eq!(member_bytes_at_most(text.as_bytes(), 1), 4 * member);
+        // And the member inside the array.
+        assert_eq!(member_bytes_at_most(text.as_bytes(), 3), 5 * member);
+        let long = format!(r#"{{"{}":1,"b":"{}"}}"#, "k".repeat(40), "v".repeat(40));
+        let with_long_key = member_bytes_at_most(long.as_bytes(), 1);
         assert_eq!(
-            members_at_most(text.as_bytes(), 3),
-            5,
-            "and the member inside the array"
+            with_long_key,
+            2 * member + super::super::text_heap_bytes(40)
         );
     }
 

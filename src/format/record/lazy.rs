@@ -21,8 +21,8 @@ use super::model::{FieldMeta, RecordMeta};
 use super::row::FingerprintHasher;
 use super::validate::{validate_parts, FieldVisit, FieldWalk, RecordParts};
 use crate::format::json::{
-    members_at_most, parse_bytes_at_most, text_heap_bytes, JsonError, JsonErrorKind, JsonLimits,
-    Member, Object, ObjectText, Value,
+    member_bytes_at_most, parse_bytes_at_most, text_heap_bytes, JsonError, JsonErrorKind,
+    JsonLimits, Member, Object, ObjectText, Value,
 };
 use crate::format::limits::RecordLimits;
 
@@ -51,10 +51,7 @@ impl<'a> RowLayout<'a> {
     /// member of the row and of its top-level objects (`fields` among them), and keys too
     /// long to be kept inline.
     pub fn locating_price(text: &[u8]) -> u64 {
-        let member = std::mem::size_of::<Member>() as u64;
-        members_at_most(text, 2)
-            .saturating_mul(member)
-            .saturating_add(text.len() as u64)
+        member_bytes_at_most(text, 2)
     }
 
     /// Locates the members of row `text` and of its `fields` object, parsing none of their
@@ -117,7 +114,7 @@ impl<'a> RowLayout<'a> {
         let (fields_span, fields) = self.fields.unwrap_or_default();
         let head = RecordMeta::from_row_owned(head)?;
         let row = LazyRow {
-            text: self.text.into(),
+            text: self.doc.text().into(),
             limits: self.limits,
             id: head.id,
             scene_id: head.scene_id,
@@ -196,7 +193,8 @@ fn refuse_twice(members: &mut [Member], object_offset: usize) -> Result<(), Reco
 /// located by name and parsed when asked.
 #[derive(Debug)]
 pub struct LazyRow {
-    text: Box<[u8]>,
+    /// The row, checked when it was read (UTF-8, within the row limit).
+    text: Box<str>,
     limits: JsonLimits,
     pub id: String,
     pub scene_id: Option<String>,
@@ -214,13 +212,13 @@ impl LazyRow {
     /// The row of a model already held: written in the row form and its fields located, not
     /// validated again (the model was).
     pub fn of_meta(meta: &RecordMeta) -> Result<LazyRow, RecordError> {
-        let text = meta.to_row_json().into_bytes();
+        let text = meta.to_row_json();
         let limits = JsonLimits {
             max_bytes: usize::MAX,
             max_depth: usize::MAX,
             max_nodes: usize::MAX,
         };
-        let doc = ObjectText::new(&text, &limits).map_err(json_error)?;
+        let doc = ObjectText::of_str(&text, &limits);
         let head = doc.members(doc.whole()).map_err(json_error)?;
         let fields = match head.iter().find(|m| m.key == "fields") {
             Some(member) => doc.members(member.value.clone()).map_err(json_error)?,
@@ -232,7 +230,7 @@ impl LazyRow {
             scene_id: meta.scene_id.clone(),
             metadata: meta.metadata.clone(),
             fields,
-            text: text.into_boxed_slice(),
+            text: text.into_boxed_str(),
         })
     }
 
@@ -263,7 +261,7 @@ impl LazyRow {
             let detail = format!("the row has no field {index}");
             return Err(RecordError::validation(super::rule::KEY_TYPE, detail));
         };
-        let doc = ObjectText::new(&self.text, &self.limits).map_err(json_error)?;
+        let doc = ObjectText::of_str(&self.text, &self.limits);
         let (value, nodes) = doc
             .parse(member.value.clone(), FIELD_DEPTH)
             .map_err(json_error)?;
