@@ -649,6 +649,62 @@ pub fn object_to_pretty(object: &Object) -> String {
     out
 }
 
+/// An object written in the pretty form member by member, exactly as [`object_to_pretty`]
+/// writes a whole one (the caller gives the keys in order): for documents whose members are
+/// made one at a time, so that only the text is ever whole.
+pub struct PrettyObject<'o> {
+    out: &'o mut String,
+    indent: usize,
+    members: usize,
+}
+
+impl<'o> PrettyObject<'o> {
+    /// An object at nesting level `indent`, written into `out`.
+    pub fn open(out: &'o mut String, indent: usize) -> PrettyObject<'o> {
+        PrettyObject {
+            out,
+            indent,
+            members: 0,
+        }
+    }
+
+    /// The next member.
+    pub fn member(&mut self, key: &str, value: &Value) {
+        self.key(key);
+        write_pretty(value, self.indent + 1, self.out);
+    }
+
+    /// The next member, an object held as one.
+    pub fn object(&mut self, key: &str, object: &Object) {
+        self.key(key);
+        write_pretty_object(object, self.indent + 1, self.out);
+    }
+
+    /// The next member, an object written member by member (closed by the caller).
+    pub fn nested(&mut self, key: &str) -> PrettyObject<'_> {
+        self.key(key);
+        PrettyObject::open(self.out, self.indent + 1)
+    }
+
+    fn key(&mut self, key: &str) {
+        self.out.push(if self.members == 0 { '{' } else { ',' });
+        self.members += 1;
+        newline_indent(self.indent + 1, self.out);
+        write_string(key, self.out);
+        self.out.push_str(": ");
+    }
+
+    /// Ends the object.
+    pub fn close(self) {
+        if self.members == 0 {
+            self.out.push_str("{}");
+        } else {
+            newline_indent(self.indent, self.out);
+            self.out.push('}');
+        }
+    }
+}
+
 fn write_compact(value: &Value, out: &mut String) {
     match value {
         Value::Array(items) => {
@@ -1307,6 +1363,36 @@ mod tests {
             parse(&nested),
             Err(JsonErrorKind::TooDeep { limit: 128 })
         ));
+    }
+
+    /// An object written member by member is the text of the same object written whole.
+    #[test]
+    fn a_pretty_object_written_member_by_member_is_the_whole_one() {
+        let inner = parse(r#"{"x":[1,{"y":{}}],"z":[]}"#).unwrap();
+        let Value::Object(inner_object) = inner.clone() else {
+            panic!("not an object")
+        };
+        let mut whole = Object::new();
+        whole.insert("a".into(), Value::Object(Object::new()));
+        whole.insert("b".into(), inner.clone());
+        whole.insert("c".into(), Value::Object(inner_object.clone()));
+        whole.insert("d".into(), Value::from("é"));
+        let mut out = String::new();
+        let mut doc = PrettyObject::open(&mut out, 0);
+        doc.nested("a").close();
+        let mut b = doc.nested("b");
+        for (key, value) in inner_object.iter() {
+            b.member(key, value);
+        }
+        b.close();
+        doc.object("c", &inner_object);
+        doc.member("d", &Value::from("é"));
+        doc.close();
+        out.push('\n');
+        assert_eq!(out, object_to_pretty(&whole));
+        let mut empty = String::new();
+        PrettyObject::open(&mut empty, 0).close();
+        assert_eq!(empty, "{}");
     }
 
     #[test]

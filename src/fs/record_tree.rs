@@ -386,7 +386,7 @@ impl RecordTree {
     }
 }
 
-/// `record.json` of a row: its fields parsed one at a time into the document.
+/// `record.json` of a row, its fields parsed one at a time.
 fn record_json_of_row(
     row: &LazyRow,
     ordinal: u64,
@@ -397,19 +397,18 @@ fn record_json_of_row(
         metadata: &row.metadata,
         ordinal,
     };
-    let mut fields = Vec::with_capacity(row.field_count());
-    for index in 0..row.field_count() {
+    let fields = (0..row.field_count()).map(|index| {
         let name = row.field_name(index).unwrap_or_default();
-        fields.push((name, row.field(index)?.to_row_value()));
-    }
-    Ok(views::record_json_of(head, fields))
+        Ok((name, row.field(index)?.to_row_value()))
+    });
+    views::record_json_of(head, fields)
 }
 
 /// A tree's own fields, by name (labelled source fields are not the record's).
 impl FieldsOf for RecordTree {
     fn field_named(&self, name: &str) -> Option<FieldRef<'_>> {
         let field = self.row.field(self.row.field_index(name)?).ok()?;
-        Some(FieldRef::Owned(Box::new(field)))
+        Some(FieldRef::Parsed(std::rc::Rc::new(field)))
     }
 }
 
@@ -582,6 +581,7 @@ impl<V: FileView> Builder<V> {
 mod tests {
     use super::*;
     use crate::format::dtype::DType;
+    use crate::format::json::Object;
     use std::collections::BTreeMap;
 
     fn meta(names: &[(&str, DType, Vec<u64>)]) -> RecordMeta {
@@ -613,6 +613,38 @@ mod tests {
         }
         walk(tree, 0, "", &mut out);
         out
+    }
+
+    /// `record.json`, written field by field from the kept row, is the document built whole
+    /// (the row's form of each field, the head, the ordinal) and written by the pretty writer.
+    #[test]
+    fn record_json_is_the_whole_document() {
+        let ids = DatasetIds {
+            dataset_id: "d",
+            snapshot_id: "s",
+        };
+        let mut record = meta(&[
+            ("b/iq", DType::C64, vec![4]),
+            ("a \"quoted\" é", DType::F64, vec![2, 3]),
+            ("z", DType::U8, vec![1]),
+        ]);
+        record.scene_id = Some("scene\n1".into());
+        record.metadata.insert("rate".into(), 2.5e300.into());
+        let fields: Object = record
+            .fields
+            .iter()
+            .map(|(name, field)| (name.as_str().into(), field.to_row_value()))
+            .collect();
+        let mut whole = Object::new();
+        whole.insert("fields".into(), fields.into());
+        whole.insert("id".into(), "r".into());
+        whole.insert("metadata".into(), record.metadata.clone().into());
+        whole.insert("ordinal".into(), 7u64.into());
+        whole.insert("scene_id".into(), "scene\n1".into());
+        let expected = crate::format::json::object_to_pretty(&whole).into_bytes();
+        let tree = RecordTree::build(7, record, ids).unwrap();
+        assert_eq!(tree.record_json().unwrap(), expected);
+        assert_eq!(tree.record_json_len(), expected.len() as u64);
     }
 
     #[test]

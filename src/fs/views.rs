@@ -75,8 +75,14 @@ pub fn record_json(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
         metadata: &meta.metadata,
         ordinal,
     };
-    let fields = meta.fields.iter().map(|(n, f)| (n, f.to_row_value()));
-    record_json_of(head, fields)
+    let fields = meta
+        .fields
+        .iter()
+        .map(|(name, field)| Ok::<_, std::convert::Infallible>((name, field.to_row_value())));
+    match record_json_of(head, fields) {
+        Ok(text) => text,
+        Err(never) => match never {},
+    }
 }
 
 /// A row's parts beside its fields, and the record's ordinal.
@@ -88,22 +94,29 @@ pub struct RecordHead<'a> {
     pub ordinal: u64,
 }
 
-/// [`record_json`] of a row given in parts (`fields` in name order, in their row form).
-pub fn record_json_of<K: AsRef<str>>(
+/// [`record_json`] of a row given in parts: `fields` in name order, each in its row form, as
+/// they are made (a row kept as text parses them one at a time). Each is written and let go,
+/// so only the text is ever whole: the document as one tree of values was several times the
+/// row for a record of thousands of fields.
+pub fn record_json_of<K: AsRef<str>, E>(
     head: RecordHead<'_>,
-    fields: impl IntoIterator<Item = (K, Value)>,
-) -> Vec<u8> {
-    let fields: Object = fields
-        .into_iter()
-        .map(|(name, field)| (name.as_ref().into(), field))
-        .collect();
-    let mut doc = Object::new();
-    doc.insert("fields".into(), Value::Object(fields));
-    doc.insert("id".into(), Value::from(head.id));
-    doc.insert("metadata".into(), Value::Object(head.metadata.clone()));
-    doc.insert("ordinal".into(), Value::from(head.ordinal));
-    doc.insert("scene_id".into(), Value::from(head.scene_id));
-    json::object_to_pretty(&doc).into_bytes()
+    fields: impl IntoIterator<Item = Result<(K, Value), E>>,
+) -> Result<Vec<u8>, E> {
+    let mut out = String::new();
+    let mut doc = json::PrettyObject::open(&mut out, 0);
+    let mut listed = doc.nested("fields");
+    for field in fields {
+        let (name, value) = field?;
+        listed.member(name.as_ref(), &value);
+    }
+    listed.close();
+    doc.member("id", &Value::from(head.id));
+    doc.object("metadata", head.metadata);
+    doc.member("ordinal", &Value::from(head.ordinal));
+    doc.member("scene_id", &Value::from(head.scene_id));
+    doc.close();
+    out.push('\n');
+    Ok(out.into_bytes())
 }
 
 /// The sample rate: the field's `time_coordinates` block when it is `uniform` with a

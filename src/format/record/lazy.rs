@@ -412,32 +412,80 @@ mod tests {
         }
     }
 
+    /// What reading `text` lazily takes, measured by the counting allocator, against its
+    /// prices: (located, locating price, peak, parse price, held, charged).
+    fn measured(text: &str) -> [u64; 6] {
+        let limits = RecordLimits::default();
+        let before = crate::testing::allocated_now();
+        crate::testing::reset_peak();
+        let layout = RowLayout::locate(text.as_bytes(), &limits).unwrap();
+        let located = crate::testing::allocated_now().saturating_sub(before);
+        let price = layout.parse_price();
+        let row = layout.parse(&limits).unwrap();
+        let peak = crate::testing::peak_allocated().saturating_sub(before);
+        let held = crate::testing::allocated_now().saturating_sub(before);
+        let locating = RowLayout::locating_price(text.as_bytes());
+        [located, locating, peak, price, held, row.heap_bytes()]
+    }
+
+    /// Checks that each step took no more than its price and the row holds no more than it
+    /// is charged.
+    fn within_prices(what: &str, text: &str) -> [u64; 6] {
+        let found = measured(text);
+        let [located, locating, peak, price, held, charged] = found;
+        eprintln!(
+            "{what}: row {} bytes, located {located} (priced {locating}), peak {peak} \
+             (priced {}), held {held} (charged {charged})",
+            text.len(),
+            locating + price
+        );
+        assert!(located <= locating, "{what}: located");
+        assert!(peak <= locating + price, "{what}: peak");
+        assert!(held <= charged, "{what}: held");
+        found
+    }
+
     /// A row of 2,000 fields held lazily is its text and little more, where its model is
-    /// several times that; the prices cover what locating and parsing take (measured by the
-    /// counting allocator).
+    /// several times that; the prices cover what locating and parsing take.
     #[test]
     fn a_wide_row_is_held_as_its_text_and_priced_above_what_it_takes() {
         let names: Vec<String> = (0..2_000).map(|i| format!("f{i:04}")).collect();
         let fields: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), FIELD)).collect();
         let text = row_of(&fields);
-        let limits = RecordLimits::default();
-        let before = crate::testing::allocated_now();
-        crate::testing::reset_peak();
-        let layout = RowLayout::locate(text.as_bytes(), &limits).unwrap();
-        let located = crate::testing::allocated_now() as i64 - before as i64;
-        assert!(located as u64 <= RowLayout::locating_price(text.as_bytes()));
-        let price = layout.parse_price();
-        let row = layout.parse(&limits).unwrap();
-        let peak = crate::testing::peak_allocated() as i64 - before as i64;
-        let held = crate::testing::allocated_now() as i64 - before as i64;
-        eprintln!(
-            "row {} bytes: located {located}, parse priced {price}, peak {peak}, held {held} \
-             (charged {})",
-            text.len(),
-            row.heap_bytes()
+        let [.., charged] = within_prices("2,000 fields", &text);
+        assert!(charged < 2 * text.len() as u64);
+    }
+
+    /// Shapes whose model is large for their text, each within its prices: a field of 128
+    /// axes of one sample (an axis is 272 bytes of model for 30 of text), a coordinate of
+    /// 200,000 one-digit values, 1,000 fields with names of 100 bytes, 500 fields sharing an
+    /// axis id (validation parses two fields at once to compare them).
+    #[test]
+    fn rows_whose_model_is_large_for_their_text_stay_within_their_prices() {
+        let axes: Vec<String> = (0..128)
+            .map(|i| format!(r#"{{"name":"a{i}","length":1}}"#))
+            .collect();
+        let many_axes = format!(
+            r#"{{"dtype":"uint8","shape":[{}],"axes":[{}],"metadata":{{}}}}"#,
+            vec!["1"; 128].join(","),
+            axes.join(",")
         );
-        assert!(peak as u64 <= price + RowLayout::locating_price(text.as_bytes()));
-        assert!(held as u64 <= row.heap_bytes());
-        assert!(row.heap_bytes() < 2 * text.len() as u64);
+        within_prices("128 axes", &row_of(&[("a", &many_axes)]));
+
+        let values = vec!["7"; 200_000].join(",");
+        let long_coordinate = format!(
+            r#"{{"dtype":"uint8","shape":[200000],"axes":[{{"name":"t","length":200000,"coordinate":{{"values":[{values}]}}}}],"metadata":{{}}}}"#
+        );
+        within_prices("200,000 values", &row_of(&[("a", &long_coordinate)]));
+
+        let names: Vec<String> = (0..1_000).map(|i| format!("{i:0100}")).collect();
+        let fields: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), FIELD)).collect();
+        within_prices("1,000 long names", &row_of(&fields));
+
+        let names: Vec<String> = (0..500).map(|i| format!("f{i:03}")).collect();
+        let fields: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), FIELD)).collect();
+        let shared = row_of(&fields);
+        assert!(LazyRow::parse(shared.as_bytes(), &RecordLimits::default()).is_ok());
+        within_prices("500 fields sharing an axis id", &shared);
     }
 }

@@ -84,8 +84,7 @@ pub trait FieldsOf {
 /// from a kept row (and shared while a tree is built: [`RowFields`]).
 pub enum FieldRef<'a> {
     Borrowed(&'a FieldMeta),
-    Owned(Box<FieldMeta>),
-    Shared(Rc<FieldMeta>),
+    Parsed(Rc<FieldMeta>),
 }
 
 impl std::ops::Deref for FieldRef<'_> {
@@ -94,8 +93,7 @@ impl std::ops::Deref for FieldRef<'_> {
     fn deref(&self) -> &FieldMeta {
         match self {
             FieldRef::Borrowed(field) => field,
-            FieldRef::Owned(field) => field,
-            FieldRef::Shared(field) => field,
+            FieldRef::Parsed(field) => field,
         }
     }
 }
@@ -136,14 +134,14 @@ impl FieldsOf for RowFields<'_> {
         let index = self.row.field_index(name)?;
         let mut recent = self.recent.borrow_mut();
         if let Some((_, field)) = recent.iter().find(|(at, _)| *at == index) {
-            return Some(FieldRef::Shared(field.clone()));
+            return Some(FieldRef::Parsed(field.clone()));
         }
         let field = Rc::new(self.row.field(index).ok()?);
         if recent.len() == RECENT_FIELDS {
             recent.remove(0);
         }
         recent.push((index, field.clone()));
-        Some(FieldRef::Shared(field))
+        Some(FieldRef::Parsed(field))
     }
 }
 
