@@ -220,7 +220,7 @@ impl Parser<'_> {
     fn skip_value(&mut self) -> Result<(), JsonError> {
         match self.peek() {
             None => Err(self.error(JsonErrorKind::UnexpectedEnd)),
-            Some(b'"') => self.string::<Skipped>().map(drop),
+            Some(b'"') => self.skip_string(),
             Some(b'{' | b'[') => self.skip_container(),
             Some(_) => {
                 let start = self.pos;
@@ -238,6 +238,25 @@ impl Parser<'_> {
         }
     }
 
+    /// Moves past the string opening here, to just after its closing quote: an escape's
+    /// backslash takes the byte after it along (its content is checked when it is parsed).
+    fn skip_string(&mut self) -> Result<(), JsonError> {
+        let rest = self.input.get(self.pos + 1..).unwrap_or_default();
+        let mut at = 0;
+        while let Some(&byte) = rest.get(at) {
+            match byte {
+                b'"' => {
+                    self.pos += at + 2;
+                    return Ok(());
+                }
+                b'\\' => at += 2,
+                _ => at += 1,
+            }
+        }
+        self.pos = self.input.len();
+        Err(self.error(JsonErrorKind::UnexpectedEnd))
+    }
+
     /// Moves past the container opening here, to just after the bracket that closes it.
     fn skip_container(&mut self) -> Result<(), JsonError> {
         let mut open = 0usize;
@@ -245,7 +264,7 @@ impl Parser<'_> {
             match self.peek() {
                 None => return Err(self.error(JsonErrorKind::UnexpectedEnd)),
                 Some(b'"') => {
-                    self.string::<Skipped>()?;
+                    self.skip_string()?;
                     continue;
                 }
                 Some(b'{' | b'[') => {

@@ -87,30 +87,43 @@ impl<'a> RowLayout<'a> {
     }
 
     /// The most [`RowLayout::parse`] holds beside the text and this layout, at one time: the
-    /// row's copy, the head's values, and the parses of the two largest fields (validation
-    /// compares an axis with one of another field that shares its id), each its tree of values
-    /// and the model made from it (a model is at most twice the tree it is made from).
+    /// row's copy, the head's values, and the fields' parses (each its tree of values and the
+    /// model made from it, a model being at most twice the tree it is made from): all of them
+    /// when they are held together for validation ([`HELD_TOGETHER`]), else the two largest
+    /// (validation compares an axis with one of another field that shares its id).
     pub fn parse_price(&self) -> u64 {
         let price = |span: &Range<usize>| parse_bytes_at_most(self.doc.slice(span));
         let head: u64 = self.head.iter().map(|m| price(&m.value)).sum();
-        let (mut largest, mut second) = (0u64, 0u64);
-        for member in self.fields.iter().flat_map(|(_, members)| members) {
-            let field = price(&member.value);
-            if field > largest {
-                (largest, second) = (field, largest);
-            } else {
-                second = second.max(field);
-            }
-        }
+        let fields = self.field_prices();
+        let parses = match fields.held_together() {
+            true => fields.total,
+            false => fields.largest.saturating_add(fields.second),
+        };
         (self.text.len() as u64)
             .saturating_add(head)
-            .saturating_add(largest.saturating_add(second).saturating_mul(3))
+            .saturating_add(parses.saturating_mul(3))
+    }
+
+    /// What the fields' parses are priced, together and the two largest.
+    fn field_prices(&self) -> FieldPrices {
+        let mut found = FieldPrices::default();
+        for member in self.fields.iter().flat_map(|(_, members)| members) {
+            let field = parse_bytes_at_most(self.doc.slice(&member.value));
+            found.total = found.total.saturating_add(field);
+            if field > found.largest {
+                (found.largest, found.second) = (field, found.largest);
+            } else {
+                found.second = found.second.max(field);
+            }
+        }
+        found
     }
 
     /// Parses the head, then checks every field (each parsed, checked and let go) with the
     /// rules and limits [`RecordMeta::parse_row`] applies; the row is kept as its text.
     pub fn parse(self, limits: &RecordLimits) -> Result<LazyRow, RecordError> {
         let (head, mut nodes) = self.parse_head()?;
+        let hold = self.field_prices().held_together();
         let (fields_span, fields) = self.fields.unwrap_or_default();
         let head = RecordMeta::from_row_owned(head)?;
         let row = LazyRow {
@@ -121,12 +134,14 @@ impl<'a> RowLayout<'a> {
             metadata: head.metadata,
             fields,
         };
-        // Every field read as a whole row's read reads it, its values counted.
+        // Every field read as a whole row's read reads it, its values counted; kept for the
+        // validation when they are small enough to be held together.
         if !fields_span.is_empty() {
             nodes = nodes.saturating_add(1);
         }
+        let mut held = Vec::with_capacity(if hold { row.fields.len() } else { 0 });
         for index in 0..row.fields.len() {
-            let (_, counted) = row.parse_field(index)?;
+            let (field, counted) = row.parse_field(index)?;
             nodes = nodes.saturating_add(counted);
             if nodes > self.limits.max_nodes {
                 let limit = self.limits.max_nodes;
@@ -136,13 +151,22 @@ impl<'a> RowLayout<'a> {
                 };
                 return Err(json_error(error));
             }
+            if hold {
+                held.push(field);
+            }
         }
+        let held_fields = HeldFields { row: &row, held };
+        let fields: &dyn FieldWalk = match hold {
+            true => &held_fields,
+            false => &row,
+        };
         let parts = RecordParts {
             id: &row.id,
             metadata: &row.metadata,
-            fields: &row,
+            fields,
         };
         validate_parts(parts, limits, row.text.len())?;
+        drop(held_fields);
         Ok(row)
     }
 
@@ -163,6 +187,60 @@ impl<'a> RowLayout<'a> {
             head.insert("fields".into(), Value::Object(Object::new()));
         }
         Ok((head, nodes))
+    }
+}
+
+/// How much of fields' parses a row's read holds together for validation, at most: rows
+/// whose fields price within it (nearly all) are parsed once and checked as held; larger ones
+/// are parsed again by each check, one field at a time (about eight times the work, in
+/// exchange for memory that stays near the text).
+pub const HELD_TOGETHER: u64 = 1 << 20;
+
+/// What a row's fields' parses are priced.
+#[derive(Default)]
+struct FieldPrices {
+    total: u64,
+    largest: u64,
+    second: u64,
+}
+
+impl FieldPrices {
+    fn held_together(&self) -> bool {
+        self.total <= HELD_TOGETHER
+    }
+}
+
+/// A row's fields parsed once and held while the row is validated.
+struct HeldFields<'a> {
+    row: &'a LazyRow,
+    held: Vec<FieldMeta>,
+}
+
+impl FieldWalk for HeldFields<'_> {
+    fn count(&self) -> usize {
+        self.held.len()
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.row.field_index(name).is_some()
+    }
+
+    fn each(&self, visit: &mut FieldVisit<'_>) -> Result<(), RecordError> {
+        for (index, field) in self.held.iter().enumerate() {
+            visit(index, self.row.field_name(index).unwrap_or_default(), field)?;
+        }
+        Ok(())
+    }
+
+    fn with_field(
+        &self,
+        index: usize,
+        visit: &mut dyn FnMut(&FieldMeta) -> Result<(), RecordError>,
+    ) -> Result<(), RecordError> {
+        match self.held.get(index) {
+            Some(field) => visit(field),
+            None => Ok(()),
+        }
     }
 }
 
