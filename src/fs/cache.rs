@@ -1010,17 +1010,24 @@ pub fn tree_bytes(tree: &RecordTree) -> u64 {
     let node_names: u64 = tree
         .nodes
         .iter()
-        .map(|n| text_heap_bytes(n.name().len()))
+        .map(crate::fs::record_tree::Node::heap_bytes)
         .sum();
     let slots = tree.fields.capacity() * size_of::<crate::fs::record_tree::FieldEntry>()
         + tree.nodes.capacity() * size_of::<crate::fs::record_tree::Node>();
     let lists: u64 = tree
         .clashes
         .iter()
-        .chain(tree.sigmf_streams.iter().map(|(path, _)| path))
         .chain(tree.preview_panels.iter().map(|(name, _)| name))
         .map(|text| text_heap_bytes(text.capacity()) + 32)
-        .sum();
+        .sum::<u64>()
+        + tree
+            .sigmf_streams
+            .iter()
+            .filter(|(path, _)| path.is_heap_allocated())
+            .map(|(path, _)| text_heap_bytes(path.len()))
+            .sum::<u64>();
+    let slots =
+        slots + tree.sigmf_streams.capacity() * size_of::<(compact_str::CompactString, u32)>();
     tree.row.heap_bytes() + fields + class_names + node_names + slots as u64 + lists + 1024
 }
 

@@ -1596,8 +1596,8 @@ fn tree_child<V>(nodes: &[Node<V>], dir: u32, index: u64) -> Result<(u32, Kind, 
     };
     let child = *children.get(index as usize).ok_or(FsError::NotFound)?;
     match nodes.get(child as usize) {
-        Some(Node::Dir { name, .. }) => Ok((child, Kind::Dir, name.clone())),
-        Some(Node::File { name, .. }) => Ok((child, Kind::File, name.clone())),
+        Some(Node::Dir { name, .. }) => Ok((child, Kind::Dir, name.to_string())),
+        Some(Node::File { name, .. }) => Ok((child, Kind::File, name.to_string())),
         None => Err(FsError::NotFound),
     }
 }

@@ -9,6 +9,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use compact_str::CompactString;
+
 use super::views::picture::{self, PanelKind};
 use super::views::sigmf::{
     BoxTensors, FieldRef, FieldsOf, MetaLayout, MetaSource, NamesMemo, Provenance, RowFields,
@@ -32,7 +34,7 @@ pub struct FieldEntry {
     pub raw_len: u64,
     npy_header_len: u64,
     json_len: u64,
-    pub sigmf_meta: Option<Box<MetaLayout>>,
+    pub sigmf_meta: Option<MetaLayout>,
     /// Shown only as a metadata-only `.sigmf-meta`: a source record's field seen through an
     /// annotation set's labels (its bytes are not the carrier's).
     pub meta_only: bool,
@@ -45,20 +47,19 @@ impl FieldEntry {
             View::Raw | View::SigmfData => self.raw_len,
             View::Npy => self.npy_header_len + self.raw_len,
             View::Json => self.json_len,
-            View::SigmfMeta => self.sigmf_meta.as_deref().map_or(0, MetaLayout::len),
+            View::SigmfMeta => self.sigmf_meta.as_ref().map_or(0, MetaLayout::len),
             View::Spectrogram => picture::spectrogram_len(),
         }
     }
 
     /// What the entry holds on the heap beside its slot.
     pub fn heap_bytes(&self) -> u64 {
-        use crate::format::json::text_heap_bytes;
-        let layout = |m: &MetaLayout| std::mem::size_of::<MetaLayout>() as u64 + m.held_bytes();
+        use crate::format::json::{text_heap_bytes, ALLOCATION};
+        let boxed = |size: usize| size as u64 + ALLOCATION;
+        let held = |f: &FieldMeta| boxed(std::mem::size_of::<FieldMeta>()) + f.heap_bytes();
         text_heap_bytes(self.name.capacity())
-            + self.sigmf_meta.as_deref().map_or(0, layout)
-            + self.held.as_deref().map_or(0, |f| {
-                std::mem::size_of::<FieldMeta>() as u64 + f.heap_bytes()
-            })
+            + self.sigmf_meta.as_ref().map_or(0, MetaLayout::held_bytes)
+            + self.held.as_deref().map_or(0, held)
     }
 }
 
@@ -67,13 +68,13 @@ impl FieldEntry {
 #[derive(Debug)]
 pub enum Node<V = View> {
     Dir {
-        name: String,
+        name: CompactString,
         parent: u32,
         /// Child node indices, sorted by name.
         children: Vec<u32>,
     },
     File {
-        name: String,
+        name: CompactString,
         parent: u32,
         field: u32,
         view: V,
@@ -110,6 +111,25 @@ impl<V> Node<V> {
         }
     }
 
+    /// What the node holds on the heap: a directory's list of children, and its name unless
+    /// it is kept inline (24 bytes or less, nearly every name).
+    pub fn heap_bytes(&self) -> u64 {
+        use crate::format::json::{text_heap_bytes, ALLOCATION};
+        let (name, children) = match self {
+            Node::Dir { name, children, .. } => (name, children.capacity()),
+            Node::File { name, .. } => (name, 0),
+        };
+        let name = match name.is_heap_allocated() {
+            true => text_heap_bytes(name.len()),
+            false => 0,
+        };
+        let children = match children {
+            0 => 0,
+            slots => slots as u64 * 4 + ALLOCATION,
+        };
+        name + children
+    }
+
     pub fn parent(&self) -> u32 {
         match self {
             Node::Dir { parent, .. } | Node::File { parent, .. } => *parent,
@@ -138,7 +158,7 @@ pub struct RecordTree {
     pub clashes: Vec<String>,
     /// The SigMF recordings shown: each `.sigmf-meta`'s path below `fields/` without its
     /// suffix, and its field, in path order.
-    pub sigmf_streams: Vec<(String, u32)>,
+    pub sigmf_streams: Vec<(CompactString, u32)>,
     /// What `preview.png` shows: its panels' fields and kinds.
     pub preview_panels: Vec<(String, PanelKind)>,
 }
@@ -298,7 +318,7 @@ impl RecordTree {
         tensors: Option<&BoxTensors>,
     ) -> Option<Result<Vec<u8>, crate::fs::error::FsError>> {
         let entry = self.fields.get(index)?;
-        let layout = entry.sigmf_meta.as_deref()?;
+        let layout = entry.sigmf_meta.as_ref()?;
         let field = self.field_meta_at(index)?;
         let at = Provenance {
             dataset_id: &self.dataset_id,
@@ -326,8 +346,8 @@ impl RecordTree {
     }
 
     /// Every `.sigmf-meta` file node's path (below `fields/`, suffix removed) and field.
-    fn find_sigmf_streams(&self) -> Vec<(String, u32)> {
-        let mut streams: Vec<(String, u32)> = self
+    fn find_sigmf_streams(&self) -> Vec<(CompactString, u32)> {
+        let mut streams: Vec<(CompactString, u32)> = self
             .nodes
             .iter()
             .enumerate()
@@ -341,7 +361,7 @@ impl RecordTree {
             })
             .filter_map(|(path, field)| {
                 let base = path.strip_suffix(View::SigmfMeta.suffix())?;
-                Some((base.to_string(), field))
+                Some((base.into(), field))
             })
             .collect();
         streams.sort();
@@ -431,7 +451,7 @@ fn labelled_source_fields(
                 raw_len: 0,
                 npy_header_len: 0,
                 json_len: 0,
-                sigmf_meta: Some(Box::new(layout)),
+                sigmf_meta: Some(layout),
                 meta_only: true,
             })
         })
@@ -457,7 +477,7 @@ fn field_entry(
         npy_header_len: npy::encode_header(field.dtype, &field.shape).len() as u64,
         json_len: views::field_json(name, field).len() as u64,
         sigmf_meta: views::has_sigmf_pair(field)
-            .then(|| Box::new(MetaLayout::build(name, field, record, at, names))),
+            .then(|| MetaLayout::build(name, field, record, at, names)),
         meta_only: false,
     })
 }
@@ -466,7 +486,7 @@ fn field_entry(
 pub(super) struct Builder<V> {
     nodes: Vec<Node<V>>,
     /// (parent, name) → node, to find existing directories and detect clashes.
-    by_name: HashMap<(u32, String), u32>,
+    by_name: HashMap<(u32, CompactString), u32>,
     clashes: Vec<String>,
 }
 
@@ -491,7 +511,7 @@ impl<V: FileView> Builder<V> {
     ) -> Result<(), TreeError> {
         if self.nodes.is_empty() {
             self.push(Node::Dir {
-                name: String::new(),
+                name: CompactString::default(),
                 parent: 0,
                 children: Vec::new(),
             })?;
@@ -511,7 +531,7 @@ impl<V: FileView> Builder<V> {
             }
         }
         for view in views {
-            let file = format!("{leaf}{}", view.suffix());
+            let file = compact_str::format_compact!("{leaf}{}", view.suffix());
             if self.by_name.contains_key(&(parent, file.clone())) {
                 self.clashes.push(format!("{name}{}", view.suffix()));
                 continue;
@@ -529,16 +549,16 @@ impl<V: FileView> Builder<V> {
 
     /// The directory `name` under `parent`, created if absent; `None` if a file has the name.
     fn directory(&mut self, parent: u32, name: &str) -> Result<Option<u32>, TreeError> {
-        if let Some(&existing) = self.by_name.get(&(parent, name.to_string())) {
+        if let Some(&existing) = self.by_name.get(&(parent, CompactString::from(name))) {
             let is_dir = matches!(self.nodes.get(existing as usize), Some(Node::Dir { .. }));
             return Ok(is_dir.then_some(existing));
         }
         let node = self.push(Node::Dir {
-            name: name.to_string(),
+            name: name.into(),
             parent,
             children: Vec::new(),
         })?;
-        self.link(parent, name.to_string(), node);
+        self.link(parent, name.into(), node);
         Ok(Some(node))
     }
 
@@ -551,7 +571,7 @@ impl<V: FileView> Builder<V> {
         Ok((self.nodes.len() - 1) as u32)
     }
 
-    fn link(&mut self, parent: u32, name: String, node: u32) {
+    fn link(&mut self, parent: u32, name: CompactString, node: u32) {
         self.by_name.insert((parent, name), node);
         if let Some(Node::Dir { children, .. }) = self.nodes.get_mut(parent as usize) {
             children.push(node);
@@ -562,12 +582,12 @@ impl<V: FileView> Builder<V> {
     pub(super) fn finish(mut self) -> (Vec<Node<V>>, Vec<String>) {
         if self.nodes.is_empty() {
             self.nodes.push(Node::Dir {
-                name: String::new(),
+                name: CompactString::default(),
                 parent: 0,
                 children: Vec::new(),
             });
         }
-        let names: Vec<String> = self.nodes.iter().map(|n| n.name().to_string()).collect();
+        let names: Vec<CompactString> = self.nodes.iter().map(|n| n.name().into()).collect();
         for node in &mut self.nodes {
             if let Node::Dir { children, .. } = node {
                 children.sort_by(|a, b| names[*a as usize].cmp(&names[*b as usize]));
@@ -665,10 +685,7 @@ mod tests {
         )
         .unwrap();
         assert!(tree.clashes.is_empty());
-        assert_eq!(
-            tree.sigmf_streams,
-            vec![("projections/rx0/iq".to_string(), 0)]
-        );
+        assert_eq!(tree.sigmf_streams, vec![("projections/rx0/iq".into(), 0)]);
         assert_eq!(
             paths(&tree),
             vec![

@@ -186,7 +186,9 @@ pub struct MetaLayout {
     /// Bytes from the closing `]` of the annotations on.
     suffix_len: u64,
     metadata_only: bool,
-    pub boxes: Option<BoxPlan>,
+    /// Boxed: most fields have none, and a record of thousands of fields keeps a layout for
+    /// each.
+    pub boxes: Option<Box<BoxPlan>>,
 }
 
 /// The tensors of a receiver's boxes, as read from the record.
@@ -259,7 +261,7 @@ impl MetaLayout {
             prefix_len: 0,
             suffix_len: 0,
             metadata_only,
-            boxes,
+            boxes: boxes.map(Box::new),
         };
         let texts = layout.texts(source);
         layout.prefix_len = texts.prefix.len() as u64;
@@ -300,18 +302,20 @@ impl MetaLayout {
         self.prefix_len + self.suffix_len
     }
 
-    /// Bytes the layout holds beside its slot: its plan's field names (its class names are
-    /// shared, [`NamesMemo`], and counted once by whoever holds them).
+    /// Bytes the layout holds beside its slot: its plan and the plan's field names (its class
+    /// names are shared, [`NamesMemo`], and counted once by whoever holds them).
     pub fn held_bytes(&self) -> u64 {
         self.boxes.as_ref().map_or(0, |plan| {
             let identity = plan.identity.as_ref().map_or(0, |(name, _)| name.len());
-            json::text_heap_bytes(plan.extent_field.len()) + json::text_heap_bytes(identity)
+            json::text_heap_bytes(std::mem::size_of::<BoxPlan>())
+                + json::text_heap_bytes(plan.extent_field.len())
+                + json::text_heap_bytes(identity)
         })
     }
 
     /// The box tensors the document needs, if it has boxes.
     pub fn needs_tensors(&self) -> Option<&BoxPlan> {
-        self.boxes.as_ref().filter(|b| b.count > 0)
+        self.boxes.as_deref().filter(|b| b.count > 0)
     }
 
     /// The document written from `source` (what the layout was built from), with the boxes
