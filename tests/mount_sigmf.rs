@@ -565,4 +565,20 @@ fn top_level_labels_are_shown_or_their_refusal_is_logged() {
         "{line}"
     );
     assert!(line.contains("WARN"), "{line}");
+    drop(mount);
+
+    // Daemonized, the same line reaches the file given with `--log-file`.
+    let daemon = common::mount::DaemonMount::mount(dir.path(), &[]);
+    let meta = std::fs::read(daemon.path("records/1/fields/iq.sigmf-meta")).unwrap();
+    let doc = json::parse_object(&meta, &Default::default()).unwrap();
+    assert_eq!(doc["annotations"].as_array().unwrap().len(), 0);
+    let text = daemon.unmount();
+    let line = text
+        .lines()
+        .find(|l| l.contains("labels left out"))
+        .unwrap_or_else(|| panic!("no line in the --log-file for the refused labels:\n{text}"));
+    assert!(
+        line.contains("WARN") && line.contains("frequency_frame \"absolute_hz\""),
+        "{line}"
+    );
 }

@@ -111,6 +111,67 @@ impl Drop for MountGuard {
     }
 }
 
+/// A daemonized mount (`sdsfs mount` without `--foreground`, as mount(8) and fstab run it),
+/// logging to its `--log-file`; unmounted on drop if the test has not.
+pub struct DaemonMount {
+    pub mountpoint: PathBuf,
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl DaemonMount {
+    /// Mounts `dataset` with `extra` arguments; `sdsfs mount` returns once it is ready.
+    pub fn mount(dataset: &Path, extra: &[&str]) -> DaemonMount {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mountpoint = dir.path().join("mnt");
+        std::fs::create_dir(&mountpoint).expect("mount point");
+        let log = dir.path().join("sdsfs.log");
+        let output = Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+            .arg("mount")
+            .args(extra)
+            .arg("--log-file")
+            .arg(&log)
+            .arg(dataset)
+            .arg(&mountpoint)
+            .output()
+            .expect("run sdsfs mount");
+        let mounted = DaemonMount {
+            mountpoint,
+            log,
+            _dir: dir,
+        };
+        assert!(
+            output.status.success(),
+            "sdsfs mount failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        mounted
+    }
+
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.mountpoint.join(relative)
+    }
+
+    /// `sdsfs unmount`, then the log file's text.
+    pub fn unmount(&self) -> String {
+        let status = Command::new(env!("CARGO_BIN_EXE_sdsfs"))
+            .arg("unmount")
+            .arg(&self.mountpoint)
+            .status()
+            .expect("run sdsfs unmount");
+        assert!(status.success(), "sdsfs unmount failed");
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for DaemonMount {
+    fn drop(&mut self) {
+        if is_mounted(&self.mountpoint) {
+            force_unmount(&self.mountpoint);
+        }
+    }
+}
+
 /// Whether `path` is a mount point (its device differs from its parent's).
 pub fn is_mounted(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
