@@ -11,7 +11,7 @@
 //! parsed), [`RowLayout::parse_price`] before the layout is parsed and validated, one field at a
 //! time, into a [`LazyRow`]. The verdict is the one [`RecordMeta::parse_row`] gives, with the
 //! same rules and limits (the same validation code walks the fields,
-//! [`FieldWalk`](super::validate::FieldWalk)); when a row breaks several rules, which one is
+//! [`FieldWalk`]); when a row breaks several rules, which one is
 //! reported first may differ.
 
 use std::ops::Range;
