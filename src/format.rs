@@ -8,6 +8,7 @@
 //! - [`names`]: field names and ids as path names (the mount's encoding, reversed by imports).
 //! - [`png`]: pictures (a canvas, a tiny font) encoded as PNG of a size fixed by the dimensions.
 //! - [`printable`]: strings from a dataset made safe for logs and terminals (controls escaped).
+//! - [`sigmf`]: the SigMF document a field was imported from, kept in its metadata.
 
 pub mod documents;
 pub mod dtype;
@@ -20,3 +21,4 @@ pub mod path;
 pub mod png;
 pub mod printable;
 pub mod record;
+pub mod sigmf;

@@ -153,12 +153,14 @@ fn sigmf_datatypes_convert_exactly() {
             field.meta.metadata["source_datatype"],
             Value::from(*datatype)
         );
-        let sigmf = record.metadata["sigmf"].as_object().unwrap();
+        // The input's SigMF document, kept in the field for its .sigmf-meta.
+        let sigmf = field.meta.metadata["sigmf"].as_object().unwrap();
         assert_eq!(
             sigmf["global"].as_object().unwrap()["core:author"],
             Value::from("test")
         );
         assert_eq!(sigmf["annotations"].as_array().unwrap().len(), 2);
+        assert!(!record.metadata.contains_key("sigmf"));
         // One box: the annotation with both frequency edges (the other has none).
         let extent = &record.fields["labels/boxes/extent"];
         assert_eq!(extent.meta.shape, vec![1, 4]);
@@ -215,14 +217,23 @@ fn sigmf_segments() {
         all.extend(f32s(&iq.data));
     }
     assert_eq!(all, expected);
-    // Annotation 1 (samples 50..80, no edges) stays in the second segment's SigMF metadata.
+    // Annotation 1 (samples 50..80, no edges) stays in the second segment's SigMF document
+    // (its field's), in the segment's samples: 10..40 of samples 40..80.
     let second = dataset.read_record(1).unwrap();
-    let sigmf = second.metadata["sigmf"].as_object().unwrap();
+    let sigmf = second.fields["iq"].meta.metadata["sigmf"]
+        .as_object()
+        .unwrap();
     let annotations = sigmf["annotations"].as_array().unwrap();
     assert_eq!(annotations.len(), 1);
+    let annotation = annotations[0].as_object().unwrap();
+    assert_eq!(annotation["core:sample_start"], Value::from(10u64));
+    assert_eq!(annotation["core:sample_count"], Value::from(30u64));
+    assert_eq!(annotation["core:label"], Value::from("beacon"));
+    let captures = sigmf["captures"].as_array().unwrap();
+    assert_eq!(captures.len(), 1);
     assert_eq!(
-        annotations[0].as_object().unwrap()["core:sample_start"],
-        Value::from(50u64)
+        captures[0].as_object().unwrap()["core:sample_start"],
+        Value::from(0u64)
     );
 }
 
@@ -470,33 +481,58 @@ fn bad_inputs_give_one_line_naming_the_file() {
     );
 }
 
-/// A SigMF recording's annotations with frequency edges come back, through `sds create` and
-/// the mount, in the field's `.sigmf-meta` (the `sigmf` library validating it): the importer
-/// writes the box convention the mount reads (they once disagreed, and every mounted meta said
-/// `"annotations": []`), and a top-level `iq` gets the top-level labels.
+/// SigMF recordings written by the `sigmf` library (several captures at different
+/// frequencies, an extension namespace, overlapping annotations, some without frequency edges
+/// or label, Unicode comments, ci16/cf32/ci8) come back through `sds create` and the mount:
+/// each field's `.sigmf-meta` validates and holds every global key of the input but the
+/// layout's, its captures in order, each annotation with all its keys; the samples read back
+/// as the input's; every annotation with both edges is a label box the library reads
+/// (`tests/python/sigmf_round_trip.py`, the input files as the truth).
 #[test]
-fn sigmf_annotations_come_back_in_the_mounted_meta() {
+fn sigmf_recordings_come_back_whole_through_the_mount() {
     let dir = tempfile::tempdir().unwrap();
-    write_sigmf(dir.path(), "cap", "cf32_le");
+    let inputs = dir.path().join("in");
+    let made = common::run_python(
+        "sigmf_round_trip.py",
+        &["make", inputs.to_str().unwrap()],
+        b"",
+    );
+    let bases: Vec<String> = String::from_utf8(made)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(bases.len(), 3);
     let out = dir.path().join("ds");
-    let meta = dir.path().join("cap.sigmf-meta");
-    ok(&[
-        "create",
-        out.to_str().unwrap(),
-        "--from-sigmf",
-        meta.to_str().unwrap(),
-        "-q",
-    ]);
+    let mut args = vec!["create", out.to_str().unwrap(), "--from-sigmf"];
+    let metas: Vec<String> = bases.iter().map(|b| format!("{b}.sigmf-meta")).collect();
+    args.extend(metas.iter().map(String::as_str));
+    args.push("-q");
+    ok(&args);
+    let dataset = open(&out);
     let mount = common::mount::MountGuard::mount(&out, &[]);
-    let path = mount.path("records/0/fields/iq.sigmf-meta");
-    let line = common::run_python("sigmf_check.py", &["validate", path.to_str().unwrap()], b"");
-    let doc = sdsfs::format::json::parse_object(&line, &Default::default()).unwrap();
-    let annotations = doc["annotations"].as_array().unwrap();
-    assert_eq!(annotations.len(), 1, "{doc:?}");
-    let a = annotations[0].as_object().unwrap();
-    assert_eq!(a["core:sample_start"].as_u64(), Some(10));
-    assert_eq!(a["core:sample_count"].as_u64(), Some(20));
-    assert_eq!(a["core:freq_lower_edge"].as_f64(), Some(2_399_900_000.0));
-    assert_eq!(a["core:freq_upper_edge"].as_f64(), Some(2_400_100_000.0));
-    assert_eq!(a["core:label"].as_str(), Some("burst"));
+    let mut check = vec!["check".to_string(), out.display().to_string()];
+    for (meta, base) in metas.iter().zip(&bases) {
+        let name = Path::new(base).file_name().unwrap().to_str().unwrap();
+        let ordinal = (0..dataset.len())
+            .find(|&o| dataset.read_record(o).unwrap().id == name)
+            .unwrap();
+        let mounted = mount.path(&format!("records/{ordinal}/fields/iq.sigmf-meta"));
+        check.extend([
+            meta.clone(),
+            mounted.display().to_string(),
+            ordinal.to_string(),
+        ]);
+    }
+    let args: Vec<&str> = check.iter().map(String::as_str).collect();
+    let printed = String::from_utf8(common::run_python("sigmf_round_trip.py", &args, b"")).unwrap();
+    // What the inputs hold (by hand from the script's recordings): global keys kept beside
+    // the datatype, extensions and layout keys; captures; annotations; samples; boxes.
+    for line in [
+        "survey_ci16.sigmf-meta: 10 global keys, 3 captures, 7 annotations, 12000 samples, 5 boxes",
+        "burst_cf32.sigmf-meta: 3 global keys, 1 captures, 2 annotations, 4096 samples, 2 boxes",
+        "plain_ci8.sigmf-meta: 2 global keys, 1 captures, 0 annotations, 2000 samples, 0 boxes",
+    ] {
+        assert!(printed.contains(line), "{line} not in:\n{printed}");
+    }
 }

@@ -1118,7 +1118,7 @@ impl Namespace {
             || Ok(len),
             || {
                 let (tree, record) =
-                    self.tree_and_record(ordinal, |tree| box_fields(tree, field))?;
+                    self.tree_and_record(ordinal, |tree| document_box_fields(tree, field))?;
                 self.sigmf_meta(&tree, field, record.as_deref())
             },
         )
@@ -1462,15 +1462,14 @@ const INTERRUPT_CHECK_BYTES: u64 = 1 << 20;
 /// `Namespace::column_scan_turn`).
 const IN_ORDER_MIN_RECORDS: usize = 4;
 
-/// The `index`-th child of directory node `dir` of a field tree: its node, kind and name.
-/// The fields whose tensors field `index`'s `.sigmf-meta` reads (its label boxes' extents
-/// and identities): none when it has no boxes.
+/// The fields of the boxes drawn on field `index`'s pictures (its label boxes' extents and
+/// identities): none when it has no boxes.
 fn box_fields(tree: &RecordTree, index: usize) -> Vec<String> {
     let plan = tree
         .fields
         .get(index)
         .and_then(|entry| entry.sigmf_meta.as_ref())
-        .and_then(|layout| layout.needs_tensors());
+        .and_then(|layout| layout.drawn_boxes());
     let Some(plan) = plan else {
         return Vec::new();
     };
@@ -1478,6 +1477,20 @@ fn box_fields(tree: &RecordTree, index: usize) -> Vec<String> {
     std::iter::once(plan.extent_field.clone())
         .chain(identity)
         .collect()
+}
+
+/// The fields whose tensors field `index`'s `.sigmf-meta` reads: its boxes' when its
+/// annotations are their slots, none when it shows imported annotations (or has no boxes).
+fn document_box_fields(tree: &RecordTree, index: usize) -> Vec<String> {
+    let slots = tree
+        .fields
+        .get(index)
+        .and_then(|entry| entry.sigmf_meta.as_ref())
+        .and_then(|layout| layout.needs_tensors());
+    match slots {
+        Some(_) => box_fields(tree, index),
+        None => Vec::new(),
+    }
 }
 
 /// The fields a record's preview reads: each panel's, and the fields of its boxes.
@@ -1555,7 +1568,7 @@ fn boxes_of(
     record: Option<&RecordBytes>,
 ) -> Result<Vec<Annotation>, FsError> {
     let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
-    match entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors()) {
+    match entry.sigmf_meta.as_ref().and_then(|l| l.drawn_boxes()) {
         Some(plan) => {
             let tensors = box_tensors(tree, plan, record)?;
             sigmf::converted_boxes(plan, &tensors, tree.ordinal, &entry.name)

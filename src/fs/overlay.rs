@@ -131,7 +131,7 @@ impl Carrier {
     /// The spectrogram of an IQ field of the carrier, with its boxes.
     fn spectrogram(&self, index: usize) -> Option<Vec<u8>> {
         let entry = self.tree.fields.get(index)?;
-        let plan = entry.sigmf_meta.as_ref().and_then(|l| l.needs_tensors());
+        let plan = entry.sigmf_meta.as_ref().and_then(|l| l.drawn_boxes());
         let boxes = plan
             .and_then(|plan| {
                 let tensors = self.box_tensors(plan)?;

@@ -17,8 +17,11 @@
 //!   `class_id`, `emitter_index` = the annotation's index in the file); annotations are clipped
 //!   to the segment; class ids number the recording's distinct `core:label`s in sorted order
 //!   (`class_names` in the field metadata), -1 for an unlabeled annotation;
-//! - record metadata `sigmf` (`global`, `captures`, and the annotations overlapping the
-//!   record, all as written in the file) and `source` (data file name, sample start, count).
+//! - in the signal field's metadata, `sigmf`: the recording's SigMF document as the field's
+//!   `.sigmf-meta` gives it back ([`crate::format::sigmf`]): `global` without the layout keys,
+//!   the captures and annotations as written (a segment's in its own samples: the capture in
+//!   effect at its start and those within it, the annotations overlapping it, clipped);
+//! - record metadata `source` (data file name, datatype, sample start, count).
 //!
 //! Multi-channel recordings and captures with `core:header_bytes` are refused.
 
@@ -34,6 +37,7 @@ use crate::format::record::{Axis, Coordinate, Field, FieldMeta, Record};
 
 use crate::format::labels::write::{self, LabelBox, WrittenFrame};
 use crate::format::labels::{EXTENT_NAME as EXTENT_FIELD, IDENTITY_NAME as IDENTITY_FIELD};
+use crate::format::sigmf::{origin_value, ORIGIN_KEY, SAMPLE_START};
 
 /// Why a `.sigmf-meta` file cannot be imported; the message is the problem alone (the
 /// [`ImportError::Meta`] around it names the file).
@@ -250,7 +254,16 @@ fn parse_meta(object: &Object) -> Result<SigmfMeta, MetaError> {
         }
     }
     let captures = array_of(object, "captures")?;
-    for capture in &captures {
+    for (index, capture) in captures.iter().enumerate() {
+        let starts = capture
+            .as_object()
+            .and_then(|c| c.get(SAMPLE_START))
+            .and_then(Value::as_u64);
+        if starts.is_none() {
+            return Err(MetaError::rule(format!(
+                "capture {index}: must be an object with a nonnegative integer \"{SAMPLE_START}\""
+            )));
+        }
         let header = capture.as_object().and_then(|c| c.get("core:header_bytes"));
         if header.is_some_and(|h| h.as_u64() != Some(0)) {
             return Err(MetaError::rule(
@@ -430,8 +443,67 @@ impl Segment {
             meta.metadata
                 .insert("center_frequency_hz".into(), frequency);
         }
+        if let Some(sigmf) = &rec.sigmf {
+            let origin = origin_value(
+                &sigmf.global,
+                self.captures_in_segment(sigmf),
+                self.annotations_in_segment(sigmf),
+            );
+            meta.metadata.insert(ORIGIN_KEY.into(), origin);
+        }
         meta.axes = vec![axis];
         meta
+    }
+
+    /// The recording's captures in the segment's samples: all of them as written for a whole
+    /// recording; for a segment, the one in effect at its start (starting at 0) and those
+    /// starting within it (rebased).
+    fn captures_in_segment(&self, sigmf: &SigmfMeta) -> Vec<Value> {
+        if !self.segmented {
+            return sigmf.captures.clone();
+        }
+        let end = self.start + self.count;
+        let mut in_effect = None;
+        let mut within = Vec::new();
+        for capture in sigmf.captures.iter().filter_map(Value::as_object) {
+            let start = capture
+                .get(SAMPLE_START)
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            if start <= self.start {
+                in_effect = Some(moved_capture(
+                    capture,
+                    self.start - start,
+                    self.recording.sample_rate,
+                ));
+            } else if start < end {
+                within.push(rebased(capture, start - self.start, None));
+            }
+        }
+        in_effect.into_iter().chain(within).collect()
+    }
+
+    /// The recording's annotations in the segment's samples: all of them as written for a
+    /// whole recording; for a segment, those overlapping it, rebased and clipped to it.
+    fn annotations_in_segment(&self, sigmf: &SigmfMeta) -> Vec<Value> {
+        if !self.segmented {
+            return sigmf
+                .annotations
+                .iter()
+                .map(|a| Value::Object(a.object.clone()))
+                .collect();
+        }
+        let end = self.start + self.count;
+        self.overlapping(sigmf)
+            .map(|(_, a)| {
+                let first = a.start.max(self.start);
+                let count = a.count.map(|count| {
+                    let last = a.start.saturating_add(count).min(end).max(first);
+                    last - first
+                });
+                rebased(&a.object, first - self.start, count)
+            })
+            .collect()
     }
 
     /// `core:frequency` of the last capture starting at or before the segment.
@@ -460,29 +532,10 @@ impl Segment {
         source.insert("file".into(), Value::from(file));
         source.insert("sample_start".into(), Value::from(self.start));
         source.insert("sample_count".into(), Value::from(self.count));
+        source.insert("datatype".into(), Value::from(rec.datatype.as_str()));
         let mut metadata = Object::new();
-        match &rec.sigmf {
-            Some(sigmf) => {
-                metadata.insert("sigmf".into(), Value::Object(self.sigmf_metadata(sigmf)));
-            }
-            None => {
-                source.insert("datatype".into(), Value::from(rec.datatype.as_str()));
-            }
-        }
         metadata.insert("source".into(), Value::Object(source));
         metadata
-    }
-
-    fn sigmf_metadata(&self, sigmf: &SigmfMeta) -> Object {
-        let annotations = self
-            .overlapping(sigmf)
-            .map(|(_, a)| Value::Object(a.object.clone()))
-            .collect();
-        let mut out = Object::new();
-        out.insert("annotations".into(), Value::Array(annotations));
-        out.insert("captures".into(), Value::Array(sigmf.captures.clone()));
-        out.insert("global".into(), Value::Object(sigmf.global.clone()));
-        out
     }
 
     /// The annotations overlapping this segment, with their index in the file.
@@ -560,6 +613,57 @@ impl Segment {
     }
 }
 
+/// A capture in effect at a segment's start, `delta` samples after its own start, moved there:
+/// `core:sample_start` 0, `core:global_index` (the index of the sample it starts at in the
+/// original stream) `delta` further, and `core:datetime` `delta / rate` seconds later (left
+/// out when the rate is unknown or the time is not RFC 3339, rather than wrong).
+fn moved_capture(capture: &Object, delta: u64, rate: Option<f64>) -> Value {
+    let mut out = capture.clone();
+    out.insert(SAMPLE_START.into(), Value::from(0u64));
+    if delta == 0 {
+        return Value::Object(out);
+    }
+    if let Some(index) = capture.get("core:global_index").and_then(Value::as_u64) {
+        out.insert(
+            "core:global_index".into(),
+            Value::from(index.saturating_add(delta)),
+        );
+    }
+    if let Some(Value::String(time)) = capture.get("core:datetime") {
+        match rate.and_then(|rate| later_by(time, delta as f64 / rate)) {
+            Some(moved) => out.insert("core:datetime".into(), Value::from(moved)),
+            None => out.remove("core:datetime"),
+        };
+    }
+    Value::Object(out)
+}
+
+/// RFC 3339 `time` plus `seconds`, in UTC with the digits it needs (`...07.252Z`).
+fn later_by(time: &str, seconds: f64) -> Option<String> {
+    let start = chrono::DateTime::parse_from_rfc3339(time).ok()?;
+    let nanos = (seconds * 1e9).round();
+    if !nanos.is_finite() || nanos.abs() > i64::MAX as f64 {
+        return None;
+    }
+    let moved = start.checked_add_signed(chrono::Duration::nanoseconds(nanos as i64))?;
+    Some(
+        moved
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+    )
+}
+
+/// `object` with `core:sample_start` set to `start` and, when given, `core:sample_count` to
+/// `count`.
+fn rebased(object: &Object, start: u64, count: Option<u64>) -> Value {
+    let mut out = object.clone();
+    out.insert(SAMPLE_START.into(), Value::from(start));
+    if let Some(count) = count {
+        out.insert("core:sample_count".into(), Value::from(count));
+    }
+    Value::Object(out)
+}
+
 /// `class_names` of the recording's distinct labels, numbered in sorted order.
 fn class_names(sigmf: &SigmfMeta) -> Object {
     sigmf
@@ -578,4 +682,55 @@ fn time_block(rate: f64, count: u64, offset: f64) -> Value {
     block.insert("sample_rate_hz".into(), Value::Float(rate));
     block.insert("start_offset_s".into(), Value::Float(offset));
     Value::Object(block)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capture(pairs: &[(&str, Value)]) -> Object {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_capture_moved_to_a_segment_start_keeps_its_time_and_index_right() {
+        let original = capture(&[
+            ("core:sample_start", Value::from(4000u64)),
+            ("core:datetime", Value::from("2026-03-04T05:06:07.252Z")),
+            ("core:global_index", Value::from(9000u64)),
+            ("core:frequency", Value::Float(2.4e9)),
+        ]);
+        // 1,000 samples later at 2 MHz: 0.5 ms.
+        let moved = moved_capture(&original, 1000, Some(2e6));
+        let moved = moved.as_object().unwrap();
+        assert_eq!(moved["core:sample_start"], Value::from(0u64));
+        assert_eq!(
+            moved["core:datetime"],
+            Value::from("2026-03-04T05:06:07.252500Z")
+        );
+        assert_eq!(moved["core:global_index"], Value::from(10_000u64));
+        assert_eq!(moved["core:frequency"], Value::Float(2.4e9));
+        // A time in another zone is given in UTC; without a rate, or not RFC 3339, no time.
+        let zoned = capture(&[("core:datetime", Value::from("2026-03-04T07:06:07+02:00"))]);
+        let moved = moved_capture(&zoned, 3, Some(1.0));
+        let time = &moved.as_object().unwrap()["core:datetime"];
+        assert_eq!(time, &Value::from("2026-03-04T05:06:10Z"));
+        let unmoved = moved_capture(&zoned, 3, None);
+        assert!(!unmoved.as_object().unwrap().contains_key("core:datetime"));
+        let bad = capture(&[("core:datetime", Value::from("yesterday"))]);
+        let moved = moved_capture(&bad, 3, Some(1.0));
+        assert!(!moved.as_object().unwrap().contains_key("core:datetime"));
+        // No move: the capture as written (its zone too).
+        let same = moved_capture(&zoned, 0, Some(1.0));
+        assert_eq!(
+            same.as_object().unwrap()["core:datetime"],
+            zoned["core:datetime"]
+        );
+        // An extreme rate never overflows.
+        let far = moved_capture(&original, u64::MAX, Some(1e-6));
+        assert!(!far.as_object().unwrap().contains_key("core:datetime"));
+    }
 }

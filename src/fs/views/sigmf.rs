@@ -24,6 +24,7 @@ use crate::format::labels::{
     Membership, ReceiverFrame,
 };
 use crate::format::record::{FieldMeta, LazyRow, RecordMeta};
+use crate::format::sigmf::{Origin, LAYOUT_KEYS};
 use crate::fs::error::FsError;
 use crate::fs::log_limit;
 use crate::interrupt;
@@ -181,11 +182,15 @@ pub struct MetaSource<'a> {
 /// record of thousands of IQ fields would otherwise keep a document's worth of text for each.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetaLayout {
-    /// Bytes of the document up to and including `"annotations": [`.
+    /// Bytes of the document up to and including `"annotations": [` (and the imported
+    /// annotations, when it shows them).
     prefix_len: u64,
     /// Bytes from the closing `]` of the annotations on.
     suffix_len: u64,
     metadata_only: bool,
+    /// The annotations of the SigMF document the field was imported from, when the document
+    /// shows them instead of its boxes' slots ([`crate::format::sigmf`]).
+    imported: Option<Shown>,
     /// Boxed: most fields have none, and a record of thousands of fields keeps a layout for
     /// each.
     pub boxes: Option<Box<BoxPlan>>,
@@ -195,6 +200,14 @@ pub struct MetaLayout {
 pub struct BoxTensors {
     pub extent: Bytes,
     pub identity: Option<Bytes>,
+}
+
+/// How many of a field's imported annotations its document shows: the first `shown` by
+/// sample start, of `total`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Shown {
+    shown: u64,
+    total: u64,
 }
 
 /// A document's text around its annotations.
@@ -251,16 +264,32 @@ impl MetaLayout {
                 None
             }
         };
-        if let Some(plan) = boxes.as_mut() {
-            // The slots that fit in the cap beside the document's other text and its note.
-            let text = document_text(source, metadata_only, None);
-            let room = MAX_META_BYTES.saturating_sub(text.len() as u64 + NOTE_RESERVE);
-            plan.slots = plan.count.min(room / plan.slot_width.max(1));
-        }
+        let origin = match Origin::of_field(&source.field.metadata) {
+            Ok(origin) => origin,
+            Err(why) => {
+                log_origin_ignored(source.at.ordinal, source.name, &why.to_string());
+                None
+            }
+        };
+        // The room in the cap beside the document's other text and its note.
+        let room = || {
+            let text = document_text(source, metadata_only, origin.as_ref(), None);
+            MAX_META_BYTES.saturating_sub(text.len() as u64 + NOTE_RESERVE)
+        };
+        let imported = match origin.as_ref().filter(|_| !metadata_only) {
+            Some(origin) => Some(imported_that_fit(origin, room())),
+            None => {
+                if let Some(plan) = boxes.as_mut() {
+                    plan.slots = plan.count.min(room() / plan.slot_width.max(1));
+                }
+                None
+            }
+        };
         let mut layout = MetaLayout {
             prefix_len: 0,
             suffix_len: 0,
             metadata_only,
+            imported,
             boxes: boxes.map(Box::new),
         };
         let texts = layout.texts(source);
@@ -269,23 +298,34 @@ impl MetaLayout {
         layout
     }
 
-    /// The boxes left out of the document by its size cap, if any.
+    /// The annotations left out of the document by its size cap, if any.
     fn cut(&self) -> Option<Cut> {
-        let plan = self.boxes.as_ref()?;
-        (plan.slots < plan.count).then(|| Cut {
-            shown: plan.slots,
-            left_out: plan.count - plan.slots,
+        let (shown, total) = match (&self.imported, &self.boxes) {
+            (Some(imported), _) => (imported.shown, imported.total),
+            (None, Some(plan)) => (plan.slots, plan.count),
+            (None, None) => return None,
+        };
+        (shown < total).then(|| Cut {
+            shown,
+            left_out: total - shown,
         })
     }
 
-    /// The document's text around its annotations, written from `source`.
+    /// The document's text around its slots, written from `source`: with imported
+    /// annotations, the prefix ends with them.
     fn texts(&self, source: MetaSource) -> Texts {
-        let text = document_text(source, self.metadata_only, self.cut());
+        // The field's metadata was read when the layout was built (its error logged then).
+        let origin = Origin::of_field(&source.field.metadata).ok().flatten();
+        let text = document_text(source, self.metadata_only, origin.as_ref(), self.cut());
         let marker = "\"annotations\": [";
         let split = text.find(marker).map_or(0, |i| i + marker.len());
         let (prefix, suffix) = text.split_at(split);
+        let mut prefix = prefix.to_string();
+        if let (Some(origin), Some(imported)) = (&origin, &self.imported) {
+            write_imported(&mut prefix, origin, imported.shown);
+        }
         Texts {
-            prefix: prefix.as_bytes().to_vec(),
+            prefix: prefix.into_bytes(),
             suffix: format!("\n  {}", suffix.trim_start()).into_bytes(),
         }
     }
@@ -293,8 +333,13 @@ impl MetaLayout {
     /// The document's exact size (never 0).
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u64 {
-        let slots = self.boxes.as_ref().map_or(0, |b| b.slots * b.slot_width);
+        let slots = self.document_slots().map_or(0, |b| b.slots * b.slot_width);
         self.prefix_len + slots + self.suffix_len
+    }
+
+    /// The box plan whose slots the document has: none when it shows imported annotations.
+    fn document_slots(&self) -> Option<&BoxPlan> {
+        self.boxes.as_deref().filter(|_| self.imported.is_none())
     }
 
     /// Bytes of the document's text around its annotations.
@@ -313,8 +358,14 @@ impl MetaLayout {
         })
     }
 
-    /// The box tensors the document needs, if it has boxes.
+    /// The box tensors the document needs, if it has boxes in slots.
     pub fn needs_tensors(&self) -> Option<&BoxPlan> {
+        self.document_slots().filter(|b| b.count > 0)
+    }
+
+    /// The boxes drawn for the field (its pictures), if it has any: those of its slots, or,
+    /// when the document shows imported annotations, the boxes made from them.
+    pub fn drawn_boxes(&self) -> Option<&BoxPlan> {
         self.boxes.as_deref().filter(|b| b.count > 0)
     }
 
@@ -350,9 +401,56 @@ impl MetaLayout {
 }
 
 /// The whole document without its annotations (pretty JSON).
-fn document_text(source: MetaSource, metadata_only: bool, cut: Option<Cut>) -> String {
-    let document = meta_document(source.name, source.field, source.at, metadata_only, cut);
-    json::object_to_pretty(&document)
+fn document_text(
+    source: MetaSource,
+    metadata_only: bool,
+    origin: Option<&Origin>,
+    cut: Option<Cut>,
+) -> String {
+    let at = DocumentAt {
+        name: source.name,
+        field: source.field,
+        at: source.at,
+        origin,
+    };
+    json::object_to_pretty(&meta_document(at, metadata_only, cut))
+}
+
+/// How many of `origin`'s annotations fit in `room` bytes, as [`write_imported`] writes them.
+fn imported_that_fit(origin: &Origin, room: u64) -> Shown {
+    let mut used = 0u64;
+    let mut shown = 0u64;
+    for (_, annotation) in &origin.annotations {
+        used = used.saturating_add(imported_len(annotation));
+        if used > room {
+            break;
+        }
+        shown += 1;
+    }
+    Shown {
+        shown,
+        total: origin.annotations.len() as u64,
+    }
+}
+
+/// Bytes [`write_imported`] writes for one annotation (a comma counted for each).
+fn imported_len(annotation: &Object) -> u64 {
+    (SLOT_LEAD.len() + json::object_to_compact(annotation).len() + 1) as u64
+}
+
+/// The first `shown` of `origin`'s annotations (sorted by sample start), each on its own line
+/// after a comma but the first, as the slots are written.
+fn write_imported(out: &mut String, origin: &Origin, shown: u64) {
+    for (index, (_, annotation)) in origin.annotations.iter().enumerate() {
+        if index as u64 >= shown {
+            break;
+        }
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(SLOT_LEAD);
+        out.push_str(&json::object_to_compact(annotation));
+    }
 }
 
 /// Why a field's boxes are left out of its `.sigmf-meta` (logged, never an error of the file).
@@ -379,6 +477,16 @@ enum LeftOut {
 fn log_left_out(ordinal: u64, field: &str, why: &str) {
     if log_limit::admit("sigmf-labels") {
         tracing::warn!(ordinal, field, "labels left out of the .sigmf-meta: {why}");
+    }
+}
+
+fn log_origin_ignored(ordinal: u64, field: &str, why: &str) {
+    if log_limit::admit("sigmf-origin") {
+        tracing::warn!(
+            ordinal,
+            field,
+            "imported SigMF document not shown in the .sigmf-meta: {why}"
+        );
     }
 }
 
@@ -598,12 +706,23 @@ fn box_plan(
     }))
 }
 
-fn extensions() -> Value {
+/// `core:extensions`: those of `imported` (an imported document's, when it is an array of
+/// objects) but any declaring the mount's namespace, then the mount's.
+fn extensions(imported: Option<Value>) -> Value {
+    let mut declared: Vec<Value> = match imported {
+        Some(Value::Array(items)) if items.iter().all(|item| item.as_object().is_some()) => items,
+        _ => Vec::new(),
+    };
+    declared.retain(|item| {
+        let name = item.as_object().and_then(|o| o.get("name"));
+        name.and_then(Value::as_str) != Some(NAMESPACE)
+    });
     let mut extension = Object::new();
     extension.insert("name".into(), Value::from(NAMESPACE));
     extension.insert("optional".into(), Value::Bool(true));
     extension.insert("version".into(), Value::from(NAMESPACE_VERSION));
-    Value::Array(vec![Value::Object(extension)])
+    declared.push(Value::Object(extension));
+    Value::Array(declared)
 }
 
 fn description(name: &str, at: &Provenance) -> String {
@@ -621,24 +740,32 @@ struct Cut {
     left_out: u64,
 }
 
+/// What a document is written from: its field, where the record sits, and the SigMF
+/// document the field was imported from, if any.
+#[derive(Clone, Copy)]
+struct DocumentAt<'a> {
+    name: &'a str,
+    field: &'a FieldMeta,
+    at: &'a Provenance<'a>,
+    origin: Option<&'a Origin<'a>>,
+}
+
 /// The document with no annotations (they are spliced in by [`MetaLayout`]); with `cut`, its
-/// global says how many boxes were left out and why.
-fn meta_document(
-    name: &str,
-    field: &FieldMeta,
-    at: &Provenance,
-    metadata_only: bool,
-    cut: Option<Cut>,
-) -> Object {
-    let mut global = Object::new();
+/// global says how many annotations were left out and why. A field imported from SigMF gets
+/// its input's global keys (but the layout's, which the mount's files decide) and captures.
+fn meta_document(doc: DocumentAt, metadata_only: bool, cut: Option<Cut>) -> Object {
+    let mut global = match doc.origin {
+        Some(origin) => imported_global(origin.global),
+        None => Object::new(),
+    };
     if let Some(cut) = cut {
         global.insert(
             format!("{NAMESPACE}:annotations_left_out").into(),
             Value::from(cut.left_out),
         );
         let note = format!(
-            "only the first {} boxes by sample start are annotated: the other {} do not fit in \
-             the {MAX_META_BYTES}-byte limit of a .sigmf-meta",
+            "only the first {} annotations by sample start are shown: the other {} do not fit \
+             in the {MAX_META_BYTES}-byte limit of a .sigmf-meta",
             cut.shown, cut.left_out
         );
         global.insert(format!("{NAMESPACE}:note").into(), Value::from(note));
@@ -646,33 +773,73 @@ fn meta_document(
     if metadata_only {
         global.insert("core:metadata_only".into(), Value::Bool(true));
     }
+    // The mount's `.sigmf-data` is always the field's complex64 samples.
     global.insert("core:datatype".into(), Value::from("cf32_le"));
-    global.insert(
-        "core:description".into(),
-        Value::from(description(name, at)),
-    );
-    global.insert("core:extensions".into(), extensions());
-    if let Some(rate) = sample_rate(field) {
+    if !global.contains_key("core:description") {
+        let description = description(doc.name, doc.at);
+        global.insert("core:description".into(), Value::from(description));
+    }
+    let extensions = extensions(global.remove("core:extensions"));
+    global.insert("core:extensions".into(), extensions);
+    if let Some(rate) = sample_rate(doc.field).filter(|_| !global.contains_key("core:sample_rate"))
+    {
         global.insert("core:sample_rate".into(), Value::Float(rate));
     }
-    global.insert("core:version".into(), Value::from(SIGMF_VERSION));
-    global.insert(
-        format!("{NAMESPACE}:dataset").into(),
-        Value::from(at.dataset_id),
-    );
-    global.insert(format!("{NAMESPACE}:field").into(), Value::from(name));
-    global.insert(
-        format!("{NAMESPACE}:ordinal").into(),
-        Value::from(at.ordinal),
-    );
-    global.insert(
-        format!("{NAMESPACE}:record_id").into(),
-        Value::from(at.record_id),
-    );
-    global.insert(
-        format!("{NAMESPACE}:snapshot").into(),
-        Value::from(at.snapshot_id),
-    );
+    if !global.contains_key("core:version") {
+        global.insert("core:version".into(), Value::from(SIGMF_VERSION));
+    }
+    insert_provenance(&mut global, doc.name, doc.at);
+    let captures = match doc.origin.filter(|o| !o.captures.is_empty()) {
+        Some(origin) => origin
+            .captures
+            .iter()
+            .map(|c| Value::Object((*c).clone()))
+            .collect(),
+        None => vec![Value::Object(own_capture(doc.field))],
+    };
+    let mut document = Object::new();
+    document.insert("annotations".into(), Value::Array(Vec::new()));
+    document.insert("captures".into(), Value::Array(captures));
+    document.insert("global".into(), Value::Object(global));
+    document
+}
+
+/// An imported document's global without the keys the mount decides: the layout's and its
+/// own namespace's.
+fn imported_global(global: &Object) -> Object {
+    let mut out = global.clone();
+    for key in LAYOUT_KEYS {
+        out.remove(key);
+    }
+    let own: Vec<String> = out
+        .iter()
+        .map(|(key, _)| key.as_str())
+        .filter(|key| key.starts_with(&format!("{NAMESPACE}:")))
+        .map(str::to_string)
+        .collect();
+    for key in own {
+        out.remove(&key);
+    }
+    out
+}
+
+/// Where the record sits, in the mount's namespace.
+fn insert_provenance(global: &mut Object, name: &str, at: &Provenance) {
+    let keys = [
+        ("dataset", Value::from(at.dataset_id)),
+        ("field", Value::from(name)),
+        ("ordinal", Value::from(at.ordinal)),
+        ("record_id", Value::from(at.record_id)),
+        ("snapshot", Value::from(at.snapshot_id)),
+    ];
+    for (key, value) in keys {
+        global.insert(format!("{NAMESPACE}:{key}").into(), value);
+    }
+}
+
+/// The capture the mount writes for a field of its own: at sample 0, with the field's
+/// centre frequency and start time when its metadata gives them.
+fn own_capture(field: &FieldMeta) -> Object {
     let mut capture = Object::new();
     capture.insert("core:sample_start".into(), Value::from(0u64));
     if let Some(center) = labels::center_frequency(&field.metadata) {
@@ -681,14 +848,7 @@ fn meta_document(
     if let Some(datetime) = datetime(&field.metadata) {
         capture.insert("core:datetime".into(), Value::from(datetime));
     }
-    let mut doc = Object::new();
-    doc.insert("annotations".into(), Value::Array(Vec::new()));
-    doc.insert(
-        "captures".into(),
-        Value::Array(vec![Value::Object(capture)]),
-    );
-    doc.insert("global".into(), Value::Object(global));
-    doc
+    capture
 }
 
 /// The capture's absolute start time: a `datetime` key of the field metadata (top level or
@@ -787,7 +947,7 @@ pub fn collection(description: &str, streams: &[Stream], left_out: u64) -> Vec<u
     let mut body = Object::new();
     body.insert("core:description".into(), Value::from(description));
     if left_out > 0 {
-        body.insert("core:extensions".into(), extensions());
+        body.insert("core:extensions".into(), extensions(None));
     }
     body.insert("core:streams".into(), Value::Array(streams));
     body.insert("core:version".into(), Value::from(SIGMF_VERSION));
@@ -1049,6 +1209,114 @@ mod tests {
         let text = String::from_utf8(render(&layout, None, "p/rx/rx0/iq", &field, &meta).unwrap())
             .unwrap();
         assert!(!text.contains("core:datetime"), "{text}");
+    }
+
+    /// `field` with an imported SigMF document (`sigmf` in its metadata) of `annotations`.
+    fn imported(field: &FieldMeta, global: Object, annotations: Vec<Value>) -> FieldMeta {
+        let mut field = field.clone();
+        let capture = obj(&[
+            ("core:sample_start", Value::from(0u64)),
+            ("core:frequency", Value::Float(9e8)),
+        ]);
+        let origin =
+            crate::format::sigmf::origin_value(&global, vec![Value::Object(capture)], annotations);
+        field.metadata.insert("sigmf".into(), origin);
+        field
+    }
+
+    fn annotation(start: u64, comment: &str) -> Value {
+        Value::Object(obj(&[
+            ("core:sample_start", Value::from(start)),
+            ("core:comment", Value::from(comment)),
+        ]))
+    }
+
+    #[test]
+    fn an_imported_document_comes_back_but_the_keys_the_mount_decides() {
+        let meta = record(2);
+        let global = obj(&[
+            ("core:author", Value::from("me")),
+            ("core:datatype", Value::from("ci16_le")),
+            ("core:sample_rate", Value::from(2_000_000u64)),
+            // A hostile row: layout keys and the mount's own namespace are not taken.
+            ("core:metadata_only", Value::Bool(true)),
+            ("sdsfs:ordinal", Value::from(99u64)),
+            ("core:extensions", Value::from("not a list")),
+        ]);
+        let annotations = vec![annotation(30, "b"), annotation(5, "a"), annotation(30, "c")];
+        let field = imported(&meta.fields["p/rx/rx0/iq"], global, annotations);
+        let layout = build("p/rx/rx0/iq", &field, &meta);
+        // Its boxes are still drawn, but the document needs no tensor.
+        assert!(layout.needs_tensors().is_none());
+        assert_eq!(layout.drawn_boxes().map(|plan| plan.count), Some(2));
+        let text = render(&layout, None, "p/rx/rx0/iq", &field, &meta).unwrap();
+        assert_eq!(text.len() as u64, layout.len());
+        let doc = json::parse_object(&text, &Default::default()).unwrap();
+        let comments: Vec<&str> = doc["annotations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_object().unwrap()["core:comment"].as_str().unwrap())
+            .collect();
+        assert_eq!(comments, ["a", "b", "c"]);
+        let global = doc["global"].as_object().unwrap();
+        assert_eq!(global["core:author"], Value::from("me"));
+        assert_eq!(global["core:datatype"], Value::from("cf32_le"));
+        assert_eq!(global["core:sample_rate"], Value::from(2_000_000u64));
+        assert_eq!(global["sdsfs:ordinal"], Value::from(4u64));
+        assert!(!global.contains_key("core:metadata_only"));
+        let extensions = global["core:extensions"].as_array().unwrap();
+        assert_eq!(extensions.len(), 1);
+        let capture = doc["captures"].as_array().unwrap()[0].as_object().unwrap();
+        assert_eq!(capture["core:frequency"], Value::Float(9e8));
+    }
+
+    #[test]
+    fn imported_annotations_beyond_the_cap_are_left_out_and_said() {
+        let meta = record(0);
+        // 9,000 annotations of 2,000-character comments: 18 MB, beyond the 16 MiB cap.
+        let comment = "é".repeat(1_000);
+        let annotations = (0..9_000).rev().map(|i| annotation(i, &comment)).collect();
+        let field = imported(&meta.fields["p/rx/rx0/iq"], Object::new(), annotations);
+        let layout = build("p/rx/rx0/iq", &field, &meta);
+        assert!(layout.len() <= MAX_META_BYTES, "{}", layout.len());
+        let text = render(&layout, None, "p/rx/rx0/iq", &field, &meta).unwrap();
+        assert_eq!(text.len() as u64, layout.len());
+        let doc = json::parse_object(&text, &Default::default()).unwrap();
+        let shown = doc["annotations"].as_array().unwrap();
+        assert!(
+            shown.len() > 7_000 && shown.len() < 9_000,
+            "{}",
+            shown.len()
+        );
+        let last = shown.last().unwrap().as_object().unwrap();
+        assert_eq!(
+            last["core:sample_start"].as_u64(),
+            Some(shown.len() as u64 - 1)
+        );
+        let global = doc["global"].as_object().unwrap();
+        assert_eq!(
+            global["sdsfs:annotations_left_out"].as_u64(),
+            Some(9_000 - shown.len() as u64)
+        );
+    }
+
+    #[test]
+    fn a_broken_imported_document_is_not_used() {
+        let meta = record(1);
+        let mut field = meta.fields["p/rx/rx0/iq"].clone();
+        let broken = obj(&[("global", Value::from(3u64))]);
+        field.metadata.insert("sigmf".into(), Value::Object(broken));
+        let layout = build("p/rx/rx0/iq", &field, &meta);
+        assert!(layout.needs_tensors().is_some());
+        let text = render(&layout, None, "p/rx/rx0/iq", &field, &meta).unwrap();
+        assert_eq!(text.len() as u64, layout.len());
+        let doc = json::parse_object(&text, &Default::default()).unwrap();
+        let global = doc["global"].as_object().unwrap();
+        assert!(global["core:description"]
+            .as_str()
+            .unwrap()
+            .contains("record r1"));
     }
 
     #[test]
