@@ -36,6 +36,19 @@ fn check_with_the_library(dataset: &Path, mount: &MountGuard) -> BTreeMap<String
         .collect()
 }
 
+/// `columns/labels.jsonl` of a mount of `dataset` against the boxes `sigmf_check.py` computes
+/// from the library's records, line by line: its counts (`lines`, `null_lines`, `bytes`).
+fn check_label_table(dataset: &Path, mount: &MountGuard) -> BTreeMap<String, u64> {
+    let root = dataset.to_str().unwrap();
+    let mounted = mount.path("");
+    let args = ["labels", root, mounted.to_str().unwrap()];
+    let output = common::run_python("sigmf_check.py", &args, b"");
+    let doc = json::parse_object(&output, &Default::default()).unwrap();
+    doc.iter()
+        .map(|(k, v)| (k.to_string(), v.as_u64().unwrap()))
+        .collect()
+}
+
 fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -76,6 +89,10 @@ fn demo_documents_validate_and_match_the_library() {
         Some(2_400_017_500.0)
     );
     assert_eq!(first["core:label"].as_str(), Some("qpsk"));
+    // The label table: a line per box of every .sigmf-meta (the counts above), none null.
+    let table = check_label_table(&demo(), &mount);
+    assert_eq!(table["lines"], 2 * (1 + 1 + 2 + 1) + 2 * 2);
+    assert_eq!(table["null_lines"], 0);
 }
 
 #[test]
@@ -102,6 +119,31 @@ fn stat_reads_no_data_shard_and_reading_decodes_once() {
         .misses
         .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(misses, 2, "records 4 and 5, each decoded once");
+}
+
+#[test]
+fn the_label_table_is_sized_from_the_rows_and_read_decoding_each_record_once() {
+    let (store, ns) = counting_namespace(&demo());
+    let attr = lookup_path(&ns, "columns/labels.jsonl");
+    assert_eq!(data_reads(&store), 0, "stat of labels.jsonl");
+    // Read in 4 KiB pieces, as `cat` would: every byte stat promised, each of the demo's 8
+    // records (all labelled) decoded once.
+    let mut bytes = Vec::new();
+    while (bytes.len() as u64) < attr.size {
+        let piece = ns.read(attr.ino, bytes.len() as u64, 4096).unwrap();
+        assert!(!piece.is_empty());
+        bytes.extend_from_slice(&piece);
+    }
+    assert_eq!(bytes.len() as u64, attr.size);
+    assert!(ns.read(attr.ino, attr.size, 4096).unwrap().is_empty());
+    let misses = ns
+        .record_cache()
+        .counters()
+        .misses
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(misses, 8, "each record decoded once");
+    let text = String::from_utf8(bytes).unwrap();
+    assert_eq!(text.lines().count(), 2 * (1 + 1 + 2 + 1) + 2 * 2);
 }
 
 /// An IQ field of 1000 samples at 1 MHz centred at 1 GHz.
@@ -270,6 +312,10 @@ fn hostile_boxes_are_left_out_and_sizes_stay_exact() {
     ] {
         assert!(log.contains(needle), "{needle:?} not in the log:\n{log}");
     }
+    // The table keeps record 0's four refused boxes as lines of null numbers; the tables
+    // refused whole (unknown frame, rank 3, identity mismatch) have no line.
+    let table = check_label_table(dir.path(), &mount);
+    assert_eq!((table["lines"], table["null_lines"]), (2 + 4, 4));
 }
 
 /// A child process killed and reaped when dropped.
@@ -526,6 +572,11 @@ fn library_written_labels_in_other_frames_rates_and_receiver_counts() {
         assert_eq!(checked["scene_collections"], 4, "seed {seed}");
         assert!(checked["annotations"] > 0, "seed {seed}: {checked:?}");
         assert!(checked["left_out"] > 0, "seed {seed}: {checked:?}");
+        let table = check_label_table(dir.path(), &mount);
+        assert!(
+            table["lines"] >= checked["annotations"],
+            "seed {seed}: {table:?}"
+        );
     }
 }
 

@@ -401,12 +401,7 @@ pub fn convert_box(
             "low_freq_hz is above high_freq_hz or an edge is not finite",
         ));
     }
-    let label = row.identity.map(|(class, _)| {
-        names
-            .get(&i64::from(class))
-            .cloned()
-            .unwrap_or_else(|| Arc::from(class.to_string()))
-    });
+    let label = label_of(row.identity, names);
     Ok(Annotation {
         sample_start: first as u64,
         sample_count: (end - first) as u64,
@@ -415,6 +410,35 @@ pub fn convert_box(
         label,
         comment: row.identity.map(|(_, emitter)| comment(emitter)),
     })
+}
+
+/// A box's label: its class's name in `names`, else the class id in decimal; none without an
+/// identity (`(class_id, emitter_index)`), or for an unnamed negative class id (the
+/// importers write -1 for an annotation without a label, as ML tables often do).
+pub fn label_of(identity: Option<(i32, i32)>, names: &ClassNames) -> Option<Arc<str>> {
+    let (class, _) = identity?;
+    match names.get(&i64::from(class)) {
+        Some(name) => Some(name.clone()),
+        None if class < 0 => None,
+        None => Some(Arc::from(class.to_string())),
+    }
+}
+
+/// The longest label text [`label_of`] can give with `names`, as a JSON string (`null`, 4
+/// bytes, without an identity).
+pub fn max_label_json_len(names: &ClassNames, with_identity: bool) -> usize {
+    if !with_identity {
+        return 4;
+    }
+    let longest_id = i32::MIN.to_string().len() + 2;
+    names
+        .values()
+        .map(|name| {
+            let mut text = String::new();
+            write_string(name, &mut text);
+            text.len()
+        })
+        .fold(longest_id, usize::max)
 }
 
 fn comment(emitter_index: i32) -> String {

@@ -23,6 +23,8 @@
 //! column's bytes are the records' files' bytes by construction; [`ColumnIndex::pieces`]
 //! says which records a byte range of a column covers.
 
+pub mod labels;
+
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,6 +38,7 @@ use crate::format::dtype::DType;
 use crate::format::json::{object_to_compact, write_string};
 use crate::format::npy;
 use crate::format::record::{FieldMeta, RecordMeta};
+use labels::{LabelIndex, LABELS_FILE};
 
 /// A file of `columns/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,8 @@ pub enum ColumnView {
     Shapes,
     /// `columns/records.jsonl`.
     Lines,
+    /// `columns/labels.jsonl` ([`labels`]).
+    Labels,
     /// `columns/README.txt`.
     Readme,
 }
@@ -61,7 +66,7 @@ impl FileView for ColumnView {
             ColumnView::Npy => ".npy",
             ColumnView::Offsets => ".offsets.npy",
             ColumnView::Shapes => ".shapes.npy",
-            ColumnView::Lines | ColumnView::Readme => "",
+            ColumnView::Lines | ColumnView::Labels | ColumnView::Readme => "",
         }
     }
 }
@@ -119,6 +124,8 @@ pub struct ColumnIndex {
     fingerprints: Arc<[u64]>,
     /// The whole of `records.jsonl`, when it fits in [`LINES_TEXT_SHARE`] of the budget.
     lines_text: Option<Text>,
+    /// Where the lines of `labels.jsonl` are.
+    pub labels: LabelIndex,
     pub readme: Vec<u8>,
     /// The tree of `columns/`: node 0 is `columns/` itself.
     pub nodes: Vec<Node<ColumnView>>,
@@ -156,7 +163,7 @@ impl Column {
                 Layout::Ragged { shapes, .. } => header(1) + shapes.len() as u64 * 8,
                 Layout::Uniform { .. } => 0,
             },
-            ColumnView::Lines | ColumnView::Readme => 0,
+            ColumnView::Lines | ColumnView::Labels | ColumnView::Readme => 0,
         }
     }
 
@@ -295,6 +302,7 @@ impl ColumnIndex {
         match self.nodes.get(node as usize) {
             Some(Node::File { field, view, .. }) => match view {
                 ColumnView::Lines => self.lines_len(),
+                ColumnView::Labels => self.labels.len(),
                 ColumnView::Readme => self.readme.len() as u64,
                 _ => self
                     .columns
@@ -363,6 +371,7 @@ struct Scan {
     line_ends: Vec<u64>,
     fingerprints: Vec<u64>,
     lines_text: Option<Text>,
+    labels: LabelIndex,
     meter: Meter,
 }
 
@@ -395,6 +404,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
             bytes: Vec::new(),
             meter: Meter::default(),
         }),
+        labels: LabelIndex::default(),
         meter: Meter::default(),
     };
     let end = dataset.for_each_stored_row(stop, |read| {
@@ -464,7 +474,8 @@ impl Scan {
         }
         self.add_line(dataset, &row.line);
         self.fingerprints.push(row.fingerprint);
-        Ok(())
+        let grown = self.labels.take(ordinal, &row.meta);
+        self.meter.grow(dataset, ordinal, grown)
     }
 
     /// Takes in a record's line of `records.jsonl`: its end, and its text while the whole
@@ -614,6 +625,7 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         line_ends: Vec::new(),
         fingerprints: Arc::from(Vec::new()),
         lines_text: None,
+        labels: LabelIndex::default(),
         readme: readme.into_bytes(),
         nodes,
         _charges: charges,
@@ -624,6 +636,7 @@ fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
     let mut builder = Builder::default();
     builder.add_files(u32::MAX, README_FILE, [ColumnView::Readme])?;
     builder.add_files(u32::MAX - 1, LINES_FILE, [ColumnView::Lines])?;
+    builder.add_files(u32::MAX - 2, LABELS_FILE, [ColumnView::Labels])?;
     let mut columns = Vec::with_capacity(scan.candidates.len());
     for (name, candidate) in scan.candidates {
         let column = column(name, candidate, records);
@@ -651,6 +664,7 @@ fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
         line_ends: scan.line_ends,
         fingerprints: Arc::from(scan.fingerprints),
         lines_text: scan.lines_text,
+        labels: scan.labels,
         nodes,
         _charges: scan.meter.charges,
     })
@@ -700,6 +714,13 @@ A field that every record has, with one dtype and one rank, is a column:
   of shape (records, rank).
 records.jsonl: one JSON line per record with the keys of record.json but
 \"fields\" (id, metadata, ordinal, scene_id).
+labels.jsonl: one JSON line per label box a .sigmf-meta under records/ draws
+from the record's own labels, in ordinal, field and sample_start order; keys
+ordinal, record_id, scene_id, field (the IQ field), set (null: the record's
+own), sample_start, sample_count, freq_lower_edge_hz, freq_upper_edge_hz
+(the receiver's samples, absolute Hz: the annotation's core: values) and label
+(null without one); a box the .sigmf-meta leaves out has null numbers. Lines
+are padded with spaces to a fixed width per field.
 ";
 
 fn readme(columns: &[Column], left_out: &[(String, String)]) -> String {

@@ -33,6 +33,7 @@ use super::background::Background;
 use super::cache::{
     CacheConfig, CachedTree, DecodeAhead, RecordBytes, RecordCache, TreeCache, Window,
 };
+use super::columns::labels::{write_lines, Group, LabelIndex, LineHead};
 use super::columns::{self, ColumnIndex, ColumnView};
 use super::computed::{self as computed, ComputedCache};
 pub use super::error::FsError;
@@ -1267,6 +1268,7 @@ impl Namespace {
         match (view, column) {
             (ColumnView::Readme, _) => Ok(slice_vec(&index.readme, offset, size)),
             (ColumnView::Lines, _) => self.read_lines(&index, offset, size),
+            (ColumnView::Labels, _) => self.read_labels(&index.labels, offset, size),
             (ColumnView::Raw, Some(column)) => {
                 self.read_column_values(&index, column, offset, size, scan)
             }
@@ -1430,6 +1432,67 @@ impl Namespace {
             lines.extend_from_slice(&columns::record_line(&row, ordinal));
         }
         Ok(slice_vec(&lines, skip, size))
+    }
+
+    /// Bytes of `labels.jsonl`: the lines of the groups the read covers, each record decoded
+    /// with its box fields (through the record cache).
+    fn read_labels(&self, index: &LabelIndex, offset: u64, size: u32) -> Result<Bytes, FsError> {
+        let (groups, skip) = index.groups_at(offset, size.into());
+        let mut lines = Vec::new();
+        for at in groups {
+            interrupt::check()?;
+            let Some(group) = index.group(at) else {
+                break;
+            };
+            lines.extend_from_slice(&self.label_lines(group)?);
+            if lines.len() as u64 >= skip.saturating_add(size.into()) {
+                break;
+            }
+        }
+        Ok(slice_vec(&lines, skip, size))
+    }
+
+    /// A group's lines of `labels.jsonl`. A record whose boxes cannot be read gets lines of
+    /// nulls (and a log line): the table keeps its size and the other records' lines.
+    fn label_lines(&self, group: Group) -> Result<Vec<u8>, FsError> {
+        let field = group.field as usize;
+        let (tree, record) = self.tree_and_record(group.ordinal, |tree| box_fields(tree, field))?;
+        let entry = tree.fields.get(field).ok_or(FsError::NotFound)?;
+        let plan = entry
+            .sigmf_meta
+            .as_ref()
+            .and_then(|layout| layout.drawn_boxes())
+            .ok_or_else(|| FsError::record(group.ordinal, "its label boxes are gone"))?;
+        let rows = box_tensors(&tree, plan, record.as_deref()).and_then(|tensors| {
+            sigmf::box_rows(plan, &tensors)
+                .map_err(|e| FsError::record(group.ordinal, format!("{}: {e}", plan.extent_field)))
+        });
+        let rows = match rows {
+            Ok(rows) => Some(rows),
+            Err(e) => {
+                if super::log_limit::admit("labels-table") {
+                    tracing::warn!(
+                        ordinal = group.ordinal,
+                        field = entry.name.as_str(),
+                        "columns/labels.jsonl: boxes unreadable, their lines are null: {e}"
+                    );
+                }
+                None
+            }
+        };
+        let head = LineHead {
+            ordinal: group.ordinal,
+            record_id: &tree.row.id,
+            scene_id: tree.row.scene_id.as_deref(),
+            field: &entry.name,
+        };
+        Ok(write_lines(
+            &head,
+            plan,
+            rows.as_deref(),
+            group.count,
+            group.width as usize,
+        ))
     }
 
     // -----------------------------------------------------------------------------------------

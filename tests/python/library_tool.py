@@ -889,7 +889,8 @@ def column_kinds(rows: list[Any]) -> tuple[dict[str, Any], list[str]]:
 
 def check_columns(root: str, mount: Path) -> dict[str, Any]:
     """`columns/` against the library's reading: every column's files are the records' values
-    stacked, `records.jsonl` the rows, and nothing else is there but `README.txt`."""
+    stacked, `records.jsonl` the rows, and nothing else is there but `README.txt` and
+    `labels.jsonl`."""
     dataset = sds.open(Documents(root).root)
     count = len(dataset)
     check = Mismatch()
@@ -897,7 +898,8 @@ def check_columns(root: str, mount: Path) -> dict[str, Any]:
     rows = [dataset.record_metadata[i] for i in range(count)]
     records = [dataset[i] for i in range(count)]
     columns, left_out = column_kinds(rows)
-    expected = {"README.txt", "records.jsonl"}
+    # labels.jsonl's lines are checked against the library by sigmf_check.py (mount_sigmf).
+    expected = {"README.txt", "records.jsonl", "labels.jsonl"}
     for name in sorted(columns):
         values = [np.ascontiguousarray(record.fields[name].data) for record in records]
         stem = field_path(name)

@@ -68,21 +68,36 @@ def table(field, dtype, columns):
 
 
 def labels_prefix(record, name):
+    """The longest proper prefix of `name` with boxes, the empty one last ("" for top-level
+    labels), or None."""
     parts = name.split("/")
     for cut in range(len(parts) - 1, 0, -1):
         prefix = "/".join(parts[:cut])
         if prefix + "/labels/boxes/extent" in record.fields:
             return prefix
+    return "" if "labels/boxes/extent" in record.fields else None
+
+
+def boxes_path(prefix, leaf):
+    return f"{prefix}/labels/boxes/{leaf}" if prefix else f"labels/boxes/{leaf}"
+
+
+def label_of(class_id, names):
+    """A box's label: its class's name, else the id in decimal; None for an unnamed negative
+    id (unlabeled)."""
+    if class_id >= 0 or str(class_id) in names:
+        return names.get(str(class_id), str(class_id))
     return None
 
 
-def expected_annotations(record, name):
-    """(annotations, boxes left out) for IQ field `name`."""
+def expected_annotations(record, name, refused=None):
+    """(annotations, boxes left out) for IQ field `name`; the labels of the boxes left out one
+    by one (not whole tables) are appended to `refused` when given."""
     prefix = labels_prefix(record, name)
     if prefix is None:
         return [], 0
-    extent = record.fields[prefix + "/labels/boxes/extent"]
-    identity = record.fields.get(prefix + "/labels/boxes/identity")
+    extent = record.fields[boxes_path(prefix, "extent")]
+    identity = record.fields.get(boxes_path(prefix, "identity"))
     if not table(extent, np.float64, 4):
         return [], 0
     if identity is not None and (not table(identity, np.int32, 2)
@@ -111,8 +126,15 @@ def expected_annotations(record, name):
         start, duration = float(row[start_c]), float(row[duration_c])
         low, high = float(row[low_c]) + offset, float(row[high_c]) + offset
         numbers = [start, duration, float(row[low_c]), float(row[high_c]), low, high]
+        if identity is not None:
+            class_c, emitter_c = columns(identity, ["class_id", "emitter_index"])
+            label = label_of(int(identity.data[index][class_c]), names)
+        else:
+            label = None
         if not all(math.isfinite(v) for v in numbers) or start < 0 or duration <= 0 or low > high:
             left_out += 1
+            if refused is not None:
+                refused.append(label)
             continue
         first = math.floor(start * ratio)
         end = math.ceil((start + duration) * ratio)
@@ -123,9 +145,8 @@ def expected_annotations(record, name):
             "core:freq_upper_edge": high,
         }
         if identity is not None:
-            class_c, emitter_c = columns(identity, ["class_id", "emitter_index"])
-            class_id = int(identity.data[index][class_c])
-            annotation["core:label"] = names.get(str(class_id), str(class_id))
+            if label is not None:
+                annotation["core:label"] = label
             annotation["core:comment"] = f"emitter {int(identity.data[index][emitter_c])}"
         out.append(annotation)
     out.sort(key=lambda a: (a["core:sample_start"], a["core:sample_count"],
@@ -330,9 +351,46 @@ def write(root, seed):
     print(json.dumps({"records": len(records), "receivers": receivers}))
 
 
+def check_labels(root, mount):
+    """columns/labels.jsonl against every IQ field's boxes as computed here from the library's
+    reading of the records: the converted boxes sorted as the .sigmf-meta sorts them, then
+    those it leaves out, with null numbers."""
+    dataset = signal_dataset.open(root)
+    want = []
+    nulls = 0
+    for ordinal in range(len(dataset)):
+        record = dataset[ordinal]
+        for name in sorted(n for n, f in record.fields.items() if has_pair(f)):
+            head = {"ordinal": ordinal, "record_id": record.id, "scene_id": record.scene_id,
+                    "field": name, "set": None}
+            refused = []
+            annotations, _ = expected_annotations(record, name, refused)
+            for a in annotations:
+                want.append({**head, "sample_start": a["core:sample_start"],
+                             "sample_count": a["core:sample_count"],
+                             "freq_lower_edge_hz": a["core:freq_lower_edge"],
+                             "freq_upper_edge_hz": a["core:freq_upper_edge"],
+                             "label": a.get("core:label")})
+            for label in refused:
+                nulls += 1
+                want.append({**head, "sample_start": None, "sample_count": None,
+                             "freq_lower_edge_hz": None, "freq_upper_edge_hz": None,
+                             "label": label})
+    raw = read_exact(os.path.join(mount, "columns", "labels.jsonl"))
+    got = [json.loads(line) for line in raw.decode().splitlines()]
+    for index, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            raise AssertionError(f"labels.jsonl line {index}:\n got {g}\nwant {w}")
+    if len(got) != len(want):
+        raise AssertionError(f"labels.jsonl: {len(got)} lines, want {len(want)}")
+    print(json.dumps({"lines": len(got), "null_lines": nulls, "bytes": len(raw)}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "validate":
         validate_files(sys.argv[2:])
+    elif sys.argv[1] == "labels":
+        check_labels(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "write":
         write(sys.argv[2], int(sys.argv[3]))
     else:

@@ -199,6 +199,17 @@ def check(dataset, triples):
         assert sorted(got_boxes, key=repr) == sorted(want_boxes, key=repr), (
             f"{what}: boxes {got_boxes} != {want_boxes}"
         )
+        # ... which the mount converts: the lines of columns/labels.jsonl for this record.
+        mount = Path(mounted_meta).parents[3]
+        lines = [json.loads(line) for line in (mount / "columns" / "labels.jsonl").read_text().splitlines()]
+        table = [
+            ((float(l["sample_start"]), float(l["sample_count"]), l["freq_lower_edge_hz"],
+              l["freq_upper_edge_hz"]), l["label"])
+            for l in lines if l["ordinal"] == int(ordinal) and l["field"] == "iq"
+        ]
+        assert sorted(table, key=repr) == sorted(want_boxes, key=repr), (
+            f"{what}: labels.jsonl {table} != {want_boxes}"
+        )
         print(
             f"{what}: {kept} global keys, {len(source['captures'])} captures, "
             f"{len(source['annotations'])} annotations, {len(want)} samples, {len(got_boxes)} boxes"

@@ -455,7 +455,7 @@ fn write_imported(out: &mut String, origin: &Origin, shown: u64) {
 
 /// Why a field's boxes are left out of its `.sigmf-meta` (logged, never an error of the file).
 #[derive(Debug, thiserror::Error)]
-enum LeftOut {
+pub enum LeftOut {
     /// A labels field breaks a rule of the box labels.
     #[error("{field}: {source}")]
     Label {
@@ -558,17 +558,23 @@ pub fn converted_boxes(
         );
         log_left_out(ordinal, name, &why);
     }
-    converted.sort_by(|a, b| {
+    sort_annotations(&mut converted);
+    Ok(converted)
+}
+
+/// Sorts annotations as a `.sigmf-meta` lists them: by `core:sample_start`, then count, lower
+/// and upper edge (stably).
+pub fn sort_annotations(annotations: &mut [Annotation]) {
+    annotations.sort_by(|a, b| {
         (a.sample_start, a.sample_count)
             .cmp(&(b.sample_start, b.sample_count))
             .then(a.freq_lower_edge.total_cmp(&b.freq_lower_edge))
             .then(a.freq_upper_edge.total_cmp(&b.freq_upper_edge))
     });
-    Ok(converted)
 }
 
 /// The boxes' numbers from their tensors' little-endian bytes.
-fn box_rows(plan: &BoxPlan, tensors: &BoxTensors) -> Result<Vec<BoxRow>, LeftOut> {
+pub fn box_rows(plan: &BoxPlan, tensors: &BoxTensors) -> Result<Vec<BoxRow>, LeftOut> {
     let columns = plan.columns;
     let count = usize::try_from(plan.count).map_err(|_| LeftOut::TooMany)?;
     let extent = numbers(&tensors.extent, count, columns.width, f64::from_le_bytes)?;
@@ -650,7 +656,7 @@ fn extent_field_for<'a>(
 
 /// The boxes field `name` gets, `Ok(None)` when it gets none (no labels, or another
 /// receiver's), or why its labels cannot be converted.
-fn box_plan(
+pub fn box_plan(
     name: &str,
     field: &FieldMeta,
     record: &dyn FieldsOf,
