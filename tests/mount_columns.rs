@@ -178,4 +178,12 @@ fn an_empty_dataset_has_an_empty_records_jsonl_and_no_column() {
             .len(),
         0
     );
+    // The tables of an empty dataset are valid and empty: no line, and Arrow files of no
+    // row that pyarrow, polars and pandas read (check-columns above read them).
+    let labels = guard.path("columns/labels.jsonl");
+    assert_eq!(std::fs::metadata(labels).unwrap().len(), 0);
+    assert!(
+        summary.contains("\"arrow_records\":0") && summary.contains("\"arrow_labels\":0"),
+        "{summary}"
+    );
 }

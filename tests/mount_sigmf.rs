@@ -49,6 +49,17 @@ fn check_label_table(dataset: &Path, mount: &MountGuard) -> BTreeMap<String, u64
         .collect()
 }
 
+/// `labels.arrow` and `records.arrow` of a mount read by pyarrow (memory-mapped), polars and
+/// pandas against the JSON lines beside them (`label_tables.py`): its counts.
+fn check_arrow_tables(mount: &MountGuard) -> BTreeMap<String, u64> {
+    let mounted = mount.path("");
+    let output = common::run_python("label_tables.py", &[mounted.to_str().unwrap()], b"");
+    let doc = json::parse_object(&output, &Default::default()).unwrap();
+    doc.iter()
+        .map(|(k, v)| (k.to_string(), v.as_u64().unwrap()))
+        .collect()
+}
+
 fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -93,6 +104,12 @@ fn demo_documents_validate_and_match_the_library() {
     let table = check_label_table(&demo(), &mount);
     assert_eq!(table["lines"], 2 * (1 + 1 + 2 + 1) + 2 * 2);
     assert_eq!(table["null_lines"], 0);
+    // The Arrow twins: the same rows, read without a copy (pyarrow allocates nothing).
+    let arrow = check_arrow_tables(&mount);
+    assert_eq!(arrow["label_rows"], table["lines"]);
+    assert_eq!(arrow["record_rows"], 8);
+    assert_eq!((arrow["label_batches"], arrow["record_batches"]), (1, 1));
+    assert_eq!(arrow["allocated"], 0, "pyarrow copied the tables");
 }
 
 #[test]
@@ -316,6 +333,8 @@ fn hostile_boxes_are_left_out_and_sizes_stay_exact() {
     // refused whole (unknown frame, rank 3, identity mismatch) have no line.
     let table = check_label_table(dir.path(), &mount);
     assert_eq!((table["lines"], table["null_lines"]), (2 + 4, 4));
+    let arrow = check_arrow_tables(&mount);
+    assert_eq!((arrow["label_rows"], arrow["label_nulls"]), (2 + 4, 4));
 }
 
 /// A child process killed and reaped when dropped.
@@ -573,6 +592,8 @@ fn library_written_labels_in_other_frames_rates_and_receiver_counts() {
         assert!(checked["annotations"] > 0, "seed {seed}: {checked:?}");
         assert!(checked["left_out"] > 0, "seed {seed}: {checked:?}");
         let table = check_label_table(dir.path(), &mount);
+        let arrow = check_arrow_tables(&mount);
+        assert_eq!(arrow["label_rows"], table["lines"], "seed {seed}");
         assert!(
             table["lines"] >= checked["annotations"],
             "seed {seed}: {table:?}"

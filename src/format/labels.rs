@@ -412,25 +412,18 @@ pub fn convert_box(
     })
 }
 
-/// A box's label: its class's name in `names`, else the class id in decimal; none without an
-/// identity (`(class_id, emitter_index)`), or for an unnamed negative class id (the
-/// importers write -1 for an annotation without a label, as ML tables often do).
+/// A box's label: its class's name in `names`; none without an identity
+/// (`(class_id, emitter_index)`) or for a class without a name (the importers write -1 for
+/// an annotation without a label, as ML tables often do). Not the id in decimal: a label
+/// table's labels are a dictionary of the names the rows declare, which the ids in the data
+/// could not extend.
 pub fn label_of(identity: Option<(i32, i32)>, names: &ClassNames) -> Option<Arc<str>> {
     let (class, _) = identity?;
-    match names.get(&i64::from(class)) {
-        Some(name) => Some(name.clone()),
-        None if class < 0 => None,
-        None => Some(Arc::from(class.to_string())),
-    }
+    names.get(&i64::from(class)).cloned()
 }
 
-/// The longest label text [`label_of`] can give with `names`, as a JSON string (`null`, 4
-/// bytes, without an identity).
-pub fn max_label_json_len(names: &ClassNames, with_identity: bool) -> usize {
-    if !with_identity {
-        return 4;
-    }
-    let longest_id = i32::MIN.to_string().len() + 2;
+/// The longest label text [`label_of`] can give with `names`, as a JSON string or `null`.
+pub fn max_label_json_len(names: &ClassNames) -> usize {
     names
         .values()
         .map(|name| {
@@ -438,7 +431,7 @@ pub fn max_label_json_len(names: &ClassNames, with_identity: bool) -> usize {
             write_string(name, &mut text);
             text.len()
         })
-        .fold(longest_id, usize::max)
+        .fold("null".len(), usize::max)
 }
 
 fn comment(emitter_index: i32) -> String {
@@ -613,7 +606,7 @@ mod tests {
         .unwrap();
         // [2000/3, 11000/3) widened: 666 up to 3667.
         assert_eq!((b.sample_start, b.sample_count), (666, 3001));
-        assert_eq!(b.label.as_deref(), Some("7"));
+        assert_eq!(b.label, None, "class 7 has no name");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! column's bytes are the records' files' bytes by construction; [`ColumnIndex::pieces`]
 //! says which records a byte range of a column covers.
 
+pub mod arrow;
 pub mod labels;
 
 use std::ops::ControlFlow;
@@ -38,7 +39,8 @@ use crate::format::dtype::DType;
 use crate::format::json::{object_to_compact, write_string};
 use crate::format::npy;
 use crate::format::record::{FieldMeta, RecordMeta};
-use labels::{LabelIndex, LABELS_FILE};
+use arrow::{Kind, Shape, Table, Values};
+use labels::{LabelIndex, LABELS_ARROW_FILE, LABELS_FILE};
 
 /// A file of `columns/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,10 @@ pub enum ColumnView {
     Lines,
     /// `columns/labels.jsonl` ([`labels`]).
     Labels,
+    /// `columns/labels.arrow` ([`labels`], [`arrow`]).
+    LabelsArrow,
+    /// `columns/records.arrow` ([`arrow`]).
+    RecordsArrow,
     /// `columns/README.txt`.
     Readme,
 }
@@ -66,7 +72,11 @@ impl FileView for ColumnView {
             ColumnView::Npy => ".npy",
             ColumnView::Offsets => ".offsets.npy",
             ColumnView::Shapes => ".shapes.npy",
-            ColumnView::Lines | ColumnView::Labels | ColumnView::Readme => "",
+            ColumnView::Lines
+            | ColumnView::Labels
+            | ColumnView::LabelsArrow
+            | ColumnView::RecordsArrow
+            | ColumnView::Readme => "",
         }
     }
 }
@@ -126,6 +136,8 @@ pub struct ColumnIndex {
     lines_text: Option<Text>,
     /// Where the lines of `labels.jsonl` are.
     pub labels: LabelIndex,
+    /// Where the batches of `records.arrow` are.
+    pub records_arrow: arrow::Layout,
     pub readme: Vec<u8>,
     /// The tree of `columns/`: node 0 is `columns/` itself.
     pub nodes: Vec<Node<ColumnView>>,
@@ -163,7 +175,11 @@ impl Column {
                 Layout::Ragged { shapes, .. } => header(1) + shapes.len() as u64 * 8,
                 Layout::Uniform { .. } => 0,
             },
-            ColumnView::Lines | ColumnView::Labels | ColumnView::Readme => 0,
+            ColumnView::Lines
+            | ColumnView::Labels
+            | ColumnView::LabelsArrow
+            | ColumnView::RecordsArrow
+            | ColumnView::Readme => 0,
         }
     }
 
@@ -254,6 +270,14 @@ impl ColumnIndex {
         self.line_ends.last().copied().unwrap_or(0)
     }
 
+    /// The ordinals of `records.arrow`'s batch `index`.
+    pub fn record_batch(&self, index: usize) -> std::ops::Range<u64> {
+        let start = (index as u64)
+            .saturating_mul(RECORD_BATCH_ROWS)
+            .min(self.records);
+        start..start.saturating_add(RECORD_BATCH_ROWS).min(self.records)
+    }
+
     /// The records whose lines of `records.jsonl` a read of `size` bytes at `offset` covers,
     /// and where the read starts in the first one's line.
     pub fn lines_at(&self, offset: u64, size: u64) -> (std::ops::Range<u64>, u64) {
@@ -303,6 +327,8 @@ impl ColumnIndex {
             Some(Node::File { field, view, .. }) => match view {
                 ColumnView::Lines => self.lines_len(),
                 ColumnView::Labels => self.labels.len(),
+                ColumnView::LabelsArrow => self.labels.arrow.len(),
+                ColumnView::RecordsArrow => self.records_arrow.len(),
                 ColumnView::Readme => self.readme.len() as u64,
                 _ => self
                     .columns
@@ -317,17 +343,69 @@ impl ColumnIndex {
 /// A record's line of `records.jsonl`: the keys of `record.json` but `fields`, compact, in
 /// sorted order (the compact form of that object, written without copying the metadata).
 pub fn record_line(meta: &RecordMeta, ordinal: u64) -> Vec<u8> {
+    record_line_and_metadata(meta, ordinal).0
+}
+
+/// [`record_line`], and the length of its metadata's compact text.
+fn record_line_and_metadata(meta: &RecordMeta, ordinal: u64) -> (Vec<u8>, usize) {
     let mut line = String::from("{\"id\":");
     write_string(&meta.id, &mut line);
     line.push_str(",\"metadata\":");
-    line.push_str(&object_to_compact(&meta.metadata));
+    let metadata = object_to_compact(&meta.metadata);
+    line.push_str(&metadata);
     line.push_str(&format!(",\"ordinal\":{ordinal},\"scene_id\":"));
     match &meta.scene_id {
         Some(scene) => write_string(scene, &mut line),
         None => line.push_str("null"),
     }
     line.push_str("}\n");
-    line.into_bytes()
+    (line.into_bytes(), metadata.len())
+}
+
+/// The name of the Arrow twin of `records.jsonl`.
+pub const RECORDS_ARROW_FILE: &str = "records.arrow";
+/// Records of a batch of `records.arrow`.
+const RECORD_BATCH_ROWS: u64 = 16_384;
+
+/// The columns of `records.arrow`: `records.jsonl`'s keys, the metadata as its JSON text.
+pub fn records_table() -> Table {
+    Table {
+        columns: vec![
+            ("ordinal", Kind::U64),
+            ("id", Kind::Text),
+            ("scene_id", Kind::Text),
+            ("metadata", Kind::Text),
+        ],
+    }
+}
+
+/// The columns of a batch of `records.arrow`, filled a record at a time.
+#[derive(Debug, Default)]
+pub struct RecordColumns {
+    ordinal: Vec<Option<u64>>,
+    id: Vec<Option<Arc<str>>>,
+    scene_id: Vec<Option<Arc<str>>>,
+    metadata: Vec<Option<Arc<str>>>,
+}
+
+impl RecordColumns {
+    pub fn add(&mut self, ordinal: u64, meta: &RecordMeta) {
+        self.ordinal.push(Some(ordinal));
+        self.id.push(Some(Arc::from(meta.id.as_str())));
+        self.scene_id.push(meta.scene_id.as_deref().map(Arc::from));
+        self.metadata
+            .push(Some(Arc::from(object_to_compact(&meta.metadata))));
+    }
+
+    pub fn encode(self) -> Vec<u8> {
+        let values = [
+            Values::U64(self.ordinal),
+            Values::Text(self.id),
+            Values::Text(self.scene_id),
+            Values::Text(self.metadata),
+        ];
+        arrow::batch_bytes(&records_table(), &values)
+    }
 }
 
 /// Refuses a record count whose least index the memory budget cannot hold.
@@ -372,14 +450,18 @@ struct Scan {
     fingerprints: Vec<u64>,
     lines_text: Option<Text>,
     labels: LabelIndex,
+    /// The shapes of `records.arrow`'s batches; the last one may still grow.
+    record_batches: Vec<Shape>,
     meter: Meter,
 }
 
 /// A row as the index takes it in, one at a time: the parsed row (the index keeps its
-/// fields' dtypes and shapes), its line of `records.jsonl` and its fingerprint.
+/// fields' dtypes and shapes), its line of `records.jsonl` (and its metadata's length in it)
+/// and its fingerprint.
 struct Row {
     meta: RecordMeta,
     line: Vec<u8>,
+    metadata_len: usize,
     fingerprint: u64,
 }
 
@@ -405,6 +487,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
             meter: Meter::default(),
         }),
         labels: LabelIndex::default(),
+        record_batches: Vec::new(),
         meter: Meter::default(),
     };
     let end = dataset.for_each_stored_row(stop, |read| {
@@ -435,11 +518,12 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
 /// row is taken in and dropped before the next is parsed.
 fn read_row(dataset: &Dataset, stored: &StoredRow) -> Result<Row, FsError> {
     let meta = dataset.parse_stored_row(stored)?;
-    let line = record_line(&meta, stored.ordinal());
+    let (line, metadata_len) = record_line_and_metadata(&meta, stored.ordinal());
     let fingerprint = meta.fingerprint();
     Ok(Row {
         meta,
         line,
+        metadata_len,
         fingerprint,
     })
 }
@@ -474,6 +558,7 @@ impl Scan {
         }
         self.add_line(dataset, &row.line);
         self.fingerprints.push(row.fingerprint);
+        self.add_record_batch_row(&row);
         let grown = self.labels.take(ordinal, &row.meta);
         self.meter.grow(dataset, ordinal, grown)
     }
@@ -492,6 +577,33 @@ impl Scan {
         match fits {
             true => text.bytes.extend_from_slice(line),
             false => self.lines_text = None,
+        }
+    }
+
+    /// Takes a row into the shape of `records.arrow`'s last batch (a new one when it is
+    /// full).
+    fn add_record_batch_row(&mut self, row: &Row) {
+        let full = self
+            .record_batches
+            .last()
+            .is_none_or(|shape| shape.rows as u64 >= RECORD_BATCH_ROWS);
+        if full {
+            self.record_batches.push(Shape {
+                rows: 0,
+                text_bytes: vec![0; 4],
+            });
+        }
+        let Some(shape) = self.record_batches.last_mut() else {
+            return;
+        };
+        shape.rows += 1;
+        let texts = [
+            row.meta.id.len(),
+            row.meta.scene_id.as_deref().map_or(0, str::len),
+            row.metadata_len,
+        ];
+        for (column, len) in texts.into_iter().enumerate() {
+            shape.text_bytes[column + 1] = shape.text_bytes[column + 1].saturating_add(len);
         }
     }
 
@@ -626,17 +738,21 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         fingerprints: Arc::from(Vec::new()),
         lines_text: None,
         labels: LabelIndex::default(),
+        records_arrow: arrow::Layout::default(),
         readme: readme.into_bytes(),
         nodes,
         _charges: charges,
     }
 }
 
-fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
+fn finish(records: u64, mut scan: Scan) -> Result<ColumnIndex, TreeError> {
+    scan.labels.finish();
     let mut builder = Builder::default();
     builder.add_files(u32::MAX, README_FILE, [ColumnView::Readme])?;
     builder.add_files(u32::MAX - 1, LINES_FILE, [ColumnView::Lines])?;
     builder.add_files(u32::MAX - 2, LABELS_FILE, [ColumnView::Labels])?;
+    builder.add_files(u32::MAX - 3, LABELS_ARROW_FILE, [ColumnView::LabelsArrow])?;
+    builder.add_files(u32::MAX - 4, RECORDS_ARROW_FILE, [ColumnView::RecordsArrow])?;
     let mut columns = Vec::with_capacity(scan.candidates.len());
     for (name, candidate) in scan.candidates {
         let column = column(name, candidate, records);
@@ -665,6 +781,7 @@ fn finish(records: u64, scan: Scan) -> Result<ColumnIndex, TreeError> {
         fingerprints: Arc::from(scan.fingerprints),
         lines_text: scan.lines_text,
         labels: scan.labels,
+        records_arrow: arrow::Layout::new(&records_table(), &scan.record_batches, &[]),
         nodes,
         _charges: scan.meter.charges,
     })
@@ -721,6 +838,11 @@ own), sample_start, sample_count, freq_lower_edge_hz, freq_upper_edge_hz
 (the receiver's samples, absolute Hz: the annotation's core: values) and label
 (null without one); a box the .sigmf-meta leaves out has null numbers. Lines
 are padded with spaces to a fixed width per field.
+labels.arrow: the same rows and columns as an Arrow IPC file (label a
+dictionary of class names), e.g. pyarrow.ipc.open_file(pyarrow.memory_map(p)),
+polars.read_ipc(p, memory_map=True), pandas.read_feather(p).
+records.arrow: records.jsonl's rows and keys as an Arrow IPC file (metadata
+as its JSON text).
 ";
 
 fn readme(columns: &[Column], left_out: &[(String, String)]) -> String {

@@ -33,8 +33,11 @@ use super::background::Background;
 use super::cache::{
     CacheConfig, CachedTree, DecodeAhead, RecordBytes, RecordCache, TreeCache, Window,
 };
-use super::columns::labels::{write_lines, Group, LabelIndex, LineHead};
-use super::columns::{self, ColumnIndex, ColumnView};
+use super::columns::arrow::{Layout, Part};
+use super::columns::labels::{
+    table_rows, write_lines, BatchColumns, Group, LabelIndex, OwnedHead, TableRow,
+};
+use super::columns::{self, ColumnIndex, ColumnView, RecordColumns};
 use super::computed::{self as computed, ComputedCache};
 pub use super::error::FsError;
 use super::inode::{Ino, MAX_ORDINAL};
@@ -126,6 +129,9 @@ pub struct Namespace {
     /// the two reads spread over the cores (1 MiB records: 0.97 s side by side, 1.05 s in
     /// order). See [`IN_ORDER_MIN_RECORDS`].
     column_scan_turn: std::sync::Mutex<()>,
+    /// The batch of an Arrow file of `columns/` last encoded, charged to the memory budget: a
+    /// reader's next reads are most likely in it.
+    arrow_batch: std::sync::Mutex<Option<KeptBatch>>,
     overlay: Overlay,
     /// Computed files rendered and kept while they are read, and the metas' hashes.
     computed: Arc<ComputedCache>,
@@ -188,6 +194,7 @@ impl Namespace {
             columns: Background::new("columns/"),
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
             column_scan_turn: std::sync::Mutex::new(()),
+            arrow_batch: std::sync::Mutex::new(None),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             computed: ComputedCache::new(dataset.memory().clone()),
             carrier_files: ComputedCache::new(dataset.memory().clone()),
@@ -1269,6 +1276,15 @@ impl Namespace {
             (ColumnView::Readme, _) => Ok(slice_vec(&index.readme, offset, size)),
             (ColumnView::Lines, _) => self.read_lines(&index, offset, size),
             (ColumnView::Labels, _) => self.read_labels(&index.labels, offset, size),
+            (ColumnView::LabelsArrow, _) => {
+                let labels = &index.labels;
+                let encode = |batch| self.label_batch(labels, batch);
+                self.read_arrow(view, &labels.arrow, offset, size, encode)
+            }
+            (ColumnView::RecordsArrow, _) => {
+                let encode = |batch| self.record_batch(&index, batch);
+                self.read_arrow(view, &index.records_arrow, offset, size, encode)
+            }
             (ColumnView::Raw, Some(column)) => {
                 self.read_column_values(&index, column, offset, size, scan)
             }
@@ -1452,9 +1468,112 @@ impl Namespace {
         Ok(slice_vec(&lines, skip, size))
     }
 
-    /// A group's lines of `labels.jsonl`. A record whose boxes cannot be read gets lines of
-    /// nulls (and a log line): the table keeps its size and the other records' lines.
+    /// Bytes of an Arrow file of `columns/` (`view`, laid out by `layout`): its head and tail
+    /// from the index, its batches encoded by `encode` (the last one encoded is kept for the
+    /// reads that follow).
+    fn read_arrow(
+        &self,
+        view: ColumnView,
+        layout: &Layout,
+        offset: u64,
+        size: u32,
+        encode: impl Fn(usize) -> Result<Vec<u8>, FsError>,
+    ) -> Result<Bytes, FsError> {
+        let end = offset.saturating_add(size.into()).min(layout.len());
+        let mut out = Vec::new();
+        let mut at = offset;
+        while at < end {
+            let want = clamp_u32(end - at);
+            let piece = match layout.part_at(at) {
+                Part::Head(from) => slice_vec(layout.head(), from, want),
+                Part::Tail(from) => slice_vec(layout.tail(), from, want),
+                Part::Batch { index, offset } => {
+                    let bytes = self.arrow_batch(view, layout, index, &encode)?;
+                    slice_vec(&bytes, offset, want)
+                }
+            };
+            if piece.is_empty() {
+                break;
+            }
+            at += piece.len() as u64;
+            out.extend_from_slice(&piece);
+        }
+        Ok(Bytes::from(out))
+    }
+
+    /// Batch `index` of an Arrow file, encoded (or the one kept from the last read).
+    fn arrow_batch(
+        &self,
+        view: ColumnView,
+        layout: &Layout,
+        index: usize,
+        encode: impl Fn(usize) -> Result<Vec<u8>, FsError>,
+    ) -> Result<Arc<Vec<u8>>, FsError> {
+        if let Some(kept) = crate::sync::lock(&self.arrow_batch).as_ref() {
+            if (kept.view, kept.index) == (view, index) {
+                return Ok(kept.bytes.clone());
+            }
+        }
+        let bytes = encode(index)?;
+        if bytes.len() as u64 != layout.batch_len(index) {
+            return Err(FsError::failed(format!(
+                "columns/: an Arrow batch is {} bytes where {} were promised",
+                bytes.len(),
+                layout.batch_len(index)
+            )));
+        }
+        let bytes = Arc::new(bytes);
+        let mut kept = crate::sync::lock(&self.arrow_batch);
+        *kept = None;
+        if let Ok(charge) = self.dataset.memory().charge(bytes.len() as u64) {
+            *kept = Some(KeptBatch {
+                view,
+                index,
+                bytes: bytes.clone(),
+                _charge: charge,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Batch `batch` of `labels.arrow`, from the records its groups cover.
+    fn label_batch(&self, index: &LabelIndex, batch: usize) -> Result<Vec<u8>, FsError> {
+        let mut columns = BatchColumns::default();
+        for at in index.batch_groups(batch) {
+            interrupt::check()?;
+            let group = index.group(at).ok_or(FsError::NotFound)?;
+            let (head, rows) = self.label_rows(group)?;
+            columns.add(&head.head(), &rows, index);
+        }
+        Ok(columns.encode())
+    }
+
+    /// Batch `batch` of `records.arrow`, from the rows of its records.
+    fn record_batch(&self, index: &ColumnIndex, batch: usize) -> Result<Vec<u8>, FsError> {
+        let mut columns = RecordColumns::default();
+        for ordinal in index.record_batch(batch) {
+            if ordinal % 256 == 0 {
+                interrupt::check()?;
+            }
+            let row = self
+                .dataset
+                .record_meta(ordinal)
+                .map_err(|e| FsError::in_record(ordinal, e))?;
+            columns.add(ordinal, &row);
+        }
+        Ok(columns.encode())
+    }
+
+    /// A group's lines of `labels.jsonl`.
     fn label_lines(&self, group: Group) -> Result<Vec<u8>, FsError> {
+        let (head, rows) = self.label_rows(group)?;
+        Ok(write_lines(&head.head(), &rows, group.width as usize))
+    }
+
+    /// A group's table rows, with what each of its lines starts with. A record whose boxes
+    /// cannot be read gets rows of nulls (and a log line): the tables keep their sizes and
+    /// the other records' rows.
+    fn label_rows(&self, group: Group) -> Result<(OwnedHead, Vec<TableRow>), FsError> {
         let field = group.field as usize;
         let (tree, record) = self.tree_and_record(group.ordinal, |tree| box_fields(tree, field))?;
         let entry = tree.fields.get(field).ok_or(FsError::NotFound)?;
@@ -1480,19 +1599,13 @@ impl Namespace {
                 None
             }
         };
-        let head = LineHead {
+        let head = OwnedHead {
             ordinal: group.ordinal,
-            record_id: &tree.row.id,
-            scene_id: tree.row.scene_id.as_deref(),
-            field: &entry.name,
+            record_id: tree.row.id.to_string(),
+            scene_id: tree.row.scene_id.as_deref().map(str::to_string),
+            field: entry.name.clone(),
         };
-        Ok(write_lines(
-            &head,
-            plan,
-            rows.as_deref(),
-            group.count,
-            group.width as usize,
-        ))
+        Ok((head, table_rows(plan, rows.as_deref(), group.count)))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1712,6 +1825,19 @@ fn slice(bytes: &Bytes, offset: u64, size: u32) -> Bytes {
         .min(bytes.len());
     let end = start.saturating_add(size as usize).min(bytes.len());
     bytes.slice(start..end)
+}
+
+/// A batch of an Arrow file kept between reads, with its charge.
+#[derive(Debug)]
+struct KeptBatch {
+    view: ColumnView,
+    index: usize,
+    bytes: Arc<Vec<u8>>,
+    _charge: crate::budget::Charge,
+}
+
+fn clamp_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn slice_vec(bytes: &[u8], offset: u64, size: u32) -> Bytes {

@@ -899,7 +899,8 @@ def check_columns(root: str, mount: Path) -> dict[str, Any]:
     records = [dataset[i] for i in range(count)]
     columns, left_out = column_kinds(rows)
     # labels.jsonl's lines are checked against the library by sigmf_check.py (mount_sigmf).
-    expected = {"README.txt", "records.jsonl", "labels.jsonl"}
+    # (and labels.arrow, records.arrow against the JSON lines by label_tables.py).
+    expected = {"README.txt", "records.jsonl", "labels.jsonl", "labels.arrow", "records.arrow"}
     for name in sorted(columns):
         values = [np.ascontiguousarray(record.fields[name].data) for record in records]
         stem = field_path(name)
@@ -940,7 +941,12 @@ def check_columns(root: str, mount: Path) -> dict[str, Any]:
     check.equal("columns/ files", sorted(shown), sorted(expected))
     if check.problems:
         raise SystemExit(f"columns/ differs from the library ({len(check.problems)} problems):\n" + "\n".join(check.problems[:40]))
-    return {"records": count, "columns": len(columns), "left_out": len(left_out), "compared": check.compared}
+    # The Arrow twins of the JSON lines, read by pyarrow, polars and pandas.
+    import label_tables  # noqa: E402 (a sibling script)
+
+    tables = label_tables.check(mount)
+    return {"records": count, "columns": len(columns), "left_out": len(left_out), "compared": check.compared,
+            "arrow_records": tables["record_rows"], "arrow_labels": tables["label_rows"]}
 
 
 # ---------------------------------------------------------------------------------------------

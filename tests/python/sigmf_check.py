@@ -83,11 +83,8 @@ def boxes_path(prefix, leaf):
 
 
 def label_of(class_id, names):
-    """A box's label: its class's name, else the id in decimal; None for an unnamed negative
-    id (unlabeled)."""
-    if class_id >= 0 or str(class_id) in names:
-        return names.get(str(class_id), str(class_id))
-    return None
+    """A box's label: its class's name; None for a class without one (unlabeled)."""
+    return names.get(str(class_id))
 
 
 def expected_annotations(record, name, refused=None):

@@ -13,7 +13,11 @@
 //! (`core:sample_start`, then count, then edges), then the boxes it leaves out (not finite,
 //! empty, edges out of order), in table order, with nulls for their numbers.
 
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
+
+use super::arrow::{self, Kind, Layout, Shape, Table, Values};
 
 use crate::format::json::{python_float_repr, write_string};
 use crate::format::labels::{self, BoxRow};
@@ -21,8 +25,32 @@ use crate::format::record::RecordMeta;
 use crate::fs::views::has_sigmf_pair;
 use crate::fs::views::sigmf::{self, BoxPlan, NamesMemo};
 
-/// The name of the table under `columns/`.
+/// The names of the tables under `columns/`.
 pub const LABELS_FILE: &str = "labels.jsonl";
+pub const LABELS_ARROW_FILE: &str = "labels.arrow";
+
+/// Rows of a batch of `labels.arrow` (a batch ends at the first group boundary at or past
+/// it): about 2 MiB of message, what a read encodes at once.
+const BATCH_ROWS: u64 = 16_384;
+
+/// The columns of both tables, in order (`labels.arrow`'s `label` a dictionary of the class
+/// names every labelled field of the dataset declares).
+pub fn table() -> Table {
+    Table {
+        columns: vec![
+            ("ordinal", Kind::U64),
+            ("record_id", Kind::Text),
+            ("scene_id", Kind::Text),
+            ("field", Kind::Text),
+            ("set", Kind::Text),
+            ("sample_start", Kind::U64),
+            ("sample_count", Kind::U64),
+            ("freq_lower_edge_hz", Kind::F64),
+            ("freq_upper_edge_hz", Kind::F64),
+            ("label", Kind::Index),
+        ],
+    }
+}
 
 /// Longest text of a `u64`.
 const U64_TEXT: usize = 20;
@@ -47,12 +75,40 @@ pub struct Group {
 /// Bytes the index holds per group: the group and its end offset.
 pub const GROUP_BYTES: u64 = std::mem::size_of::<Group>() as u64 + 8;
 
-/// Where every group's lines are.
+/// Where every group's lines are, and the batches of `labels.arrow`.
 #[derive(Debug, Default)]
 pub struct LabelIndex {
     groups: Vec<Group>,
     /// Where each group's lines end in the file.
     ends: Vec<u64>,
+    /// The class names of every labelled field, each once, in the order first met: the
+    /// dictionary of `labels.arrow`'s `label` column.
+    dictionary: Vec<Arc<str>>,
+    dictionary_at: HashMap<Arc<str>, i32>,
+    /// Each batch's groups and shape; the last one may still grow.
+    batches: Vec<(Range<usize>, Shape)>,
+    /// The file's layout, once every row is in.
+    pub arrow: Layout,
+}
+
+/// A [`LineHead`] holding its texts (what a read takes from a record's tree).
+#[derive(Debug, Clone)]
+pub struct OwnedHead {
+    pub ordinal: u64,
+    pub record_id: String,
+    pub scene_id: Option<String>,
+    pub field: String,
+}
+
+impl OwnedHead {
+    pub fn head(&self) -> LineHead<'_> {
+        LineHead {
+            ordinal: self.ordinal,
+            record_id: &self.record_id,
+            scene_id: self.scene_id.as_deref(),
+            field: &self.field,
+        }
+    }
 }
 
 /// What every line of a group starts with: where the box is.
@@ -110,11 +166,81 @@ impl LabelIndex {
         self.groups.get(index).copied()
     }
 
+    /// The groups of `labels.arrow`'s batch `index`.
+    pub fn batch_groups(&self, index: usize) -> Range<usize> {
+        self.batches
+            .get(index)
+            .map_or(0..0, |(groups, _)| groups.clone())
+    }
+
+    /// Where `label` is in the dictionary of `labels.arrow`.
+    pub fn dictionary_index(&self, label: &str) -> Option<i32> {
+        self.dictionary_at.get(label).copied()
+    }
+
+    /// Lays out `labels.arrow` once every row is in.
+    pub fn finish(&mut self) {
+        let shapes: Vec<Shape> = self.batches.iter().map(|(_, s)| s.clone()).collect();
+        self.arrow = Layout::new(&table(), &shapes, &self.dictionary);
+    }
+
+    /// Takes in one group's rows: into the last batch, or a new one when it is full.
+    fn add_to_batch(&mut self, head: &LineHead, count: u64) {
+        let group = self.groups.len() - 1;
+        let full = self
+            .batches
+            .last()
+            .is_none_or(|(_, shape)| shape.rows as u64 >= BATCH_ROWS);
+        if full {
+            let text_bytes = vec![0; table().columns.len()];
+            self.batches.push((
+                group..group,
+                Shape {
+                    rows: 0,
+                    text_bytes,
+                },
+            ));
+        }
+        let Some((groups, shape)) = self.batches.last_mut() else {
+            return;
+        };
+        groups.end = group + 1;
+        let rows = usize::try_from(count).unwrap_or(usize::MAX);
+        shape.rows = shape.rows.saturating_add(rows);
+        let texts = [
+            (1, head.record_id.len()),
+            (2, head.scene_id.map_or(0, str::len)),
+            (3, head.field.len()),
+        ];
+        for (column, len) in texts {
+            shape.text_bytes[column] =
+                shape.text_bytes[column].saturating_add(len.saturating_mul(rows));
+        }
+    }
+
+    /// Puts `plan`'s class names in the dictionary; returns the bytes it grew by.
+    fn learn_names(&mut self, plan: &BoxPlan) -> u64 {
+        let mut grown = 0;
+        for name in plan.names.values() {
+            if self.dictionary_at.contains_key(name) {
+                continue;
+            }
+            let Ok(index) = i32::try_from(self.dictionary.len()) else {
+                break;
+            };
+            self.dictionary.push(name.clone());
+            self.dictionary_at.insert(name.clone(), index);
+            grown += 64 + name.len() as u64;
+        }
+        grown
+    }
+
     /// Takes in record `ordinal`'s row: a group for each IQ field with boxes. Returns the
     /// bytes the index grew by ([`GROUP_BYTES`] a group).
     pub fn take(&mut self, ordinal: u64, meta: &RecordMeta) -> u64 {
         let names = NamesMemo::default();
         let before = self.groups.len();
+        let mut grown = 0;
         for (index, (name, field)) in meta.fields.iter().enumerate() {
             if !has_sigmf_pair(field) {
                 continue;
@@ -147,8 +273,10 @@ impl LabelIndex {
                 width,
             });
             self.ends.push(end);
+            self.add_to_batch(&head, plan.count);
+            grown += self.learn_names(&plan);
         }
-        (self.groups.len() - before) as u64 * GROUP_BYTES
+        grown + (self.groups.len() - before) as u64 * GROUP_BYTES
     }
 }
 
@@ -158,53 +286,129 @@ pub fn line_width(head: &LineHead, plan: &BoxPlan) -> usize {
         .iter()
         .map(|(key, value)| key.len() + value)
         .sum();
-    let label =
-        ",\"label\":".len() + labels::max_label_json_len(&plan.names, plan.identity.is_some());
+    let label = ",\"label\":".len() + labels::max_label_json_len(&plan.names);
     head.text().len() + numbers + label + "}\n".len()
 }
 
-/// The lines of `head`'s boxes: `rows` (the table's boxes, `None` when they could not be
-/// read: every number null) converted by `plan`, each padded to `width` bytes; exactly
-/// `plan.count * width` bytes (a box of another count is not shown: the row said `count`).
-pub fn write_lines(
-    head: &LineHead,
-    plan: &BoxPlan,
-    rows: Option<&[BoxRow]>,
-    count: u64,
-    width: usize,
-) -> Vec<u8> {
-    let head_text = head.text();
-    let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0).saturating_mul(width));
+/// One box of the tables: its numbers in the receiver's terms (`None`: the `.sigmf-meta`
+/// leaves it out, or it could not be read) and its label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRow {
+    pub numbers: Option<(u64, u64, f64, f64)>,
+    pub label: Option<Arc<str>>,
+}
+
+/// The table rows of a field's boxes: `rows` (the table's boxes, `None` when they could not
+/// be read) converted by `plan`, sorted as the `.sigmf-meta` sorts them, then the boxes it
+/// leaves out in table order; exactly `count` rows (a table of another count is not shown:
+/// the row said `count`).
+pub fn table_rows(plan: &BoxPlan, rows: Option<&[BoxRow]>, count: u64) -> Vec<TableRow> {
     let rows = rows.filter(|rows| rows.len() as u64 == count);
     let mut converted = Vec::new();
     let mut refused = Vec::new();
     for (index, row) in rows.unwrap_or_default().iter().enumerate() {
         match labels::convert_box(index as u64, row, &plan.conversion, &plan.names) {
             Ok(annotation) => converted.push(annotation),
-            Err(_) => refused.push(labels::label_of(row.identity, &plan.names)),
+            Err(_) => refused.push(TableRow {
+                numbers: None,
+                label: labels::label_of(row.identity, &plan.names),
+            }),
         }
     }
     sigmf::sort_annotations(&mut converted);
-    for annotation in &converted {
-        let numbers = [
-            annotation.sample_start.to_string(),
-            annotation.sample_count.to_string(),
-            python_float_repr(annotation.freq_lower_edge),
-            python_float_repr(annotation.freq_upper_edge),
-        ];
-        let line = line(&head_text, Some(&numbers), annotation.label.as_deref());
-        push_padded(&mut out, &line, width, &head_text);
-    }
-    for label in &refused {
-        let line = line(&head_text, None, label.as_deref());
-        push_padded(&mut out, &line, width, &head_text);
-    }
-    let unread = count.saturating_sub((converted.len() + refused.len()) as u64);
-    for _ in 0..unread {
-        let line = line(&head_text, None, None);
+    let mut out: Vec<TableRow> = converted
+        .into_iter()
+        .map(|a| TableRow {
+            numbers: Some((
+                a.sample_start,
+                a.sample_count,
+                a.freq_lower_edge,
+                a.freq_upper_edge,
+            )),
+            label: a.label,
+        })
+        .collect();
+    out.extend(refused);
+    let unread = usize::try_from(count)
+        .unwrap_or(0)
+        .saturating_sub(out.len());
+    out.extend((0..unread).map(|_| TableRow {
+        numbers: None,
+        label: None,
+    }));
+    out
+}
+
+/// The lines of `head`'s boxes (their [`table_rows`]), each padded to `width` bytes.
+pub fn write_lines(head: &LineHead, rows: &[TableRow], width: usize) -> Vec<u8> {
+    let head_text = head.text();
+    let mut out = Vec::with_capacity(rows.len().saturating_mul(width));
+    for row in rows {
+        let numbers = row.numbers.map(|(start, count, lower, upper)| {
+            [
+                start.to_string(),
+                count.to_string(),
+                python_float_repr(lower),
+                python_float_repr(upper),
+            ]
+        });
+        let line = line(&head_text, numbers.as_ref(), row.label.as_deref());
         push_padded(&mut out, &line, width, &head_text);
     }
     out
+}
+
+/// The columns of a batch of `labels.arrow`, filled one group at a time.
+#[derive(Debug, Default)]
+pub struct BatchColumns {
+    ordinal: Vec<Option<u64>>,
+    record_id: Vec<Option<Arc<str>>>,
+    scene_id: Vec<Option<Arc<str>>>,
+    field: Vec<Option<Arc<str>>>,
+    start: Vec<Option<u64>>,
+    count: Vec<Option<u64>>,
+    lower: Vec<Option<f64>>,
+    upper: Vec<Option<f64>>,
+    label: Vec<Option<i32>>,
+}
+
+impl BatchColumns {
+    /// Adds a group's rows.
+    pub fn add(&mut self, head: &LineHead, rows: &[TableRow], index: &LabelIndex) {
+        let id: Arc<str> = Arc::from(head.record_id);
+        let scene: Option<Arc<str>> = head.scene_id.map(Arc::from);
+        let field: Arc<str> = Arc::from(head.field);
+        for row in rows {
+            self.ordinal.push(Some(head.ordinal));
+            self.record_id.push(Some(id.clone()));
+            self.scene_id.push(scene.clone());
+            self.field.push(Some(field.clone()));
+            self.start.push(row.numbers.map(|n| n.0));
+            self.count.push(row.numbers.map(|n| n.1));
+            self.lower.push(row.numbers.map(|n| n.2));
+            self.upper.push(row.numbers.map(|n| n.3));
+            let label = row.label.as_deref().and_then(|l| index.dictionary_index(l));
+            self.label.push(label);
+        }
+    }
+
+    /// The batch's message.
+    pub fn encode(self) -> Vec<u8> {
+        let rows = self.ordinal.len();
+        let values = [
+            Values::U64(self.ordinal),
+            Values::Text(self.record_id),
+            Values::Text(self.scene_id),
+            Values::Text(self.field),
+            Values::Text(vec![None; rows]),
+            Values::U64(self.start),
+            Values::U64(self.count),
+            Values::F64(self.lower),
+            Values::F64(self.upper),
+            Values::Index(self.label),
+        ];
+        arrow::batch_bytes(&table(), &values)
+    }
 }
 
 /// A line without its padding and closing: numbers (`None`: all null) and label.
@@ -313,7 +517,7 @@ mod tests {
             boxed(10.0, 5.0, 9),
             boxed(20.0, 1.0, -1),
         ];
-        let bytes = write_lines(&HEAD, &plan, Some(&rows), 4, width);
+        let bytes = write_lines(&HEAD, &table_rows(&plan, Some(&rows), 4), width);
         assert_eq!(bytes.len(), 4 * width);
         let lines = parsed(&bytes, width);
         let starts: Vec<Value> = lines.iter().map(|l| l["sample_start"].clone()).collect();
@@ -326,7 +530,11 @@ mod tests {
                 Value::Null
             ]
         );
-        assert_eq!(lines[0]["label"], Value::from("9"));
+        assert_eq!(
+            lines[0]["label"],
+            Value::Null,
+            "class 9 has no name: unlabeled"
+        );
         assert_eq!(
             lines[1]["label"],
             Value::Null,
@@ -365,7 +573,11 @@ mod tests {
         let mut longest = boxed(4.0e15, 1.0, i32::MIN);
         longest.low_hz = -1.2345678901234567e-300;
         longest.high_hz = 1.2345678901234567e-300;
-        let bytes = write_lines(&HEAD, &plan, Some(&[longest, longest]), 2, width);
+        let bytes = write_lines(
+            &HEAD,
+            &table_rows(&plan, Some(&[longest, longest]), 2),
+            width,
+        );
         let lines = parsed(&bytes, width);
         assert_eq!(
             lines[0]["sample_start"],
@@ -374,7 +586,7 @@ mod tests {
         assert_eq!(lines[0]["label"], Value::Null);
         // Boxes that could not be read, or a table of another count: every number null.
         for rows in [None, Some(&[longest][..])] {
-            let bytes = write_lines(&HEAD, &plan, rows, 2, width);
+            let bytes = write_lines(&HEAD, &table_rows(&plan, rows, 2), width);
             let lines = parsed(&bytes, width);
             assert!(lines.iter().all(|l| l["sample_start"] == Value::Null));
         }
