@@ -251,3 +251,71 @@ fn a_huge_field_is_pictured_within_the_memory_budget() {
         peak / MIB
     );
 }
+
+/// `samples` complex64 samples: a tone of `amplitude` at a quarter of the rate over a noise
+/// floor of about 0.01 (the same pseudo-random noise for every field).
+fn tone_over_noise(samples: usize, amplitude: f32) -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut noise = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let mut out = Vec::with_capacity(samples * 8);
+    for k in 0..samples {
+        let phase = std::f32::consts::FRAC_PI_2 * k as f32;
+        let re = amplitude * phase.cos() + 0.02 * noise();
+        let im = amplitude * phase.sin() + 0.02 * noise();
+        out.extend_from_slice(&re.to_le_bytes());
+        out.extend_from_slice(&im.to_le_bytes());
+    }
+    out
+}
+
+/// A record's receivers share one scale over their noise floor: a receiver whose tone is 20
+/// dB weaker over the same noise has a darker panel (Pillow's luminance); the pictures are
+/// palette PNGs, a spectrogram at most 120,000 bytes.
+#[test]
+fn a_weaker_receiver_looks_weaker_and_pictures_are_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path()).unwrap();
+    let record = Record::new("two")
+        .with_field("rx/a/iq", iq_capture(tone_over_noise(16_384, 1.0)))
+        .with_field("rx/b/iq", iq_capture(tone_over_noise(16_384, 0.1)));
+    let receipt = write_shard(&store, vec![record], "w0", 0, &ShardOptions::default()).unwrap();
+    publish(&store, &[receipt], &PublishOptions::new("two", "s1")).unwrap();
+    let mount = MountGuard::mount(dir.path(), &[]);
+    let preview = mount.path("records/0/preview.png");
+    let printed = common::run_python(
+        "picture_check.py",
+        &["panels", preview.to_str().unwrap()],
+        b"",
+    );
+    let doc = json::parse_object(&printed, &Default::default()).unwrap();
+    // The tone's column: same noise, so the same floor; 20 dB less is a third of a 60 dB
+    // scale darker.
+    let peak: Vec<f64> = doc["peak"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(peak.len(), 2, "{doc:?}");
+    assert!(
+        peak[0] > peak[1] + 40.0,
+        "the stronger receiver's tone is not brighter: {peak:?}"
+    );
+    assert_eq!(doc["mode"].as_str(), Some("P"));
+    let spectrogram = mount.path("records/0/fields/rx/b/iq.spectrogram.png");
+    let bytes = std::fs::read(&spectrogram).unwrap();
+    assert!(bytes.len() <= 120_000, "{} bytes", bytes.len());
+    let printed = common::run_python(
+        "picture_check.py",
+        &["panels", spectrogram.to_str().unwrap()],
+        b"",
+    );
+    assert!(String::from_utf8(printed)
+        .unwrap()
+        .contains("\"mode\": \"P\""));
+}

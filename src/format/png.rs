@@ -6,6 +6,10 @@
 //! holds at most 65535 bytes behind a 5-byte header, so a `width × height` RGB image always
 //! takes [`png_len`] bytes. Every value here is bounded by [`MAX_SIDE`].
 //!
+//! Why a palette: a picture drawn with at most 256 colours (a quantized colour map and a few
+//! for text and marks) is one byte a pixel instead of three behind a 768-byte `PLTE`
+//! ([`Canvas::to_palette_png`], [`palette_png_len`]): a third of the size, still fixed.
+//!
 //! Why not the `png` crate: its `DeflateCompression::NoCompression` writes stored blocks too,
 //! but its documentation reserves the right to change how it compresses (and so where blocks
 //! and `IDAT` chunks split) without a semver-breaking release, and `stat` has promised these
@@ -101,6 +105,76 @@ impl Canvas {
     pub fn to_png(&self) -> Vec<u8> {
         encode_rgb(self.width, self.height, &self.pixels)
     }
+
+    /// The canvas as an indexed-colour PNG of `palette` (exactly [`palette_png_len`] bytes):
+    /// each pixel is its colour's index, a colour not in the palette the nearest entry's.
+    pub fn to_palette_png(&self, palette: &[Rgb; 256]) -> Vec<u8> {
+        let mut index_of: std::collections::HashMap<Rgb, u8> = std::collections::HashMap::new();
+        for (index, colour) in palette.iter().enumerate().rev() {
+            index_of.insert(*colour, index as u8);
+        }
+        let indices: Vec<u8> = self
+            .pixels
+            .chunks_exact(3)
+            .map(|pixel| {
+                let colour = [pixel[0], pixel[1], pixel[2]];
+                *index_of
+                    .entry(colour)
+                    .or_insert_with(|| nearest(palette, colour))
+            })
+            .collect();
+        encode_indexed(self.width, self.height, &indices, palette)
+    }
+}
+
+/// The index of the palette entry nearest `colour` (squared RGB distance).
+fn nearest(palette: &[Rgb; 256], colour: Rgb) -> u8 {
+    let distance = |entry: &Rgb| -> u32 {
+        (0..3)
+            .map(|i| {
+                let d = i32::from(entry[i]) - i32::from(colour[i]);
+                (d * d) as u32
+            })
+            .sum()
+    };
+    (0..256usize)
+        .min_by_key(|&i| distance(&palette[i]))
+        .unwrap_or(0) as u8
+}
+
+/// The size of the PNG [`Canvas::to_palette_png`] writes for a `width × height` image.
+pub fn palette_png_len(width: u32, height: u32) -> u64 {
+    let raw = u64::from(height) * (1 + u64::from(width));
+    let blocks = raw.div_ceil(STORED_BLOCK_MAX).max(1);
+    let zlib = 2 + raw + 5 * blocks + 4;
+    SIGNATURE.len() as u64 + chunk_len(13) + chunk_len(768) + chunk_len(zlib) + chunk_len(0)
+}
+
+/// A PNG of 8-bit palette `indices` (row-major, `width × height` bytes): filter 0 on every
+/// line, stored deflate blocks.
+fn encode_indexed(width: u32, height: u32, indices: &[u8], palette: &[Rgb; 256]) -> Vec<u8> {
+    let row_bytes = width as usize;
+    let mut scanlines = Vec::with_capacity(height as usize * (row_bytes + 1));
+    for y in 0..height as usize {
+        scanlines.push(0);
+        let row = indices
+            .get(y * row_bytes..(y + 1) * row_bytes)
+            .unwrap_or(&[]);
+        scanlines.extend_from_slice(row);
+        scanlines.resize((y + 1) * (row_bytes + 1), 0);
+    }
+    let mut header = Vec::with_capacity(13);
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 3, 0, 0, 0]);
+    let plte: Vec<u8> = palette.iter().flatten().copied().collect();
+    let mut out = Vec::with_capacity(palette_png_len(width, height) as usize);
+    out.extend_from_slice(&SIGNATURE);
+    write_chunk(&mut out, b"IHDR", &header);
+    write_chunk(&mut out, b"PLTE", &plte);
+    write_chunk(&mut out, b"IDAT", &zlib_stored(&scanlines));
+    write_chunk(&mut out, b"IEND", &[]);
+    out
 }
 
 /// The size of the PNG `encode_rgb` writes for a `width × height` image.
@@ -275,6 +349,23 @@ mod tests {
         // 1×1: 8 + 25 + (12 + 2 + 4 + 5 + 4) + 12, counted by hand.
         assert_eq!(png_len(1, 1), 72);
         assert_eq!(Canvas::new(0, 99_999, [0; 3]).height(), MAX_SIDE);
+    }
+
+    #[test]
+    fn palette_pngs_have_their_fixed_size_and_nearest_colours() {
+        let mut palette = [[0u8; 3]; 256];
+        for (i, entry) in palette.iter_mut().enumerate() {
+            *entry = [i as u8, 0, 0];
+        }
+        for (width, height) in [(1, 1), (3, 2), (352, 292), (2048, 2048)] {
+            let mut canvas = Canvas::new(width, height, [9, 0, 0]);
+            canvas.set(0, 0, [200, 90, 90]);
+            let png = canvas.to_palette_png(&palette);
+            assert_eq!(png.len() as u64, palette_png_len(width, height));
+        }
+        assert_eq!(nearest(&palette, [200, 90, 90]), 200);
+        // 1×1: 8 + 25 + (12 + 768) + (12 + 2 + 2 + 5 + 4) + 12, counted by hand.
+        assert_eq!(palette_png_len(1, 1), 850);
     }
 
     #[test]

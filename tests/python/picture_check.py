@@ -28,7 +28,7 @@ from PIL import Image
 
 import sigmf_check
 
-SPECTROGRAM = {"size": (312, 292), "origin": (48, 14), "rows": 256}
+SPECTROGRAM = {"size": (353, 292), "origin": (48, 14), "rows": 256}
 PREVIEW_W, PANEL_H, PANEL_ROWS, MAX_PANELS = 272, 112, 96, 8
 PLOT_COLUMNS = 256
 LABEL_H = 8
@@ -238,7 +238,27 @@ def write(root, seed):
     print(json.dumps({"records": len(records), "receivers": receivers, "boxes": boxes}))
 
 
+def panels(path):
+    """A preview's panels, top to bottom: the mean luminance of each, and of its brightest
+    column (a tone's); the PNG's mode and size."""
+    pixels = read_png(path)
+    mean, peak = [], []
+    for index in range(MAX_PANELS):
+        top = 4 + PANEL_H * index + 10
+        plot = pixels[top:top + PANEL_ROWS, 8:8 + PLOT_COLUMNS]
+        if plot.shape[0] < PANEL_ROWS:
+            break
+        mean.append(round(float(plot.mean()), 2))
+        peak.append(round(float(plot.mean(axis=0).max()), 2))
+    with Image.open(path) as image:
+        mode = image.mode
+    return {"luminance": mean, "peak": peak, "mode": mode, "bytes": os.stat(path).st_size}
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "panels":
+        print(json.dumps(panels(sys.argv[2])))
+        sys.exit(0)
     if sys.argv[1] == "write":
         write(sys.argv[2], int(sys.argv[3]))
     else:

@@ -19,8 +19,13 @@
 //! right: plot column `c` is the FFT bin at `centre + (c − 128) · rate / 256` Hz. A box of
 //! samples `[s, e)` and Hz `[lo, hi]` is outlined at rows `floor(s·R/N) .. ceil(e·R/N)` and
 //! columns `floor(col(lo)) .. ceil(col(hi))`, `col(f) = (f − centre) / rate · 256 + 128`.
-//! The colour map runs from black (60 dB or more below the picture's strongest cell) through
-//! purple, red and orange to pale yellow (the strongest), its luminance rising throughout.
+//! Colours show power in dB above the picture's noise floor (the median cell of its plots: a
+//! preview's panels share one floor and one scale, so a weaker field looks weaker): black at 6
+//! dB below the floor, through purple, red and orange, to pale yellow at the top of the scale
+//! (the strongest cell, at least 30 dB and at most 90 dB above the bottom), luminance rising
+//! throughout. A spectrogram carries the scale as a colour bar labelled in dB over the floor.
+//! The pictures are palette PNGs of [`MAP_LEVELS`] levels and a few colours for text and boxes
+//! ([`crate::format::png::Canvas::to_palette_png`]): a third of RGB's size, fixed.
 //! The FFT is a plain radix-2 of 256 points: small enough that a dependency would buy nothing.
 
 use bytes::Bytes;
@@ -28,7 +33,7 @@ use bytes::Bytes;
 use super::{has_sigmf_pair, sample_rate};
 use crate::format::dtype::DType;
 use crate::format::labels::{self, Annotation};
-use crate::format::png::{png_len, Canvas, Rgb, GLYPH_H, GLYPH_W};
+use crate::format::png::{palette_png_len, Canvas, Rgb, GLYPH_H, GLYPH_W};
 use crate::format::record::{FieldMeta, RecordMeta};
 use crate::fs::error::FsError;
 use crate::interrupt;
@@ -42,7 +47,11 @@ pub const MAX_WINDOWS: u64 = 8;
 /// Where a spectrogram's plot starts (left margin for time ticks, top for the title).
 pub const PLOT_LEFT: u32 = 48;
 pub const PLOT_TOP: u32 = 14;
-pub const SPECTROGRAM_W: u32 = PLOT_LEFT + FFT_LEN as u32 + 8;
+/// The colour bar right of a spectrogram's plot: its left edge, width, and its labels' room.
+const BAR_LEFT: u32 = PLOT_LEFT + FFT_LEN as u32 + 8;
+const BAR_W: u32 = 8;
+const BAR_LABEL_CHARS: u32 = 7;
+pub const SPECTROGRAM_W: u32 = BAR_LEFT + BAR_W + 3 + BAR_LABEL_CHARS * GLYPH_W + 2;
 pub const SPECTROGRAM_H: u32 = PLOT_TOP + PLOT_ROWS + 22;
 /// A preview shows at most this many panels (the first fields in name order).
 pub const MAX_PANELS: usize = 8;
@@ -51,8 +60,14 @@ pub const PANEL_ROWS: u32 = 96;
 const PANEL_H: u32 = 10 + PANEL_ROWS + 6;
 const PANEL_LEFT: u32 = 8;
 pub const PREVIEW_W: u32 = PANEL_LEFT + FFT_LEN as u32 + 8;
-/// Dynamic range shown, in dB below the picture's strongest cell.
-const RANGE_DB: f32 = 60.0;
+/// The scale: its bottom this far below the noise floor, its top the strongest cell but at
+/// least [`MIN_RANGE_DB`] and at most [`MAX_RANGE_DB`] above the bottom.
+const BELOW_FLOOR_DB: f32 = 6.0;
+const MIN_RANGE_DB: f32 = 30.0;
+const MAX_RANGE_DB: f32 = 90.0;
+/// Levels of the colour map (palette entries); the others are the background, text and box
+/// colours.
+pub const MAP_LEVELS: usize = 240;
 const BYTES_PER_SAMPLE: u64 = 8;
 /// Plot rows computed between two looks at whether the requester was interrupted (a row is up
 /// to 8 FFTs and their reads, a look reads `/proc`).
@@ -76,12 +91,70 @@ pub type ReadField<'a> = dyn Fn(&str, u64, usize) -> Result<Bytes, FsError> + 'a
 
 /// The size of every spectrogram PNG.
 pub fn spectrogram_len() -> u64 {
-    png_len(SPECTROGRAM_W, SPECTROGRAM_H)
+    palette_png_len(SPECTROGRAM_W, SPECTROGRAM_H)
 }
 
 /// The size of a preview of `panels` panels.
 pub fn preview_len(panels: usize) -> u64 {
-    png_len(PREVIEW_W, preview_height(panels))
+    palette_png_len(PREVIEW_W, preview_height(panels))
+}
+
+/// The pictures' palette: the colour map's levels, then the marks' colours (the rest black).
+fn palette() -> [Rgb; 256] {
+    let mut palette = [[0u8; 3]; 256];
+    for (level, entry) in palette.iter_mut().take(MAP_LEVELS).enumerate() {
+        *entry = map_colour(level as f32 / (MAP_LEVELS - 1) as f32);
+    }
+    palette[MAP_LEVELS] = BACKGROUND;
+    palette[MAP_LEVELS + 1] = INK;
+    palette[MAP_LEVELS + 2] = BOX;
+    palette
+}
+
+/// Where a picture's colours sit in dB: the bottom of the scale and its range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scale {
+    floor_db: f32,
+    bottom_db: f32,
+    range_db: f32,
+}
+
+impl Scale {
+    /// The scale of `grids` together: the median of their finite cells is the noise floor.
+    fn of(grids: &[&Grid]) -> Scale {
+        let mut cells: Vec<f32> = grids
+            .iter()
+            .flat_map(|g| g.cells.iter().copied())
+            .filter(|v| v.is_finite())
+            .collect();
+        if cells.is_empty() {
+            return Scale {
+                floor_db: 0.0,
+                bottom_db: -BELOW_FLOOR_DB,
+                range_db: MIN_RANGE_DB,
+            };
+        }
+        let middle = cells.len() / 2;
+        let (_, floor, _) = cells.select_nth_unstable_by(middle, f32::total_cmp);
+        let floor = *floor;
+        let top = cells.iter().copied().fold(f32::MIN, f32::max);
+        let bottom = floor - BELOW_FLOOR_DB;
+        Scale {
+            floor_db: floor,
+            bottom_db: bottom,
+            range_db: (top - bottom).clamp(MIN_RANGE_DB, MAX_RANGE_DB),
+        }
+    }
+
+    /// The level of `value` dB, in `0..=1` (0 for NaN).
+    fn level(&self, value: f32) -> f32 {
+        let level = ((value - self.bottom_db) / self.range_db).clamp(0.0, 1.0);
+        if level.is_nan() {
+            0.0
+        } else {
+            level
+        }
+    }
 }
 
 fn preview_height(panels: usize) -> u32 {
@@ -165,15 +238,18 @@ pub fn spectrogram_png(
     read: &ReadField,
 ) -> Result<Vec<u8>, FsError> {
     let grid = power_grid(name, axes.samples, PLOT_ROWS, read)?;
+    let scale = Scale::of(&[&grid]);
     let mut canvas = Canvas::new(SPECTROGRAM_W, SPECTROGRAM_H, BACKGROUND);
     let origin = (i64::from(PLOT_LEFT), i64::from(PLOT_TOP));
-    paint_grid(&mut canvas, origin, &grid);
+    paint_grid(&mut canvas, origin, &grid, &scale);
     draw_boxes(&mut canvas, origin, axes, PLOT_ROWS, boxes);
-    let chars = (SPECTROGRAM_W / GLYPH_W - 1) as usize;
+    // The title stops short of the colour bar's "DB".
+    let chars = ((BAR_LEFT - 4) / GLYPH_W) as usize;
     canvas.text((2, 2), tail(name, chars), chars, INK);
     draw_frequency_ticks(&mut canvas, axes);
     draw_time_ticks(&mut canvas, axes);
-    Ok(canvas.to_png())
+    draw_colour_bar(&mut canvas, &scale);
+    Ok(canvas.to_palette_png(&palette()))
 }
 
 /// A record's preview PNG (exactly [`preview_len`] of `panels.len()` bytes): each panel with
@@ -190,30 +266,51 @@ pub fn preview_png(
     if shown.is_empty() {
         canvas.text((4, 6), "NO IQ OR PULSED FIELDS", chars, INK);
     }
-    for (index, (name, kind)) in shown.iter().enumerate() {
+    // Every panel's grid first: the receivers' spectrograms share one scale, so a weaker
+    // field looks weaker, and the pulsed fields another (their power is of another kind).
+    let mut grids = Vec::with_capacity(shown.len());
+    for (name, kind) in shown {
+        let field = field_of(name).ok_or_else(|| FsError::failed("field of a panel missing"))?;
+        let grid = match kind {
+            PanelKind::Spectrogram => {
+                power_grid(name, IqAxes::of(&field).samples, PANEL_ROWS, read)?
+            }
+            PanelKind::Pulses => pulse_grid(name, &field.shape, read)?,
+        };
+        grids.push((field, grid));
+    }
+    let scale_of = |wanted: PanelKind| {
+        let of_kind: Vec<&Grid> = shown
+            .iter()
+            .zip(&grids)
+            .filter(|((_, kind), _)| *kind == wanted)
+            .map(|(_, (_, grid))| grid)
+            .collect();
+        Scale::of(&of_kind)
+    };
+    let (spectrum_scale, pulse_scale) = (
+        scale_of(PanelKind::Spectrogram),
+        scale_of(PanelKind::Pulses),
+    );
+    for (index, ((name, kind), (field, grid))) in shown.iter().zip(&grids).enumerate() {
         let top = 4 + i64::from(PANEL_H) * index as i64;
         let origin = (i64::from(PANEL_LEFT), top + 10);
-        let field = field_of(name).ok_or_else(|| FsError::failed("field of a panel missing"))?;
         let title = match kind {
             PanelKind::Spectrogram => {
-                let axes = IqAxes::of(&field);
-                paint_grid(
-                    &mut canvas,
-                    origin,
-                    &power_grid(name, axes.samples, PANEL_ROWS, read)?,
-                );
+                let axes = IqAxes::of(field);
+                paint_grid(&mut canvas, origin, grid, &spectrum_scale);
                 let field_boxes = boxes.get(index).map_or(&[][..], Vec::as_slice);
                 draw_boxes(&mut canvas, origin, &axes, PANEL_ROWS, field_boxes);
                 format!("{} SPECTROGRAM", tail(name, chars - 12))
             }
             PanelKind::Pulses => {
-                paint_grid(&mut canvas, origin, &pulse_grid(name, &field.shape, read)?);
+                paint_grid(&mut canvas, origin, grid, &pulse_scale);
                 format!("{} PULSES", tail(name, chars - 7))
             }
         };
         canvas.text((i64::from(PANEL_LEFT), top + 2), &title, chars, INK);
     }
-    Ok(canvas.to_png())
+    Ok(canvas.to_palette_png(&palette()))
 }
 
 /// The last `chars` characters of `text` (paths are told apart by their ends).
@@ -391,27 +488,63 @@ fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, FsErr
 
 /// Paints `grid` with its top-left at `origin`, its strongest cell brightest and anything
 /// [`RANGE_DB`] below it black.
-fn paint_grid(canvas: &mut Canvas, origin: (i64, i64), grid: &Grid) {
-    let top = grid
-        .cells
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(f32::MIN, f32::max);
+fn paint_grid(canvas: &mut Canvas, origin: (i64, i64), grid: &Grid, scale: &Scale) {
     for (index, value) in grid.cells.iter().enumerate() {
         let (row, column) = (index / grid.columns, index % grid.columns);
-        let level = ((value - (top - RANGE_DB)) / RANGE_DB).clamp(0.0, 1.0);
-        let level = if level.is_nan() { 0.0 } else { level };
         canvas.set(
             origin.0 + column as i64,
             origin.1 + row as i64,
-            colour(level),
+            colour(scale.level(*value)),
         );
     }
 }
 
-/// The colour map at `level` in `0..=1`.
+/// The colour bar right of a spectrogram's plot: the scale from its top (the plot's top) to
+/// its bottom, ticks every 10 dB over the noise floor labelled in dB (`+20`, `0`), "DB" above.
+fn draw_colour_bar(canvas: &mut Canvas, scale: &Scale) {
+    let (left, top) = (i64::from(BAR_LEFT), i64::from(PLOT_TOP));
+    let rows = i64::from(PLOT_ROWS);
+    for y in 0..rows {
+        let level = 1.0 - y as f32 / (rows - 1) as f32;
+        canvas.fill(
+            (left, top + y),
+            (left + i64::from(BAR_W), top + y + 1),
+            colour(level),
+        );
+    }
+    let label_x = left + i64::from(BAR_W) + 3;
+    canvas.text((label_x, top - 8), "DB", 2, INK);
+    let over_floor = |level: f32| scale.bottom_db + level * scale.range_db - scale.floor_db;
+    let first = (over_floor(0.0) / 10.0).ceil() as i64;
+    let last = (over_floor(1.0) / 10.0).floor() as i64;
+    for tick in first..=last {
+        let db = tick as f32 * 10.0;
+        let level = (db + scale.floor_db - scale.bottom_db) / scale.range_db;
+        let y = top + ((1.0 - level) * (rows - 1) as f32).round() as i64;
+        canvas.fill((left - 2, y), (left, y + 1), INK);
+        let text = if tick > 0 {
+            format!("+{}", tick * 10)
+        } else {
+            format!("{}", tick * 10)
+        };
+        canvas.text((label_x, y - 2), &text, BAR_LABEL_CHARS as usize, INK);
+    }
+}
+
+/// The colour map at `level` in `0..=1`, quantized to one of its [`MAP_LEVELS`] levels (the
+/// palette's entries).
 pub fn colour(level: f32) -> Rgb {
+    let steps = (MAP_LEVELS - 1) as f32;
+    let level = if level.is_nan() {
+        0.0
+    } else {
+        level.clamp(0.0, 1.0)
+    };
+    map_colour((level * steps).round() / steps)
+}
+
+/// The colour map at `level` in `0..=1`, interpolated between its stops.
+fn map_colour(level: f32) -> Rgb {
     let pair = STOPS
         .windows(2)
         .find(|pair| level <= pair[1].0)
