@@ -3,12 +3,12 @@
 //!
 //! Why stored (uncompressed) deflate blocks: the mount must report a picture's exact size
 //! before it reads the record, so the encoding may not depend on the pixels. A stored block
-//! holds at most 65535 bytes behind a 5-byte header, so a `width × height` RGB image always
-//! takes [`png_len`] bytes. Every value here is bounded by [`MAX_SIDE`].
+//! holds at most 65535 bytes behind a 5-byte header, so a `width × height` image always takes
+//! [`palette_png_len`] bytes. Every value here is bounded by [`MAX_SIDE`].
 //!
 //! Why a palette: a picture drawn with at most 256 colours (a quantized colour map and a few
 //! for text and marks) is one byte a pixel instead of three behind a 768-byte `PLTE`
-//! ([`Canvas::to_palette_png`], [`palette_png_len`]): a third of the size, still fixed.
+//! ([`Canvas::to_palette_png`]): a third of RGB's size, still fixed.
 //!
 //! Why not the `png` crate: its `DeflateCompression::NoCompression` writes stored blocks too,
 //! but its documentation reserves the right to change how it compresses (and so where blocks
@@ -101,11 +101,6 @@ impl Canvas {
         }
     }
 
-    /// The PNG file of the canvas (exactly [`png_len`] bytes).
-    pub fn to_png(&self) -> Vec<u8> {
-        encode_rgb(self.width, self.height, &self.pixels)
-    }
-
     /// The canvas as an indexed-colour PNG of `palette` (exactly [`palette_png_len`] bytes):
     /// each pixel is its colour's index, a colour not in the palette the nearest entry's.
     pub fn to_palette_png(&self, palette: &[Rgb; 256]) -> Vec<u8> {
@@ -177,45 +172,8 @@ fn encode_indexed(width: u32, height: u32, indices: &[u8], palette: &[Rgb; 256])
     out
 }
 
-/// The size of the PNG `encode_rgb` writes for a `width × height` image.
-pub fn png_len(width: u32, height: u32) -> u64 {
-    let raw = scanlines_len(width, height);
-    let blocks = raw.div_ceil(STORED_BLOCK_MAX).max(1);
-    let zlib = 2 + raw + 5 * blocks + 4;
-    SIGNATURE.len() as u64 + chunk_len(13) + chunk_len(zlib) + chunk_len(0)
-}
-
 fn chunk_len(data: u64) -> u64 {
     4 + 4 + data + 4
-}
-
-fn scanlines_len(width: u32, height: u32) -> u64 {
-    u64::from(height) * (1 + 3 * u64::from(width))
-}
-
-/// A PNG of 8-bit RGB `pixels` (row-major, `3 × width × height` bytes; missing bytes are
-/// black): filter 0 on every line, stored deflate blocks.
-fn encode_rgb(width: u32, height: u32, pixels: &[u8]) -> Vec<u8> {
-    let row_bytes = 3 * width as usize;
-    let mut scanlines = Vec::with_capacity(scanlines_len(width, height) as usize);
-    for y in 0..height as usize {
-        scanlines.push(0);
-        let row = pixels
-            .get(y * row_bytes..(y + 1) * row_bytes)
-            .unwrap_or(&[]);
-        scanlines.extend_from_slice(row);
-        scanlines.resize((y + 1) * (row_bytes + 1), 0);
-    }
-    let mut header = Vec::with_capacity(13);
-    header.extend_from_slice(&width.to_be_bytes());
-    header.extend_from_slice(&height.to_be_bytes());
-    header.extend_from_slice(&[8, 2, 0, 0, 0]);
-    let mut out = Vec::with_capacity(png_len(width, height) as usize);
-    out.extend_from_slice(&SIGNATURE);
-    write_chunk(&mut out, b"IHDR", &header);
-    write_chunk(&mut out, b"IDAT", &zlib_stored(&scanlines));
-    write_chunk(&mut out, b"IEND", &[]);
-    out
 }
 
 fn write_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
@@ -341,17 +299,6 @@ mod tests {
     }
 
     #[test]
-    fn size_is_a_function_of_the_dimensions() {
-        for (width, height) in [(1, 1), (3, 2), (312, 292), (2048, 2048)] {
-            let canvas = Canvas::new(width, height, [9, 8, 7]);
-            assert_eq!(canvas.to_png().len() as u64, png_len(width, height));
-        }
-        // 1×1: 8 + 25 + (12 + 2 + 4 + 5 + 4) + 12, counted by hand.
-        assert_eq!(png_len(1, 1), 72);
-        assert_eq!(Canvas::new(0, 99_999, [0; 3]).height(), MAX_SIDE);
-    }
-
-    #[test]
     fn palette_pngs_have_their_fixed_size_and_nearest_colours() {
         let mut palette = [[0u8; 3]; 256];
         for (i, entry) in palette.iter_mut().enumerate() {
@@ -366,6 +313,7 @@ mod tests {
         assert_eq!(nearest(&palette, [200, 90, 90]), 200);
         // 1×1: 8 + 25 + (12 + 768) + (12 + 2 + 2 + 5 + 4) + 12, counted by hand.
         assert_eq!(palette_png_len(1, 1), 850);
+        assert_eq!(Canvas::new(0, 99_999, [0; 3]).height(), MAX_SIDE);
     }
 
     #[test]
