@@ -19,9 +19,10 @@
 //! right: plot column `c` is the FFT bin at `centre + (c − 128) · rate / 256` Hz. A box of
 //! samples `[s, e)` and Hz `[lo, hi]` is outlined at rows `floor(s·R/N) .. ceil(e·R/N)` and
 //! columns `floor(col(lo)) .. ceil(col(hi))`, `col(f) = (f − centre) / rate · 256 + 128`.
-//! Colours show power in dB above the picture's noise floor (the median cell of its plots: a
-//! preview's panels share one floor and one scale, so a weaker field looks weaker): black at 6
-//! dB below the floor, through purple, red and orange, to pale yellow at the top of the scale
+//! Colours show power in dB above the picture's noise floor (the highest median cell of its
+//! plots: a preview's receivers share one floor and one scale, so a weaker field looks weaker,
+//! and its pulsed fields another, their zero-frequency bin left out): black at 6 dB below the
+//! floor, through purple, red and orange, to pale yellow at the top of the scale
 //! (the strongest cell, at least 30 dB and at most 90 dB above the bottom), luminance rising
 //! throughout. A spectrogram carries the scale as a colour bar labelled in dB over the floor.
 //! The pictures are palette PNGs of [`MAP_LEVELS`] levels and a few colours for text and boxes
@@ -111,6 +112,17 @@ fn palette() -> [Rgb; 256] {
     palette
 }
 
+/// The median of the finite values of `cells`, if any.
+fn median(cells: &[f32]) -> Option<f32> {
+    let mut finite: Vec<f32> = cells.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() {
+        return None;
+    }
+    let middle = finite.len() / 2;
+    let (_, value, _) = finite.select_nth_unstable_by(middle, f32::total_cmp);
+    Some(*value)
+}
+
 /// Where a picture's colours sit in dB: the bottom of the scale and its range.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Scale {
@@ -120,24 +132,27 @@ struct Scale {
 }
 
 impl Scale {
-    /// The scale of `grids` together: the median of their finite cells is the noise floor.
+    /// The scale of `grids` together: the noise floor is the highest of their medians (each
+    /// plot's typical cell), so no plot looks louder for its neighbours being quiet (a clean
+    /// tone's leakage floor, 60 dB down, would otherwise push a plain noise plot to the top);
+    /// the top is their strongest cell.
     fn of(grids: &[&Grid]) -> Scale {
-        let mut cells: Vec<f32> = grids
+        let floor = grids
             .iter()
-            .flat_map(|g| g.cells.iter().copied())
+            .filter_map(|grid| median(&grid.cells))
+            .reduce(f32::max);
+        let top = grids
+            .iter()
+            .flat_map(|grid| grid.cells.iter().copied())
             .filter(|v| v.is_finite())
-            .collect();
-        if cells.is_empty() {
+            .fold(f32::MIN, f32::max);
+        let Some(floor) = floor else {
             return Scale {
                 floor_db: 0.0,
                 bottom_db: -BELOW_FLOOR_DB,
                 range_db: MIN_RANGE_DB,
             };
-        }
-        let middle = cells.len() / 2;
-        let (_, floor, _) = cells.select_nth_unstable_by(middle, f32::total_cmp);
-        let floor = *floor;
-        let top = cells.iter().copied().fold(f32::MIN, f32::max);
+        };
         let bottom = floor - BELOW_FLOOR_DB;
         Scale {
             floor_db: floor,
@@ -474,7 +489,9 @@ fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, FsErr
             let base = pulse
                 .checked_mul(*fast)
                 .ok_or_else(|| FsError::failed("pulse offset overflows"))?;
-            last = Some((pulse, mean_spectrum(name, (base, *fast), &starts, read)?));
+            let mut spectrum = mean_spectrum(name, (base, *fast), &starts, read)?;
+            without_dc(&mut spectrum);
+            last = Some((pulse, spectrum));
         }
         if let Some((_, values)) = &last {
             cells.extend_from_slice(values);
@@ -486,8 +503,19 @@ fn pulse_grid(name: &str, shape: &[u64], read: &ReadField) -> Result<Grid, FsErr
     })
 }
 
-/// Paints `grid` with its top-left at `origin`, its strongest cell brightest and anything
-/// [`RANGE_DB`] below it black.
+/// The zero-frequency bin of a pulse's spectrum (the middle column) replaced by its
+/// neighbours' mean: a receiver's DC offset is not a target, and as the strongest cell it
+/// would set the scale and leave the beat tones and the noise dark.
+fn without_dc(spectrum: &mut [f32]) {
+    let middle = FFT_LEN / 2;
+    if let (Some(&left), Some(&right)) = (spectrum.get(middle - 1), spectrum.get(middle + 1)) {
+        if let Some(dc) = spectrum.get_mut(middle) {
+            *dc = (left + right) / 2.0;
+        }
+    }
+}
+
+/// Paints `grid` with its top-left at `origin`, in the colours of `scale`.
 fn paint_grid(canvas: &mut Canvas, origin: (i64, i64), grid: &Grid, scale: &Scale) {
     for (index, value) in grid.cells.iter().enumerate() {
         let (row, column) = (index / grid.columns, index % grid.columns);
