@@ -91,7 +91,7 @@ pub fn run(input: &[u8]) -> Result<bool, String> {
                 .map_err(|e| format!("{name}: boxes: {e}"))?,
             None => Vec::new(),
         };
-        let png = picture::spectrogram_png(name, &IqAxes::of(field), &shown, &read)
+        let png = picture::spectrogram_png(&record.id, name, &IqAxes::of(field), &shown, &read)
             .map_err(|e| format!("{name}: spectrogram: {e}"))?;
         if png.len() as u64 != picture::spectrogram_len() {
             return Err(format!("{name}: spectrogram of {} bytes", png.len()));
@@ -101,6 +101,7 @@ pub fn run(input: &[u8]) -> Result<bool, String> {
     }
     let panels = picture::preview_panels(&record);
     let png = picture::preview_png(
+        &record.id,
         &|n| record.fields.get(n).cloned(),
         &panels,
         &panel_boxes,

@@ -57,6 +57,16 @@ impl Canvas {
         self.height
     }
 
+    /// Pixel `(x, y)`, `None` outside the canvas.
+    pub fn pixel(&self, x: i64, y: i64) -> Option<Rgb> {
+        if x < 0 || y < 0 || x >= i64::from(self.width) || y >= i64::from(self.height) {
+            return None;
+        }
+        let at = 3 * (y as usize * self.width as usize + x as usize);
+        let pixel = self.pixels.get(at..at + 3)?;
+        Some([pixel[0], pixel[1], pixel[2]])
+    }
+
     /// Sets pixel `(x, y)`; outside the canvas does nothing.
     pub fn set(&mut self, x: i64, y: i64, colour: Rgb) {
         if x < 0 || y < 0 || x >= i64::from(self.width) || y >= i64::from(self.height) {

@@ -1073,7 +1073,7 @@ impl Namespace {
             &tree,
             record.as_deref(),
             picture::spectrogram_len(),
-            |read| picture::spectrogram_png(&entry.name, &axes, &boxes, read),
+            |read| picture::spectrogram_png(tree.id(), &entry.name, &axes, &boxes, read),
         )
     }
 
@@ -1094,6 +1094,7 @@ impl Namespace {
         let expected = picture::preview_len(tree.preview_panels.len());
         render_picture(&tree, record, expected, |read| {
             picture::preview_png(
+                tree.id(),
                 &|name| tree.field_meta(name),
                 &tree.preview_panels,
                 &boxes,

@@ -151,7 +151,7 @@ impl Carrier {
             Ok(data.data.slice(start..end))
         };
         let axes = IqAxes::of(&*self.tree.field_meta_at(index)?);
-        picture::spectrogram_png(&entry.name, &axes, &boxes, &read).ok()
+        picture::spectrogram_png(self.tree.id(), &entry.name, &axes, &boxes, &read).ok()
     }
 
     /// The key of file node `node`'s computed file (`.sigmf-meta`, picture), or `None` for

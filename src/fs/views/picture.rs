@@ -247,6 +247,7 @@ impl IqAxes {
 
 /// Field `name`'s spectrogram PNG (exactly [`spectrogram_len`] bytes), with `boxes` drawn.
 pub fn spectrogram_png(
+    record_id: &str,
     name: &str,
     axes: &IqAxes,
     boxes: &[Annotation],
@@ -258,9 +259,11 @@ pub fn spectrogram_png(
     let origin = (i64::from(PLOT_LEFT), i64::from(PLOT_TOP));
     paint_grid(&mut canvas, origin, &grid, &scale);
     draw_boxes(&mut canvas, origin, axes, PLOT_ROWS, boxes);
-    // The title stops short of the colour bar's "DB".
+    // The title (the record, the field; below it the rate and centre) stops short of the
+    // colour bar's "DB".
     let chars = ((BAR_LEFT - 4) / GLYPH_W) as usize;
-    canvas.text((2, 2), tail(name, chars), chars, INK);
+    canvas.text((2, 1), &titled(record_id, name, chars), chars, INK);
+    canvas.text((2, 7), &rate_and_centre(axes), chars, INK);
     draw_frequency_ticks(&mut canvas, axes);
     draw_time_ticks(&mut canvas, axes);
     draw_colour_bar(&mut canvas, &scale);
@@ -270,6 +273,7 @@ pub fn spectrogram_png(
 /// A record's preview PNG (exactly [`preview_len`] of `panels.len()` bytes): each panel with
 /// the boxes of its field (empty for pulses).
 pub fn preview_png(
+    record_id: &str,
     field_of: &dyn Fn(&str) -> Option<FieldMeta>,
     panels: &[(String, PanelKind)],
     boxes: &[Vec<Annotation>],
@@ -277,7 +281,7 @@ pub fn preview_png(
 ) -> Result<Vec<u8>, FsError> {
     let shown = &panels[..panels.len().min(MAX_PANELS)];
     let mut canvas = Canvas::new(PREVIEW_W, preview_height(shown.len()), BACKGROUND);
-    let chars = (PREVIEW_W / GLYPH_W - 1) as usize;
+    let chars = ((PREVIEW_W - PANEL_LEFT) / GLYPH_W - 1) as usize;
     if shown.is_empty() {
         canvas.text((4, 6), "NO IQ OR PULSED FIELDS", chars, INK);
     }
@@ -316,16 +320,67 @@ pub fn preview_png(
                 paint_grid(&mut canvas, origin, grid, &spectrum_scale);
                 let field_boxes = boxes.get(index).map_or(&[][..], Vec::as_slice);
                 draw_boxes(&mut canvas, origin, &axes, PANEL_ROWS, field_boxes);
-                format!("{} SPECTROGRAM", tail(name, chars - 12))
+                let what = rate_and_centre(&axes);
+                let room = chars.saturating_sub(what.len() + 1);
+                format!("{} {what}", titled(record_id, name, room))
             }
             PanelKind::Pulses => {
                 paint_grid(&mut canvas, origin, grid, &pulse_scale);
-                format!("{} PULSES", tail(name, chars - 7))
+                format!("{} PULSES", titled(record_id, name, chars - 7))
             }
         };
         canvas.text((i64::from(PANEL_LEFT), top + 2), &title, chars, INK);
     }
     Ok(canvas.to_palette_png(&palette()))
+}
+
+/// `<record id> <field>` in `chars` characters: the field's end kept (paths are told apart by
+/// their ends), then the record id's start.
+fn titled(record_id: &str, name: &str, chars: usize) -> String {
+    let field = tail(name, chars);
+    let room = chars.saturating_sub(field.chars().count() + 1);
+    let id: String = record_id.chars().take(room).collect();
+    if id.is_empty() {
+        field.to_string()
+    } else {
+        format!("{id} {field}")
+    }
+}
+
+/// The field's rate and centre as a title says them: `1 MS/S AT 2400 MHZ`, `250 KS/S`,
+/// `NO RATE`; numbers with the digits they need (six significant at most).
+fn rate_and_centre(axes: &IqAxes) -> String {
+    let rate = match axes.rate_hz {
+        Some(rate) => si(rate, "S/S"),
+        None => "NO RATE".to_string(),
+    };
+    match axes.center_hz {
+        Some(centre) => format!("{rate} AT {}", si(centre, "HZ")),
+        None => rate,
+    }
+}
+
+/// `value` with an SI prefix (K, M, G) and `unit`, six significant digits at most, trailing
+/// zeros dropped; extreme values in exponent form.
+fn si(value: f64, unit: &str) -> String {
+    if !value.is_finite() {
+        return format!("? {unit}");
+    }
+    let (scaled, prefix) = [(1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .iter()
+        .find(|(scale, _)| value.abs() >= *scale)
+        .map_or((value, ""), |(scale, prefix)| (value / scale, *prefix));
+    if scaled.abs() >= 1e6 || (scaled != 0.0 && scaled.abs() < 1e-3) {
+        return format!("{value:.3e} {unit}");
+    }
+    let digits = (5 - scaled.abs().max(1.0).log10().floor() as i32).clamp(0, 6) as usize;
+    let text = format!("{scaled:.digits$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text} {prefix}{unit}")
 }
 
 /// The last `chars` characters of `text` (paths are told apart by their ends).
@@ -587,8 +642,8 @@ fn map_colour(level: f32) -> Rgb {
     ]
 }
 
-/// Each box as an outline over the plot at `origin` (clipped to it), named above (or below,
-/// at the plot's top) by its label.
+/// Each box as an outline one pixel around it on the plot at `origin` (the box's own pixels
+/// keep the signal), named above (or below, at the plot's top) by its label.
 fn draw_boxes(
     canvas: &mut Canvas,
     origin: (i64, i64),
@@ -602,12 +657,13 @@ fn draw_boxes(
         };
         let ((x0, y0), (x1, y1)) = rect;
         let at = |x: i64, y: i64| (origin.0 + x, origin.1 + y);
-        canvas.outline(at(x0, y0), at(x1, y1), BOX);
+        // Around the box, not on it: the signal at its edges stays visible.
+        canvas.outline(at(x0 - 1, y0 - 1), at(x1 + 1, y1 + 1), BOX);
         let label = annotation.label.as_deref().unwrap_or("BOX");
-        let label_y = if y0 > i64::from(GLYPH_H) {
-            y0 - i64::from(GLYPH_H)
+        let label_y = if y0 > i64::from(GLYPH_H) + 1 {
+            y0 - 1 - i64::from(GLYPH_H)
         } else {
-            y1 + 1
+            y1 + 2
         };
         let room = (FFT_LEN as i64 - x0).max(0) as usize / GLYPH_W as usize;
         canvas.text(at(x0, label_y), label, room, BOX);
@@ -799,7 +855,7 @@ mod tests {
             rate_hz: Some(1e6),
             center_hz: Some(1e9),
         };
-        let png = spectrogram_png("iq", &axes, &[], &counting(&asked)).unwrap();
+        let png = spectrogram_png("r", "iq", &axes, &[], &counting(&asked)).unwrap();
         assert_eq!(png.len() as u64, spectrogram_len());
         assert_eq!(asked.get(), bound);
         // A pulsed field of 2^30 pulses of 2^30 samples: 96 rows of at most 8 windows each.
@@ -839,6 +895,74 @@ mod tests {
     }
 
     #[test]
+    fn titles_say_the_rate_and_centre_with_the_digits_they_need() {
+        let axes = |rate: Option<f64>, centre: Option<f64>| IqAxes {
+            samples: 1,
+            rate_hz: rate,
+            center_hz: centre,
+        };
+        let cases = [
+            (axes(Some(1e6), Some(2.4e9)), "1 MS/S AT 2.4 GHZ"),
+            (axes(Some(250e3), Some(433.92e6)), "250 KS/S AT 433.92 MHZ"),
+            (axes(Some(30.72e6), None), "30.72 MS/S"),
+            (axes(None, Some(915e6)), "NO RATE AT 915 MHZ"),
+            (axes(Some(1.7e308), Some(f64::NAN)), "1.700e308 S/S AT ? HZ"),
+            (axes(Some(5e-324), Some(-1e6)), "4.941e-324 S/S AT -1 MHZ"),
+        ];
+        for (axes, want) in cases {
+            assert_eq!(rate_and_centre(&axes), want);
+        }
+        assert_eq!(titled("rec-1", "a/b/iq", 20), "rec-1 a/b/iq");
+        assert_eq!(
+            titled("a-very-long-record-id", "x/y/iq", 12),
+            "a-ver x/y/iq"
+        );
+        assert_eq!(titled("id", "projections/rx/iq", 5), "rx/iq");
+    }
+
+    #[test]
+    fn a_box_is_outlined_around_its_pixels_not_on_them() {
+        let signal = colour(0.8);
+        let mut canvas = Canvas::new(300, 300, signal);
+        let axes = IqAxes {
+            samples: 256,
+            rate_hz: Some(256.0),
+            center_hz: Some(0.0),
+        };
+        // Samples [100, 150) and -28..-8 Hz: plot rows 100..150, columns 100..120.
+        let annotation = Annotation {
+            sample_start: 100,
+            sample_count: 50,
+            freq_lower_edge: -28.0,
+            freq_upper_edge: -8.0,
+            label: None,
+            comment: None,
+        };
+        draw_boxes(&mut canvas, (10, 10), &axes, 256, &[annotation]);
+        for (x, y) in [(100, 100), (119, 100), (100, 149), (119, 149), (110, 120)] {
+            assert_eq!(
+                canvas.pixel(10 + x, 10 + y),
+                Some(signal),
+                "box pixel ({x}, {y})"
+            );
+        }
+        for (x, y) in [
+            (99, 99),
+            (120, 150),
+            (99, 120),
+            (120, 120),
+            (110, 99),
+            (110, 150),
+        ] {
+            assert_eq!(
+                canvas.pixel(10 + x, 10 + y),
+                Some(BOX),
+                "ring pixel ({x}, {y})"
+            );
+        }
+    }
+
+    #[test]
     fn extreme_axes_draw_at_the_fixed_size() {
         // Values a careless producer writes: centres and rates far beyond any radio, steps of
         // 1e-300 s (a rate of 1e300), the smallest positive floats; boxes at the extremes.
@@ -862,7 +986,7 @@ mod tests {
                     rate_hz: Some(rate),
                     center_hz: center,
                 };
-                let png = spectrogram_png("iq", &axes, &boxes, &counting(&asked)).unwrap();
+                let png = spectrogram_png("r", "iq", &axes, &boxes, &counting(&asked)).unwrap();
                 assert_eq!(png.len() as u64, spectrogram_len(), "{axes:?}");
             }
         }
@@ -896,7 +1020,7 @@ mod tests {
             label: Some("é".repeat(500).into()),
             comment: None,
         }];
-        let png = spectrogram_png("a/b", &axes, &boxes, &reader(tone(3, 0.1))).unwrap();
+        let png = spectrogram_png("r", "a/b", &axes, &boxes, &reader(tone(3, 0.1))).unwrap();
         assert_eq!(png.len() as u64, spectrogram_len());
         assert_eq!(decimals_for(0.25), 2);
         assert_eq!(decimals_for(250.0), 0);
