@@ -29,7 +29,8 @@ from PIL import Image
 import sigmf_check
 
 SPECTROGRAM = {"size": (353, 292), "origin": (48, 14), "rows": 256}
-PREVIEW_W, PANEL_H, PANEL_ROWS, MAX_PANELS = 272, 112, 96, 8
+PREVIEW_W, PANEL_H, PANEL_ROWS, MAX_PANELS = 312, 160, 128, 8
+PANEL_LEFT = 48
 PLOT_COLUMNS = 256
 LABEL_H = 8
 
@@ -127,7 +128,7 @@ def check_record(mount, padded, record, counts):
         if not sigmf_check.has_pair(record.fields[name]):
             continue
         top = 4 + PANEL_H * index + 10
-        plot = pixels[top:top + PANEL_ROWS, 8:8 + PLOT_COLUMNS]
+        plot = pixels[top:top + PANEL_ROWS, PANEL_LEFT:PANEL_LEFT + PLOT_COLUMNS]
         annotations, _ = sigmf_check.expected_annotations(record, name)
         counts["preview_boxes"] += check_boxes(
             f"{path} panel {index}", plot, annotations, *axes_of(record.fields[name]))
@@ -245,7 +246,7 @@ def panels(path):
     mean, peak = [], []
     for index in range(MAX_PANELS):
         top = 4 + PANEL_H * index + 10
-        plot = pixels[top:top + PANEL_ROWS, 8:8 + PLOT_COLUMNS]
+        plot = pixels[top:top + PANEL_ROWS, PANEL_LEFT:PANEL_LEFT + PLOT_COLUMNS]
         if plot.shape[0] < PANEL_ROWS:
             break
         mean.append(round(float(plot.mean()), 2))

@@ -56,10 +56,12 @@ pub const SPECTROGRAM_W: u32 = BAR_LEFT + BAR_W + 3 + BAR_LABEL_CHARS * GLYPH_W 
 pub const SPECTROGRAM_H: u32 = PLOT_TOP + PLOT_ROWS + 22;
 /// A preview shows at most this many panels (the first fields in name order).
 pub const MAX_PANELS: usize = 8;
-/// Rows of a preview panel's plot, and the panel's height with its title and gap.
-pub const PANEL_ROWS: u32 = 96;
-const PANEL_H: u32 = 10 + PANEL_ROWS + 6;
-const PANEL_LEFT: u32 = 8;
+/// Rows of a preview panel's plot, and the panel's height with its title, its axes below
+/// (ticks, their labels, the axes' names) and a gap.
+pub const PANEL_ROWS: u32 = 128;
+const PANEL_H: u32 = 10 + PANEL_ROWS + 18 + 4;
+/// A panel's plot starts here, as a spectrogram's: room for the time ticks' labels.
+const PANEL_LEFT: u32 = PLOT_LEFT;
 pub const PREVIEW_W: u32 = PANEL_LEFT + FFT_LEN as u32 + 8;
 /// The scale: its bottom this far below the noise floor, its top the strongest cell but at
 /// least [`MIN_RANGE_DB`] and at most [`MAX_RANGE_DB`] above the bottom.
@@ -264,8 +266,14 @@ pub fn spectrogram_png(
     let chars = ((BAR_LEFT - 4) / GLYPH_W) as usize;
     canvas.text((2, 1), &titled(record_id, name, chars), chars, INK);
     canvas.text((2, 7), &rate_and_centre(axes), chars, INK);
-    draw_frequency_ticks(&mut canvas, axes);
-    draw_time_ticks(&mut canvas, axes);
+    let plot = Plot {
+        left: i64::from(PLOT_LEFT),
+        top: i64::from(PLOT_TOP),
+        rows: PLOT_ROWS,
+        canvas_w: i64::from(SPECTROGRAM_W),
+    };
+    draw_frequency_ticks(&mut canvas, plot, frequency_axis(axes));
+    draw_time_ticks(&mut canvas, plot, time_axis(axes));
     draw_colour_bar(&mut canvas, &scale);
     Ok(canvas.to_palette_png(&palette()))
 }
@@ -281,7 +289,7 @@ pub fn preview_png(
 ) -> Result<Vec<u8>, FsError> {
     let shown = &panels[..panels.len().min(MAX_PANELS)];
     let mut canvas = Canvas::new(PREVIEW_W, preview_height(shown.len()), BACKGROUND);
-    let chars = ((PREVIEW_W - PANEL_LEFT) / GLYPH_W - 1) as usize;
+    let chars = ((PREVIEW_W - 4) / GLYPH_W - 1) as usize;
     if shown.is_empty() {
         canvas.text((4, 6), "NO IQ OR PULSED FIELDS", chars, INK);
     }
@@ -314,22 +322,36 @@ pub fn preview_png(
     for (index, ((name, kind), (field, grid))) in shown.iter().zip(&grids).enumerate() {
         let top = 4 + i64::from(PANEL_H) * index as i64;
         let origin = (i64::from(PANEL_LEFT), top + 10);
+        let plot = Plot {
+            left: origin.0,
+            top: origin.1,
+            rows: PANEL_ROWS,
+            canvas_w: i64::from(PREVIEW_W),
+        };
         let title = match kind {
             PanelKind::Spectrogram => {
                 let axes = IqAxes::of(field);
                 paint_grid(&mut canvas, origin, grid, &spectrum_scale);
                 let field_boxes = boxes.get(index).map_or(&[][..], Vec::as_slice);
                 draw_boxes(&mut canvas, origin, &axes, PANEL_ROWS, field_boxes);
+                draw_frequency_ticks(&mut canvas, plot, frequency_axis(&axes));
+                draw_time_ticks(&mut canvas, plot, time_axis(&axes));
                 let what = rate_and_centre(&axes);
                 let room = chars.saturating_sub(what.len() + 1);
                 format!("{} {what}", titled(record_id, name, room))
             }
             PanelKind::Pulses => {
                 paint_grid(&mut canvas, origin, grid, &pulse_scale);
+                let pulses = field.shape.split_last().map_or(0, |(_, lead)| {
+                    lead.iter().fold(1u64, |n, &d| n.saturating_mul(d))
+                });
+                let beat = (1.0, 0.0, "BEAT FREQUENCY CYCLES/SAMPLE");
+                draw_frequency_ticks(&mut canvas, plot, beat);
+                draw_time_ticks(&mut canvas, plot, (pulses as f64, "PULSE"));
                 format!("{} PULSES", titled(record_id, name, chars - 7))
             }
         };
-        canvas.text((i64::from(PANEL_LEFT), top + 2), &title, chars, INK);
+        canvas.text((2, top + 2), &title, chars, INK);
     }
     Ok(canvas.to_palette_png(&palette()))
 }
@@ -688,10 +710,31 @@ fn box_rect(axes: &IqAxes, rows: u32, box_: &Annotation) -> Option<((i64, i64), 
     (!misses).then_some(((x0, y0), (x1.max(x0 + 1), y1.max(y0 + 1))))
 }
 
-/// Five frequency ticks under the plot, in MHz (absolute when the centre is known), or in
-/// cycles per sample without a rate; the axis name at the bottom right.
-fn draw_frequency_ticks(canvas: &mut Canvas, axes: &IqAxes) {
-    let (span, base, unit) = match axes.rate_hz {
+/// Five frequency ticks under the plot, across `span` around `base` (see [`frequency_axis`]),
+/// the axis name `unit` at the bottom right.
+fn draw_frequency_ticks(canvas: &mut Canvas, plot: Plot, (span, base, unit): (f64, f64, &str)) {
+    let decimals = decimals_for(span / 4.0);
+    let below = plot.top + i64::from(plot.rows);
+    for tick in 0..=4i64 {
+        let x = plot.left + (tick * 64).min(FFT_LEN as i64 - 1);
+        canvas.fill((x, below), (x + 1, below + 3), INK);
+        let value = base + span * (tick as f64 / 4.0 - 0.5);
+        // A label that cannot be written in the room between ticks is left out.
+        let Some(text) = tick_text(value, decimals, FREQUENCY_TICK_CHARS) else {
+            continue;
+        };
+        let width = text.len() as i64 * i64::from(GLYPH_W);
+        let left = (x - width / 2).clamp(0, plot.canvas_w - width);
+        canvas.text((left, below + 4), &text, FREQUENCY_TICK_CHARS, INK);
+    }
+    let width = unit.len() as i64 * i64::from(GLYPH_W);
+    canvas.text((plot.canvas_w - width - 2, below + 11), unit, 40, INK);
+}
+
+/// What a field's frequency axis shows: its span and centre, in MHz (offsets from the centre
+/// without one), or cycles per sample without a rate; and the axis's name.
+fn frequency_axis(axes: &IqAxes) -> (f64, f64, &'static str) {
+    match axes.rate_hz {
         Some(rate) => (
             rate / 1e6,
             axes.center_hz.unwrap_or(0.0) / 1e6,
@@ -702,49 +745,42 @@ fn draw_frequency_ticks(canvas: &mut Canvas, axes: &IqAxes) {
             },
         ),
         None => (1.0, 0.0, "FREQUENCY CYCLES/SAMPLE"),
-    };
-    let decimals = decimals_for(span / 4.0);
-    let below = i64::from(PLOT_TOP + PLOT_ROWS);
-    for tick in 0..=4i64 {
-        let x = i64::from(PLOT_LEFT) + (tick * 64).min(FFT_LEN as i64 - 1);
-        canvas.fill((x, below), (x + 1, below + 3), INK);
-        let value = base + span * (tick as f64 / 4.0 - 0.5);
-        // A label that cannot be written in the room between ticks is left out.
-        let Some(text) = tick_text(value, decimals, FREQUENCY_TICK_CHARS) else {
-            continue;
-        };
-        let width = text.len() as i64 * i64::from(GLYPH_W);
-        let left = (x - width / 2).clamp(0, i64::from(SPECTROGRAM_W) - width);
-        canvas.text((left, below + 4), &text, FREQUENCY_TICK_CHARS, INK);
     }
-    let width = unit.len() as i64 * i64::from(GLYPH_W);
-    canvas.text(
-        (i64::from(SPECTROGRAM_W) - width - 2, below + 11),
-        unit,
-        40,
-        INK,
-    );
 }
 
-/// Five time ticks left of the plot, in milliseconds from sample 0 (samples without a rate);
-/// the axis name at the bottom left.
-fn draw_time_ticks(canvas: &mut Canvas, axes: &IqAxes) {
-    let (total, unit) = match axes.rate_hz {
+/// What a field's time axis shows: its length in milliseconds (samples without a rate), and
+/// the axis's name.
+fn time_axis(axes: &IqAxes) -> (f64, &'static str) {
+    match axes.rate_hz {
         Some(rate) => (axes.samples as f64 / rate * 1e3, "TIME MS"),
         None => (axes.samples as f64, "TIME SAMPLES"),
-    };
+    }
+}
+
+/// Five ticks left of the plot from 0 to `total` (its rows evenly), the axis's name at the
+/// bottom left.
+fn draw_time_ticks(canvas: &mut Canvas, plot: Plot, (total, unit): (f64, &str)) {
     let decimals = decimals_for(total / 4.0);
-    let chars = (PLOT_LEFT / GLYPH_W - 1) as usize;
+    let chars = (plot.left / i64::from(GLYPH_W) - 1).max(0) as usize;
+    let last = i64::from(plot.rows) - 1;
     for tick in 0..=4i64 {
-        let y = i64::from(PLOT_TOP) + (tick * 64).min(i64::from(PLOT_ROWS) - 1);
-        let x = i64::from(PLOT_LEFT);
-        canvas.fill((x - 3, y), (x, y + 1), INK);
+        let y = plot.top + (tick * i64::from(plot.rows) / 4).min(last);
+        canvas.fill((plot.left - 3, y), (plot.left, y + 1), INK);
         if let Some(text) = tick_text(total * tick as f64 / 4.0, decimals, chars) {
             canvas.text((1, y - 2), &text, chars, INK);
         }
     }
-    let below = i64::from(PLOT_TOP + PLOT_ROWS);
+    let below = plot.top + i64::from(plot.rows);
     canvas.text((2, below + 11), unit, 16, INK);
+}
+
+/// Where a plot lies on its canvas, for its axes.
+#[derive(Debug, Clone, Copy)]
+struct Plot {
+    left: i64,
+    top: i64,
+    rows: u32,
+    canvas_w: i64,
 }
 
 /// Characters of a frequency tick's label: the labels of neighbouring ticks, 64 pixels apart,
@@ -858,11 +894,11 @@ mod tests {
         let png = spectrogram_png("r", "iq", &axes, &[], &counting(&asked)).unwrap();
         assert_eq!(png.len() as u64, spectrogram_len());
         assert_eq!(asked.get(), bound);
-        // A pulsed field of 2^30 pulses of 2^30 samples: 96 rows of at most 8 windows each.
+        // A pulsed field of 2^30 pulses of 2^30 samples: 128 rows of at most 8 windows each.
         asked.set(0);
         let grid = pulse_grid("p", &[1 << 30, 1 << 30], &counting(&asked)).unwrap();
-        assert_eq!(grid.cells.len(), 96 * 256);
-        assert_eq!(asked.get(), 96 * 8 * 256 * 8);
+        assert_eq!(grid.cells.len(), 128 * 256);
+        assert_eq!(asked.get(), 128 * 8 * 256 * 8);
         // Sample offsets past u64 are an error, not a wrapped read.
         assert!(pulse_grid("p", &[1 << 40, 1 << 40], &counting(&asked)).is_err());
     }
