@@ -713,7 +713,7 @@ fn box_rect(axes: &IqAxes, rows: u32, box_: &Annotation) -> Option<((i64, i64), 
 /// Five frequency ticks under the plot, across `span` around `base` (see [`frequency_axis`]),
 /// the axis name `unit` at the bottom right.
 fn draw_frequency_ticks(canvas: &mut Canvas, plot: Plot, (span, base, unit): (f64, f64, &str)) {
-    let decimals = decimals_for(span / 4.0);
+    let decimals = decimals_for(span / 4.0, base - span / 2.0);
     let below = plot.top + i64::from(plot.rows);
     for tick in 0..=4i64 {
         let x = plot.left + (tick * 64).min(FFT_LEN as i64 - 1);
@@ -760,7 +760,7 @@ fn time_axis(axes: &IqAxes) -> (f64, &'static str) {
 /// Five ticks left of the plot from 0 to `total` (its rows evenly), the axis's name at the
 /// bottom left.
 fn draw_time_ticks(canvas: &mut Canvas, plot: Plot, (total, unit): (f64, &str)) {
-    let decimals = decimals_for(total / 4.0);
+    let decimals = decimals_for(total / 4.0, 0.0);
     let chars = (plot.left / i64::from(GLYPH_W) - 1).max(0) as usize;
     let last = i64::from(plot.rows) - 1;
     for tick in 0..=4i64 {
@@ -806,12 +806,19 @@ fn tick_text(value: f64, decimals: usize, max: usize) -> Option<String> {
         .find(|text| text.len() <= max)
 }
 
-/// Decimals that tell ticks `step` apart (0 to 6).
-fn decimals_for(step: f64) -> usize {
-    if !(step.is_finite() && step > 0.0) {
+/// The fewest decimals (0 to 6) that write ticks from `first` every `step` exactly: `5` ms
+/// steps need none, `0.25` MHz two; a value finer than a millionth is rounded at 6.
+fn decimals_for(step: f64, first: f64) -> usize {
+    if !(step.is_finite() && step > 0.0 && first.is_finite()) {
         return 0;
     }
-    (1.0 - step.log10().floor()).clamp(0.0, 6.0) as usize
+    let exact = |value: f64, decimals: i32| {
+        let scaled = value * 10f64.powi(decimals);
+        (scaled - scaled.round()).abs() <= 1e-6 * scaled.abs().max(1.0)
+    };
+    (0..=6)
+        .find(|&d| exact(step, d) && exact(first, d))
+        .unwrap_or(6) as usize
 }
 
 #[cfg(test)]
@@ -1058,8 +1065,15 @@ mod tests {
         }];
         let png = spectrogram_png("r", "a/b", &axes, &boxes, &reader(tone(3, 0.1))).unwrap();
         assert_eq!(png.len() as u64, spectrogram_len());
-        assert_eq!(decimals_for(0.25), 2);
-        assert_eq!(decimals_for(250.0), 0);
+        assert_eq!(decimals_for(0.25, 2399.5), 2);
+        assert_eq!(decimals_for(250.0, 0.0), 0);
+        // The decimals the ticks need, no more: 5 ms steps, 1 pulse, 0.5 MHz around 915.
+        assert_eq!(decimals_for(5.0, 0.0), 0);
+        assert_eq!(decimals_for(1.0, 0.0), 0);
+        assert_eq!(decimals_for(0.5, 914.0), 1);
+        assert_eq!(decimals_for(0.0625, 433.795), 4);
+        assert_eq!(decimals_for(1.0 / 3.0, 0.0), 6);
+        assert_eq!(decimals_for(f64::NAN, 0.0), 0);
         assert_eq!(tail("abcdef", 3), "def");
     }
 }
