@@ -1454,19 +1454,27 @@ impl Namespace {
     /// Bytes of `labels.jsonl`: the lines of the groups the read covers, each record decoded
     /// with its box fields (through the record cache).
     fn read_labels(&self, index: &LabelIndex, offset: u64, size: u32) -> Result<Bytes, FsError> {
-        let (groups, skip) = index.groups_at(offset, size.into());
-        let mut lines = Vec::new();
+        let end = offset.saturating_add(size.into()).min(index.len());
+        let (groups, _) = index.groups_at(offset, size.into());
+        let mut out = Vec::new();
         for at in groups {
             interrupt::check()?;
-            let Some(group) = index.group(at) else {
+            let (Some(group), Some(bytes)) = (index.group(at), index.group_bytes(at)) else {
                 break;
             };
-            lines.extend_from_slice(&self.label_lines(group)?);
-            if lines.len() as u64 >= skip.saturating_add(size.into()) {
-                break;
-            }
+            // Only the lines the read covers are written: a group may be 100,000 lines and
+            // a reader asks for 4 KiB or 128 KiB at a time.
+            let from = offset.max(bytes.start) - bytes.start;
+            let to = end.min(bytes.end) - bytes.start;
+            let width = u64::from(group.width.max(1));
+            let lines = (from / width) as usize..to.div_ceil(width) as usize;
+            let (head, rows) = self.label_rows(group)?;
+            let shown = rows.get(lines.clone()).unwrap_or_default();
+            let text = write_lines(&head.head(), shown, width as usize);
+            let skip = from - lines.start as u64 * width;
+            out.extend_from_slice(&slice_vec(&text, skip, clamp_u32(to - from)));
         }
-        Ok(slice_vec(&lines, skip, size))
+        Ok(Bytes::from(out))
     }
 
     /// Bytes of an Arrow file of `columns/` (`view`, laid out by `layout`): its head and tail
@@ -1563,12 +1571,6 @@ impl Namespace {
             columns.add(ordinal, &row);
         }
         Ok(columns.encode())
-    }
-
-    /// A group's lines of `labels.jsonl`.
-    fn label_lines(&self, group: Group) -> Result<Vec<u8>, FsError> {
-        let (head, rows) = self.label_rows(group)?;
-        Ok(write_lines(&head.head(), &rows, group.width as usize))
     }
 
     /// A group's table rows, with what each of its lines starts with. A record whose boxes

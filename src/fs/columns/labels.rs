@@ -166,6 +166,15 @@ impl LabelIndex {
         self.groups.get(index).copied()
     }
 
+    /// Where group `index`'s lines lie in the file.
+    pub fn group_bytes(&self, index: usize) -> Option<Range<u64>> {
+        let end = *self.ends.get(index)?;
+        let start = index
+            .checked_sub(1)
+            .map_or(0, |previous| self.ends[previous]);
+        Some(start..end)
+    }
+
     /// The groups of `labels.arrow`'s batch `index`.
     pub fn batch_groups(&self, index: usize) -> Range<usize> {
         self.batches
