@@ -1438,16 +1438,9 @@ impl Namespace {
         }
         let (ordinals, skip) = index.lines_at(offset, size.into());
         let mut lines = Vec::new();
-        for ordinal in ordinals {
-            if ordinal % 256 == 0 {
-                interrupt::check()?;
-            }
-            let row = self
-                .dataset
-                .record_meta(ordinal)
-                .map_err(|e| FsError::in_record(ordinal, e))?;
-            lines.extend_from_slice(&columns::record_line(&row, ordinal));
-        }
+        self.each_row(ordinals, |ordinal, row| {
+            lines.extend_from_slice(&columns::record_line(row, ordinal));
+        })?;
         Ok(slice_vec(&lines, skip, size))
     }
 
@@ -1560,7 +1553,20 @@ impl Namespace {
     /// Batch `batch` of `records.arrow`, from the rows of its records.
     fn record_batch(&self, index: &ColumnIndex, batch: usize) -> Result<Vec<u8>, FsError> {
         let mut columns = RecordColumns::default();
-        for ordinal in index.record_batch(batch) {
+        self.each_row(index.record_batch(batch), |ordinal, row| {
+            columns.add(ordinal, row)
+        })?;
+        Ok(columns.encode())
+    }
+
+    /// Hands each row of `ordinals` to `take`, in order (looking between rows whether the
+    /// requester was interrupted).
+    fn each_row(
+        &self,
+        ordinals: std::ops::Range<u64>,
+        mut take: impl FnMut(u64, &crate::format::record::RecordMeta),
+    ) -> Result<(), FsError> {
+        for ordinal in ordinals {
             if ordinal % 256 == 0 {
                 interrupt::check()?;
             }
@@ -1568,9 +1574,9 @@ impl Namespace {
                 .dataset
                 .record_meta(ordinal)
                 .map_err(|e| FsError::in_record(ordinal, e))?;
-            columns.add(ordinal, &row);
+            take(ordinal, &row);
         }
-        Ok(columns.encode())
+        Ok(())
     }
 
     /// A group's table rows, with what each of its lines starts with. A record whose boxes
