@@ -60,6 +60,28 @@ fn check_arrow_tables(mount: &MountGuard) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The PyTorch recipe (`examples/python/sdsfs_torch.py`) run with `DataLoader(num_workers=2)`
+/// over a mount of `dataset`, checked item by item against the library (`torch_loader.py`):
+/// its counts (`records`, `boxes`, `labelled`, `batches`).
+fn run_torch_recipe(
+    dataset: &Path,
+    mount: &MountGuard,
+    field: &str,
+    set: Option<&str>,
+) -> BTreeMap<String, u64> {
+    let root = dataset.to_str().unwrap();
+    let mounted = mount.path("");
+    let mut args = vec![root, mounted.to_str().unwrap(), field];
+    args.extend(set);
+    let output = common::run_python("torch_loader.py", &args, b"");
+    let doc = json::parse_object(&output, &Default::default()).unwrap();
+    doc.iter()
+        .map(|(k, v)| (k.to_string(), v.as_u64().unwrap()))
+        .collect()
+}
+
+const RX0: &str = "projections/communications_rx/receivers/rx0/iq";
+
 fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -110,6 +132,18 @@ fn demo_documents_validate_and_match_the_library() {
     assert_eq!(arrow["record_rows"], 8);
     assert_eq!((arrow["label_batches"], arrow["record_batches"]), (1, 1));
     assert_eq!(arrow["allocated"], 0, "pyarrow copied the tables");
+    // The loader recipe: every record of rx0 with its boxes (1, 1, 2 and 1 emitters per
+    // scene, two records each), in batches of 3.
+    let loaded = run_torch_recipe(&demo(), &mount, RX0, None);
+    assert_eq!(
+        loaded,
+        counts(&[
+            ("records", 8),
+            ("boxes", 10),
+            ("labelled", 8),
+            ("batches", 3)
+        ])
+    );
 }
 
 #[test]
@@ -444,24 +478,43 @@ fn npy(path: &Path, dtype: DType, shape: &[u64], bytes: &[u8]) {
 fn an_annotation_sets_boxes_annotate_the_source_receivers() {
     let copy = common::datasets::copy_tree(&demo(), |_| false);
     let rows = tempfile::tempdir().unwrap();
-    // One detection for record 4, in rx0's frame: samples 1500..5500, -60 kHz to +20 kHz.
-    let extent: Vec<u8> = [1500.0f64, 4000.0, -60_000.0, 20_000.0]
+    // One detection for record 4, in rx0's frame: samples 1500..5500, -60 kHz to +20 kHz;
+    // and one whose start is NaN, which no .sigmf-meta shows (a null line of the table).
+    let extent: Vec<u8> = [
+        1500.0f64,
+        4000.0,
+        -60_000.0,
+        20_000.0,
+        f64::NAN,
+        1.0,
+        0.0,
+        1.0,
+    ]
+    .iter()
+    .flat_map(|v| v.to_le_bytes())
+    .collect();
+    npy(
+        &rows.path().join("extent.npy"),
+        DType::F64,
+        &[2, 4],
+        &extent,
+    );
+    let identity: Vec<u8> = [1i32, 0, 1, 1]
         .iter()
         .flat_map(|v| v.to_le_bytes())
         .collect();
     npy(
-        &rows.path().join("extent.npy"),
-        DType::F64,
-        &[1, 4],
-        &extent,
-    );
-    let identity: Vec<u8> = [1i32, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
-    npy(
         &rows.path().join("identity.npy"),
         DType::I32,
-        &[1, 2],
+        &[2, 2],
         &identity,
     );
+    // Mounted before the set is published: the label tables follow the catalog.
+    let mount = MountGuard::mount(copy.path(), &["--metadata-ttl", "1"]);
+    let labels = mount.path("columns/labels.jsonl");
+    let own_size = std::fs::metadata(&labels).unwrap().len();
+    let own = check_label_table(copy.path(), &mount);
+    assert_eq!((own["lines"], own["set_lines"]), (14, 0));
     let row = r#"{"source_index": 4, "status": "success", "fields": {
         "projections/communications_rx/labels/boxes/extent": {"npy": "extent.npy",
             "axes": ["box", "extent"], "metadata": {"frequency_frame": "receiver_center_offset",
@@ -481,8 +534,16 @@ fn an_annotation_sets_boxes_annotate_the_source_receivers() {
         "--fill",
         "skipped",
     ]);
+    // The catalog watcher sees the set within a TTL and drops the kernel's copy of the table.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::metadata(&labels).unwrap().len() == own_size {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "columns/labels.jsonl did not change"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
-    let mount = MountGuard::mount(copy.path(), &[]);
     let receivers = mount
         .path("records/4/annotations/detections/fields/projections/communications_rx/receivers");
     let listing = |dir: PathBuf| -> Vec<String> {
@@ -528,6 +589,27 @@ fn an_annotation_sets_boxes_annotate_the_source_receivers() {
     // A record whose row has no boxes shows none.
     let skipped = mount.path("records/5/annotations/detections/fields");
     assert!(listing(skipped).is_empty());
+    // The label tables: the set's boxes of both receivers beside the records' own, the NaN
+    // box a line of null numbers in each (labelled), as the library reads the set.
+    let table = check_label_table(copy.path(), &mount);
+    assert_eq!(
+        (table["lines"], table["set_lines"], table["null_lines"]),
+        (14 + 4, 4, 2)
+    );
+    let arrow = check_arrow_tables(&mount);
+    assert_eq!(arrow["label_rows"], 18);
+    assert_eq!(arrow["allocated"], 0, "pyarrow copied the tables");
+    // The loader recipe over the set: record 4's one box shown (the NaN one is not).
+    let loaded = run_torch_recipe(copy.path(), &mount, RX0, Some("detections"));
+    assert_eq!(
+        loaded,
+        counts(&[
+            ("records", 8),
+            ("boxes", 1),
+            ("labelled", 1),
+            ("batches", 3)
+        ])
+    );
 }
 
 /// `count` records of one scene, each with a 4-sample IQ field.

@@ -38,8 +38,6 @@ struct Shared<T> {
 
 /// Checks, before anything is read, that the dataset's claims fit the budget.
 pub type Price = fn(&Dataset) -> Result<(), FsError>;
-/// Builds the structure; returns early with an error once the flag is set.
-pub type Build<T> = fn(&Dataset, &AtomicBool) -> Result<T, FsError>;
 
 /// One structure of one mount, built at most once.
 #[derive(Debug)]
@@ -69,19 +67,23 @@ impl<T: Send + Sync + 'static> Background<T> {
 
     /// The structure, building it first (in the background) if needed; waits for the build,
     /// ending early when the requester is interrupted.
-    pub fn get(
-        &self,
-        dataset: &Arc<Dataset>,
-        price: Price,
-        build: Build<T>,
-    ) -> Result<Arc<T>, FsError> {
+    /// `build` builds the structure, returning early with an error once the flag is set.
+    pub fn get<B>(&self, dataset: &Arc<Dataset>, price: Price, build: B) -> Result<Arc<T>, FsError>
+    where
+        B: FnOnce(&Dataset, &AtomicBool) -> Result<T, FsError> + Send + 'static,
+    {
+        let mut build = Some(build);
         let mut state = self.lock();
         loop {
             match &*state {
                 State::Ready(built) => return Ok(built.clone()),
                 State::Failed(why) => return Err(why.clone()),
                 State::NotStarted => {
-                    *state = match price(dataset).and_then(|()| self.start(dataset, build)) {
+                    let started = price(dataset).and_then(|()| match build.take() {
+                        Some(build) => self.start(dataset, build),
+                        None => Err(FsError::failed("the builder was already started")),
+                    });
+                    *state = match started {
                         Ok(()) => State::Building,
                         Err(why) => {
                             tracing::error!(error = %why, "{} unavailable", self.what);
@@ -115,7 +117,10 @@ impl<T: Send + Sync + 'static> Background<T> {
         crate::sync::lock(&self.shared.state)
     }
 
-    fn start(&self, dataset: &Arc<Dataset>, build: Build<T>) -> Result<(), FsError> {
+    fn start<B>(&self, dataset: &Arc<Dataset>, build: B) -> Result<(), FsError>
+    where
+        B: FnOnce(&Dataset, &AtomicBool) -> Result<T, FsError> + Send + 'static,
+    {
         tracing::info!(
             records = dataset.len(),
             "building {} from every metadata row",

@@ -13,6 +13,8 @@
 //!   visited, in blocks allocated as records are visited, never sized from the record count);
 //! - the entries of the sets that disappeared or were published again under the same name, in
 //!   each of those directories (which drops everything the kernel cached below them).
+//! - the attributes and pages of `columns/labels.jsonl` and `columns/labels.arrow`, whose rows
+//!   include the shown sets' boxes.
 //!
 //! A request answered from the old catalog while the new one was being read could put an old
 //! entry back after the invalidation, so each change is invalidated twice, the second time one
@@ -144,14 +146,19 @@ impl Invalidate for fuser::Notifier {
     }
 }
 
-/// Invalidates the overlay's directories the kernel may hold, and the `dropped` sets' entries
-/// in them. An inode the kernel has forgotten answers ENOENT, which is not an error here; any
-/// other failure (the mount is gone) is returned.
+/// Invalidates the overlay's directories the kernel may hold, the `dropped` sets' entries in
+/// them, and the `tables` (files whose contents follow the catalog: the label tables of
+/// `columns/`). An inode the kernel has forgotten answers ENOENT, which is not an error here;
+/// any other failure (the mount is gone) is returned.
 pub fn invalidate(
     kernel: &dyn Invalidate,
     known: &KnownRecords,
     dropped: &[String],
+    tables: &[u64],
 ) -> std::io::Result<()> {
+    for &table in tables {
+        forgotten_is_fine(kernel.inode(table))?;
+    }
     let directories = std::iter::once(Ino::Annotations.encode()).chain(
         known
             .marked()
@@ -208,7 +215,8 @@ pub fn watch(namespace: Arc<Namespace>, known: Arc<KnownRecords>, kernel: Box<dy
             shown = now;
         }
         if let Some(names) = dropped {
-            if let Err(error) = invalidate(kernel.as_ref(), &known, &names) {
+            let tables = namespace.label_table_inodes();
+            if let Err(error) = invalidate(kernel.as_ref(), &known, &names, &tables) {
                 tracing::debug!(%error, "catalog watcher stops: the kernel refused a notification");
                 return;
             }
@@ -289,10 +297,11 @@ mod tests {
             forgotten: two,
             ..Recorder::default()
         };
-        invalidate(&kernel, &known, &["old".to_string()]).unwrap();
+        invalidate(&kernel, &known, &["old".to_string()], &[5]).unwrap();
         assert_eq!(
             *kernel.calls.lock().unwrap(),
             vec![
+                "inode 5".to_string(),
                 format!("inode {top}"),
                 format!("entry {top} old"),
                 format!("inode {two}"),
@@ -315,6 +324,6 @@ mod tests {
             }
         }
         let known = KnownRecords::new(1);
-        assert!(invalidate(&Gone, &known, &[]).is_err());
+        assert!(invalidate(&Gone, &known, &[], &[]).is_err());
     }
 }

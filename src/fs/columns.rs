@@ -24,6 +24,7 @@
 //! says which records a byte range of a column covers.
 
 pub mod arrow;
+pub mod label_sets;
 pub mod labels;
 
 use std::ops::ControlFlow;
@@ -135,7 +136,7 @@ pub struct ColumnIndex {
     /// The whole of `records.jsonl`, when it fits in [`LINES_TEXT_SHARE`] of the budget.
     lines_text: Option<Text>,
     /// Where the lines of `labels.jsonl` are.
-    pub labels: LabelIndex,
+    pub labels: Arc<LabelIndex>,
     /// Where the batches of `records.arrow` are.
     pub records_arrow: arrow::Layout,
     pub readme: Vec<u8>,
@@ -364,6 +365,11 @@ fn record_line_and_metadata(meta: &RecordMeta, ordinal: u64) -> (Vec<u8>, usize)
 
 /// The name of the Arrow twin of `records.jsonl`.
 pub const RECORDS_ARROW_FILE: &str = "records.arrow";
+
+/// The node numbers of `labels.jsonl` and `labels.arrow` in every index that has them (the
+/// files are added first, in a fixed order, and checked when the index is built).
+pub const LABELS_NODE: u32 = 3;
+pub const LABELS_ARROW_NODE: u32 = 4;
 /// Records of a batch of `records.arrow`.
 const RECORD_BATCH_ROWS: u64 = 16_384;
 
@@ -737,7 +743,7 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         line_ends: Vec::new(),
         fingerprints: Arc::from(Vec::new()),
         lines_text: None,
-        labels: LabelIndex::default(),
+        labels: Arc::default(),
         records_arrow: arrow::Layout::default(),
         readme: readme.into_bytes(),
         nodes,
@@ -766,6 +772,15 @@ fn finish(records: u64, mut scan: Scan) -> Result<ColumnIndex, TreeError> {
         columns.push(column);
     }
     let (nodes, clashes) = builder.finish();
+    let node_is = |node: u32, view| matches!(nodes.get(node as usize), Some(Node::File { view: v, .. }) if *v == view);
+    if !node_is(LABELS_NODE, ColumnView::Labels)
+        || !node_is(LABELS_ARROW_NODE, ColumnView::LabelsArrow)
+    {
+        return Err(TreeError::Field {
+            name: LABELS_FILE.to_string(),
+            detail: "the label tables are not where the mount expects them".to_string(),
+        });
+    }
     let mut left_out = scan.left_out;
     left_out.extend(clashes.into_iter().map(|path| {
         (
@@ -780,7 +795,7 @@ fn finish(records: u64, mut scan: Scan) -> Result<ColumnIndex, TreeError> {
         line_ends: scan.line_ends,
         fingerprints: Arc::from(scan.fingerprints),
         lines_text: scan.lines_text,
-        labels: scan.labels,
+        labels: Arc::new(scan.labels),
         records_arrow: arrow::Layout::new(&records_table(), &scan.record_batches, &[]),
         nodes,
         _charges: scan.meter.charges,
@@ -831,10 +846,11 @@ A field that every record has, with one dtype and one rank, is a column:
   of shape (records, rank).
 records.jsonl: one JSON line per record with the keys of record.json but
 \"fields\" (id, metadata, ordinal, scene_id).
-labels.jsonl: one JSON line per label box a .sigmf-meta under records/ draws
-from the record's own labels, in ordinal, field and sample_start order; keys
-ordinal, record_id, scene_id, field (the IQ field), set (null: the record's
-own), sample_start, sample_count, freq_lower_edge_hz, freq_upper_edge_hz
+labels.jsonl: one JSON line per label box a .sigmf-meta under records/ shows,
+the record's own and each annotation set's, in ordinal, field, set (own first)
+and sample_start order; keys ordinal, record_id, scene_id, field (the IQ
+field), set (the set's name, null: the record's own), sample_start,
+sample_count, freq_lower_edge_hz, freq_upper_edge_hz
 (the receiver's samples, absolute Hz: the annotation's core: values) and label
 (null without one); a box the .sigmf-meta leaves out has null numbers. Lines
 are padded with spaces to a fixed width per field.

@@ -41,7 +41,7 @@ use super::columns::{self, ColumnIndex, ColumnView, RecordColumns};
 use super::computed::{self as computed, ComputedCache};
 pub use super::error::FsError;
 use super::inode::{Ino, MAX_ORDINAL};
-use super::overlay::{Carrier, Overlay, VisibleSet};
+use super::overlay::{Carrier, Overlay, Visible, VisibleSet};
 use super::record_tree::{child_named, Node, RecordTree};
 use super::row_index::{Indexes, RowIndexes};
 use super::spill::OWN_FILE_MIN_BYTES;
@@ -49,7 +49,7 @@ use super::views::picture::{self, IqAxes};
 use super::views::sigmf::{self, BoxPlan, BoxTensors, Provenance, Stream};
 use super::views::View;
 use crate::dataset::Dataset;
-use crate::format::labels::Annotation;
+use crate::format::labels::{Annotation, BoxRow};
 use crate::interrupt;
 
 /// The kind of a node, as `stat` reports it.
@@ -105,6 +105,10 @@ impl Default for NamespaceConfig {
     }
 }
 
+/// The label tables' index of a catalog that shows sets (built in the background), and that
+/// catalog.
+type SetLabels = (Arc<Visible>, Arc<Background<LabelIndex>>);
+
 /// The tree of one mounted dataset.
 #[derive(Debug)]
 pub struct Namespace {
@@ -132,6 +136,9 @@ pub struct Namespace {
     /// The batch of an Arrow file of `columns/` last encoded, charged to the memory budget: a
     /// reader's next reads are most likely in it.
     arrow_batch: std::sync::Mutex<Option<KeptBatch>>,
+    /// The label tables' index while the catalog shows sets, with the catalog it was built
+    /// for (see [`super::columns::label_sets`]); a new catalog replaces (and stops) it.
+    set_labels: std::sync::Mutex<Option<SetLabels>>,
     overlay: Overlay,
     /// Computed files rendered and kept while they are read, and the metas' hashes.
     computed: Arc<ComputedCache>,
@@ -195,6 +202,7 @@ impl Namespace {
             column_scan: std::sync::Mutex::new((0, u64::MAX)),
             column_scan_turn: std::sync::Mutex::new(()),
             arrow_batch: std::sync::Mutex::new(None),
+            set_labels: std::sync::Mutex::new(None),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             computed: ComputedCache::new(dataset.memory().clone()),
             carrier_files: ComputedCache::new(dataset.memory().clone()),
@@ -293,7 +301,8 @@ impl Namespace {
     }
 
     /// Whether `ino` belongs to the annotation overlay, whose entries change when the catalog
-    /// does (the adapter gives them the metadata TTL instead of the immutable one).
+    /// does (the adapter gives them the metadata TTL instead of the immutable one), or is a
+    /// label table of `columns/`, whose rows hold the shown sets' boxes.
     pub fn is_annotation(&self, ino: u64) -> bool {
         matches!(
             Ino::decode(ino),
@@ -306,7 +315,7 @@ impl Namespace {
                     | Ino::RecordSetJson(..)
                     | Ino::RecordSetField(..)
             )
-        )
+        ) || matches!(Ino::decode(ino), Some(Ino::Column(n)) if Self::is_label_table(n))
     }
 
     /// The storage object a failure at `ino` is charged to in `sdsfs status`: the annotation
@@ -465,6 +474,14 @@ impl Namespace {
                 let index = self.column_index()?;
                 match index.nodes.get(n as usize).ok_or(FsError::NotFound)? {
                     Node::Dir { .. } => (Kind::Dir, 0),
+                    Node::File {
+                        view: ColumnView::Labels,
+                        ..
+                    } => (Kind::File, self.label_index(&index)?.len()),
+                    Node::File {
+                        view: ColumnView::LabelsArrow,
+                        ..
+                    } => (Kind::File, self.label_index(&index)?.arrow.len()),
                     Node::File { .. } => (Kind::File, index.node_len(n)),
                 }
             }
@@ -1265,6 +1282,45 @@ impl Namespace {
         Ok(index)
     }
 
+    /// The index of the label tables: the records' own labels (indexed with the columns)
+    /// while the catalog shows no set, else the index of the catalog's sets with them, built
+    /// in the background once per catalog (see [`columns::label_sets`]).
+    fn label_index(&self, columns: &ColumnIndex) -> Result<Arc<LabelIndex>, FsError> {
+        let visible = self.overlay.visible(&self.dataset);
+        if visible.sets.is_empty() {
+            return Ok(columns.labels.clone());
+        }
+        let build = {
+            let mut current = crate::sync::lock(&self.set_labels);
+            match &*current {
+                Some((shown, build)) if Arc::ptr_eq(shown, &visible) => build.clone(),
+                _ => {
+                    let build = Arc::new(Background::new("columns/labels with annotation sets"));
+                    *current = Some((visible.clone(), build.clone()));
+                    build
+                }
+            }
+        };
+        let sets = visible.sets.clone();
+        build.get(&self.dataset, columns::price, move |dataset, stop| {
+            columns::label_sets::build(dataset, sets, stop)
+        })
+    }
+
+    /// Whether column node `node` is a label table: while sets are shown, its contents
+    /// follow the catalog, so it is cached and invalidated like the overlay.
+    fn is_label_table(node: u32) -> bool {
+        matches!(node, columns::LABELS_NODE | columns::LABELS_ARROW_NODE)
+    }
+
+    /// The inodes of the label tables, for the catalog watcher to invalidate on a change.
+    pub fn label_table_inodes(&self) -> [u64; 2] {
+        [
+            Ino::Column(columns::LABELS_NODE).encode(),
+            Ino::Column(columns::LABELS_ARROW_NODE).encode(),
+        ]
+    }
+
     fn read_column(&self, node: u32, offset: u64, size: u32) -> Result<Bytes, FsError> {
         let index = self.column_index()?;
         let (field, view) = match index.nodes.get(node as usize).ok_or(FsError::NotFound)? {
@@ -1276,10 +1332,13 @@ impl Namespace {
         match (view, column) {
             (ColumnView::Readme, _) => Ok(slice_vec(&index.readme, offset, size)),
             (ColumnView::Lines, _) => self.read_lines(&index, offset, size),
-            (ColumnView::Labels, _) => self.read_labels(&index.labels, offset, size),
+            (ColumnView::Labels, _) => {
+                let labels = self.label_index(&index)?;
+                self.read_labels(&labels, offset, size)
+            }
             (ColumnView::LabelsArrow, _) => {
-                let labels = &index.labels;
-                let encode = |batch| self.label_batch(labels, batch);
+                let labels = self.label_index(&index)?;
+                let encode = |batch| self.label_batch(&labels, batch);
                 self.read_arrow(view, &labels.arrow, offset, size, encode)
             }
             (ColumnView::RecordsArrow, _) => {
@@ -1461,7 +1520,7 @@ impl Namespace {
             let to = end.min(bytes.end) - bytes.start;
             let width = u64::from(group.width.max(1));
             let lines = (from / width) as usize..to.div_ceil(width) as usize;
-            let (head, rows) = self.label_rows(group)?;
+            let (head, rows) = self.label_rows(index, group)?;
             let shown = rows.get(lines.clone()).unwrap_or_default();
             let text = write_lines(&head.head(), shown, width as usize);
             let skip = from - lines.start as u64 * width;
@@ -1544,7 +1603,7 @@ impl Namespace {
         for at in index.batch_groups(batch) {
             interrupt::check()?;
             let group = index.group(at).ok_or(FsError::NotFound)?;
-            let (head, rows) = self.label_rows(group)?;
+            let (head, rows) = self.label_rows(index, group)?;
             columns.add(&head.head(), &rows, index);
         }
         Ok(columns.encode())
@@ -1582,39 +1641,37 @@ impl Namespace {
     /// A group's table rows, with what each of its lines starts with. A record whose boxes
     /// cannot be read gets rows of nulls (and a log line): the tables keep their sizes and
     /// the other records' rows.
-    fn label_rows(&self, group: Group) -> Result<(OwnedHead, Vec<TableRow>), FsError> {
+    fn label_rows(
+        &self,
+        index: &LabelIndex,
+        group: Group,
+    ) -> Result<(OwnedHead, Vec<TableRow>), FsError> {
+        let Some(set) = usize::from(group.set).checked_sub(1) else {
+            return self.own_label_rows(group);
+        };
+        let set = index.sets.get(set).ok_or(FsError::NotFound)?;
+        let carrier = self
+            .overlay
+            .carrier(&self.dataset, set, group.ordinal, &self.trees)?;
+        let source = self.record_tree(group.ordinal)?;
+        let field = group.field as usize;
+        let (entry, plan) = shown_boxes(&carrier.tree, field, group.ordinal)?;
+        let rows = carrier
+            .box_tensors(plan)
+            .ok_or_else(|| FsError::record(group.ordinal, "its carrier's box fields are gone"))
+            .and_then(|tensors| read_box_rows(plan, &tensors, group.ordinal));
+        let set = Some(Arc::from(set.name.as_str()));
+        Ok(group_table(&source, &entry.name, set, plan, rows, group))
+    }
+
+    /// [`Namespace::label_rows`] of a group of the record's own labels.
+    fn own_label_rows(&self, group: Group) -> Result<(OwnedHead, Vec<TableRow>), FsError> {
         let field = group.field as usize;
         let (tree, record) = self.tree_and_record(group.ordinal, |tree| box_fields(tree, field))?;
-        let entry = tree.fields.get(field).ok_or(FsError::NotFound)?;
-        let plan = entry
-            .sigmf_meta
-            .as_ref()
-            .and_then(|layout| layout.drawn_boxes())
-            .ok_or_else(|| FsError::record(group.ordinal, "its label boxes are gone"))?;
-        let rows = box_tensors(&tree, plan, record.as_deref()).and_then(|tensors| {
-            sigmf::box_rows(plan, &tensors)
-                .map_err(|e| FsError::record(group.ordinal, format!("{}: {e}", plan.extent_field)))
-        });
-        let rows = match rows {
-            Ok(rows) => Some(rows),
-            Err(e) => {
-                if super::log_limit::admit("labels-table") {
-                    tracing::warn!(
-                        ordinal = group.ordinal,
-                        field = entry.name.as_str(),
-                        "columns/labels.jsonl: boxes unreadable, their lines are null: {e}"
-                    );
-                }
-                None
-            }
-        };
-        let head = OwnedHead {
-            ordinal: group.ordinal,
-            record_id: tree.row.id.to_string(),
-            scene_id: tree.row.scene_id.as_deref().map(str::to_string),
-            field: entry.name.clone(),
-        };
-        Ok((head, table_rows(plan, rows.as_deref(), group.count)))
+        let (entry, plan) = shown_boxes(&tree, field, group.ordinal)?;
+        let rows = box_tensors(&tree, plan, record.as_deref())
+            .and_then(|tensors| read_box_rows(plan, &tensors, group.ordinal));
+        Ok(group_table(&tree, &entry.name, None, plan, rows, group))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1662,6 +1719,72 @@ fn box_fields(tree: &RecordTree, index: usize) -> Vec<String> {
     std::iter::once(plan.extent_field.clone())
         .chain(identity)
         .collect()
+}
+
+/// Field `index` of `tree` and the plan of the boxes its `.sigmf-meta` shows (a table
+/// group's, which the index found there).
+fn shown_boxes(
+    tree: &RecordTree,
+    index: usize,
+    ordinal: u64,
+) -> Result<(&super::record_tree::FieldEntry, &BoxPlan), FsError> {
+    let entry = tree.fields.get(index).ok_or(FsError::NotFound)?;
+    let plan = entry
+        .sigmf_meta
+        .as_ref()
+        .and_then(|layout| layout.drawn_boxes())
+        .ok_or_else(|| FsError::record(ordinal, "its label boxes are gone"))?;
+    Ok((entry, plan))
+}
+
+/// The box table `plan` reads from `tensors`.
+fn read_box_rows(
+    plan: &BoxPlan,
+    tensors: &BoxTensors,
+    ordinal: u64,
+) -> Result<Vec<BoxRow>, FsError> {
+    sigmf::box_rows(plan, tensors)
+        .map_err(|e| FsError::record(ordinal, format!("{}: {e}", plan.extent_field)))
+}
+
+/// A group's table rows from its boxes `rows` (null when they cannot be read), with what each
+/// line starts with: record `source`'s ids, the IQ field's name and the set's.
+fn group_table(
+    source: &RecordTree,
+    field: &str,
+    set: Option<Arc<str>>,
+    plan: &BoxPlan,
+    rows: Result<Vec<BoxRow>, FsError>,
+    group: Group,
+) -> (OwnedHead, Vec<TableRow>) {
+    let head = OwnedHead {
+        ordinal: group.ordinal,
+        record_id: source.row.id.to_string(),
+        scene_id: source.row.scene_id.as_deref().map(str::to_string),
+        field: field.to_string(),
+        set,
+    };
+    let rows = null_if_unreadable(&head, rows);
+    let table = table_rows(plan, rows.as_deref(), group.count);
+    (head, table)
+}
+
+/// The boxes of a group, or `None` (logged) when they cannot be read: its lines are null.
+fn null_if_unreadable(head: &OwnedHead, rows: Result<Vec<BoxRow>, FsError>) -> Option<Vec<BoxRow>> {
+    match rows {
+        Ok(rows) => Some(rows),
+        Err(e) => {
+            if super::log_limit::admit("labels-table") {
+                tracing::warn!(
+                    ordinal = head.ordinal,
+                    field = head.field.as_str(),
+                    set = head.set.as_deref(),
+                    "columns/labels.jsonl: boxes unreadable, their lines are null: {e}"
+                );
+            }
+            None
+        }
+    }
 }
 
 /// The fields whose tensors field `index`'s `.sigmf-meta` reads: its boxes' when its

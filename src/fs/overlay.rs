@@ -120,7 +120,7 @@ impl Reclaim for CarrierCache {
 
 impl Carrier {
     /// The box tensors of `plan`, from the carrier's row.
-    fn box_tensors(&self, plan: &BoxPlan) -> Option<BoxTensors> {
+    pub fn box_tensors(&self, plan: &BoxPlan) -> Option<BoxTensors> {
         let tensor = |name: &str| self.row.fields.get(name).map(|f| f.data.clone());
         Some(BoxTensors {
             extent: tensor(&plan.extent_field)?,
@@ -199,6 +199,43 @@ impl Carrier {
 struct State {
     loaded_at: Option<Instant>,
     visible: Arc<Visible>,
+}
+
+/// The file tree of `row`, the annotation of record `ordinal` (whose row is `source`) in a
+/// set (`in_set` names it for errors): the carrier's own fields and the metadata-only
+/// `.sigmf-meta`s of the source fields its boxes label. What the overlay shows and the label
+/// tables count.
+pub fn carrier_tree(
+    dataset: &Dataset,
+    in_set: &str,
+    ordinal: u64,
+    row: &AnnotationRecord,
+    source: &RecordMeta,
+) -> Result<RecordTree, FsError> {
+    let meta = RecordMeta {
+        id: row.source_record_id.clone(),
+        scene_id: None,
+        metadata: Object::new(),
+        fields: row
+            .fields
+            .iter()
+            .map(|(name, field)| (name.clone(), field.meta.clone()))
+            .collect(),
+    };
+    let ids = DatasetIds {
+        dataset_id: &dataset.root().dataset_id,
+        snapshot_id: &dataset.snapshot().snapshot_id,
+    };
+    let carrier = LazyRow::of_meta(&meta).map_err(|e| FsError::in_record_at(ordinal, in_set, e))?;
+    let tree = RecordTree::build_carrier(ordinal, carrier, Some(source), ids)
+        .map_err(|e| FsError::in_record_at(ordinal, in_set, e))?;
+    if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
+        return Err(FsError::record(
+            ordinal,
+            format!("{in_set}: the carrier's fields need more than {MAX_CARRIER_NODE} files"),
+        ));
+    }
+    Ok(tree)
 }
 
 /// The full location of the catalog pointer, which every catalog problem is logged against (a
@@ -389,33 +426,10 @@ impl Overlay {
                 ),
             ));
         }
-        let meta = RecordMeta {
-            id: row.source_record_id.clone(),
-            scene_id: None,
-            metadata: Object::new(),
-            fields: row
-                .fields
-                .iter()
-                .map(|(name, field)| (name.clone(), field.meta.clone()))
-                .collect(),
-        };
-        let ids = DatasetIds {
-            dataset_id: &dataset.root().dataset_id,
-            snapshot_id: &dataset.snapshot().snapshot_id,
-        };
         let source_meta = source
             .record_meta()
             .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
-        let carrier =
-            LazyRow::of_meta(&meta).map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
-        let tree = RecordTree::build_carrier(ordinal, carrier, Some(&source_meta), ids)
-            .map_err(|e| FsError::in_record_at(ordinal, &in_set, e))?;
-        if tree.nodes.len() as u64 > u64::from(MAX_CARRIER_NODE) + 1 {
-            return Err(FsError::record(
-                ordinal,
-                format!("{in_set}: the carrier's fields need more than {MAX_CARRIER_NODE} files"),
-            ));
-        }
+        let tree = carrier_tree(dataset, &in_set, ordinal, &row, &source_meta)?;
         for clash in &tree.clashes {
             tracing::warn!(set = %set.name, ordinal, path = %clash, "annotation field path clashes and is not shown");
         }

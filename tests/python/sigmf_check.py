@@ -348,20 +348,48 @@ def write(root, seed):
     print(json.dumps({"records": len(records), "receivers": receivers}))
 
 
+class Fields:
+    """What expected_annotations reads of a record: its fields."""
+
+    def __init__(self, fields):
+        self.fields = fields
+
+
+def shown_fields(record, ordinal, annotation_set):
+    """(IQ field name, the fields its boxes are read from) for each .sigmf-meta of the record
+    that can show boxes: the record's own SigMF fields with the record's fields, or, for an
+    annotation set's row, the carrier's own SigMF fields and the record's SigMF fields the
+    carrier does not hold, each with the carrier's fields (docs/MOUNT.md, "Annotation sets")."""
+    if annotation_set is None:
+        return [(n, record) for n, f in record.fields.items() if has_pair(f)]
+    carrier = dict(annotation_set[ordinal].fields)
+    shown = [(n, Fields(carrier)) for n, f in carrier.items() if has_pair(f)]
+    for name, field in record.fields.items():
+        if has_pair(field) and name not in carrier:
+            shown.append((name, Fields({**carrier, name: field})))
+    return shown
+
+
 def check_labels(root, mount):
     """columns/labels.jsonl against every IQ field's boxes as computed here from the library's
-    reading of the records: the converted boxes sorted as the .sigmf-meta sorts them, then
-    those it leaves out, with null numbers."""
+    reading of the records and of every annotation set: the converted boxes sorted as the
+    .sigmf-meta sorts them, then those it leaves out, with null numbers; by ordinal, field,
+    then set (the record's own first, then the sets by name)."""
     dataset = signal_dataset.open(root)
+    sets = [(name, list(dataset.annotations[name])) for name in sorted(dataset.annotations)]
     want = []
     nulls = 0
     for ordinal in range(len(dataset)):
         record = dataset[ordinal]
-        for name in sorted(n for n, f in record.fields.items() if has_pair(f)):
+        groups = []
+        for order, (set_name, rows) in enumerate([(None, None)] + sets):
+            for name, fields in shown_fields(record, ordinal, rows):
+                groups.append((name, order, set_name, fields))
+        for name, _, set_name, fields in sorted(groups, key=lambda g: (g[0], g[1])):
             head = {"ordinal": ordinal, "record_id": record.id, "scene_id": record.scene_id,
-                    "field": name, "set": None}
+                    "field": name, "set": set_name}
             refused = []
-            annotations, _ = expected_annotations(record, name, refused)
+            annotations, _ = expected_annotations(fields, name, refused)
             for a in annotations:
                 want.append({**head, "sample_start": a["core:sample_start"],
                              "sample_count": a["core:sample_count"],
@@ -380,7 +408,9 @@ def check_labels(root, mount):
             raise AssertionError(f"labels.jsonl line {index}:\n got {g}\nwant {w}")
     if len(got) != len(want):
         raise AssertionError(f"labels.jsonl: {len(got)} lines, want {len(want)}")
-    print(json.dumps({"lines": len(got), "null_lines": nulls, "bytes": len(raw)}))
+    set_lines = sum(1 for line in got if line["set"] is not None)
+    print(json.dumps({"lines": len(got), "null_lines": nulls, "set_lines": set_lines,
+                      "bytes": len(raw)}))
 
 
 if __name__ == "__main__":

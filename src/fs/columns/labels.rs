@@ -19,9 +19,11 @@ use std::sync::Arc;
 
 use super::arrow::{self, Kind, Layout, Shape, Table, Values};
 
+use crate::budget::Charge;
 use crate::format::json::{python_float_repr, write_string};
 use crate::format::labels::{self, BoxRow};
 use crate::format::record::RecordMeta;
+use crate::fs::overlay::VisibleSet;
 use crate::fs::views::has_sigmf_pair;
 use crate::fs::views::sigmf::{self, BoxPlan, NamesMemo};
 
@@ -62,14 +64,16 @@ const NUMBER_KEYS: [(&str, usize); 4] = [
     (",\"freq_upper_edge_hz\":", labels::F64_TEXT),
 ];
 
-/// One IQ field's boxes in the table: record `ordinal`'s field number `field` (in name
-/// order, as the record's tree holds them), `count` lines of `width` bytes each.
+/// One IQ field's boxes in the table: record `ordinal`'s field number `field` of the tree
+/// that shows them (the record's own, `set` 0, or set number `set`'s carrier of the record,
+/// counting from 1 in [`LabelIndex::sets`]), `count` lines of `width` bytes each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Group {
     pub ordinal: u64,
-    pub field: u32,
     pub count: u64,
+    pub field: u32,
     pub width: u32,
+    pub set: u16,
 }
 
 /// Bytes the index holds per group: the group and its end offset.
@@ -89,6 +93,20 @@ pub struct LabelIndex {
     batches: Vec<(Range<usize>, Shape)>,
     /// The file's layout, once every row is in.
     pub arrow: Layout,
+    /// The annotation sets whose boxes the table holds (none: the records' own only).
+    pub sets: Vec<Arc<VisibleSet>>,
+    /// The memory budget's charges for what the index holds, when it is not part of the
+    /// columns' index (which holds their charges).
+    charges: Vec<Charge>,
+}
+
+/// A field of a record whose boxes a `.sigmf-meta` shows, as the index takes it in: its
+/// name, the tree and field number showing it (see [`Group`]) and its boxes' plan.
+pub struct Shown<'a> {
+    pub name: &'a str,
+    pub set: u16,
+    pub field: u32,
+    pub plan: &'a BoxPlan,
 }
 
 /// A [`LineHead`] holding its texts (what a read takes from a record's tree).
@@ -98,6 +116,7 @@ pub struct OwnedHead {
     pub record_id: String,
     pub scene_id: Option<String>,
     pub field: String,
+    pub set: Option<Arc<str>>,
 }
 
 impl OwnedHead {
@@ -107,6 +126,7 @@ impl OwnedHead {
             record_id: &self.record_id,
             scene_id: self.scene_id.as_deref(),
             field: &self.field,
+            set: self.set.as_deref(),
         }
     }
 }
@@ -118,10 +138,12 @@ pub struct LineHead<'a> {
     pub record_id: &'a str,
     pub scene_id: Option<&'a str>,
     pub field: &'a str,
+    /// The annotation set's name, `None` for the record's own labels.
+    pub set: Option<&'a str>,
 }
 
 impl LineHead<'_> {
-    /// `{"ordinal":..,"record_id":..,"scene_id":..,"field":..,"set":null`.
+    /// `{"ordinal":..,"record_id":..,"scene_id":..,"field":..,"set":..`.
     fn text(&self) -> String {
         let mut out = format!("{{\"ordinal\":{},\"record_id\":", self.ordinal);
         write_string(self.record_id, &mut out);
@@ -132,7 +154,11 @@ impl LineHead<'_> {
         }
         out.push_str(",\"field\":");
         write_string(self.field, &mut out);
-        out.push_str(",\"set\":null");
+        out.push_str(",\"set\":");
+        match self.set {
+            Some(set) => write_string(set, &mut out),
+            None => out.push_str("null"),
+        }
         out
     }
 }
@@ -187,6 +213,11 @@ impl LabelIndex {
         self.dictionary_at.get(label).copied()
     }
 
+    /// Holds `charges`, the budget's charges for the index's memory, as long as it lives.
+    pub fn keep_charges(&mut self, charges: Vec<Charge>) {
+        self.charges = charges;
+    }
+
     /// Lays out `labels.arrow` once every row is in.
     pub fn finish(&mut self) {
         let shapes: Vec<Shape> = self.batches.iter().map(|(_, s)| s.clone()).collect();
@@ -220,6 +251,7 @@ impl LabelIndex {
             (1, head.record_id.len()),
             (2, head.scene_id.map_or(0, str::len)),
             (3, head.field.len()),
+            (4, head.set.map_or(0, str::len)),
         ];
         for (column, len) in texts {
             shape.text_bytes[column] =
@@ -244,49 +276,99 @@ impl LabelIndex {
         grown
     }
 
+    /// An index of the records' own labels and those of `sets` (set `k` is
+    /// `sets[k - 1]`).
+    pub fn with_sets(sets: Vec<Arc<VisibleSet>>) -> LabelIndex {
+        LabelIndex {
+            sets,
+            ..LabelIndex::default()
+        }
+    }
+
     /// Takes in record `ordinal`'s row: a group for each IQ field with boxes. Returns the
     /// bytes the index grew by ([`GROUP_BYTES`] a group).
     pub fn take(&mut self, ordinal: u64, meta: &RecordMeta) -> u64 {
-        let names = NamesMemo::default();
+        let plans = own_plans(meta);
+        let mut shown = own_shown(&plans);
+        self.take_shown(ordinal, meta, &mut shown)
+    }
+
+    /// Takes in the fields of record `ordinal` (its row `meta`) that show boxes, its own and
+    /// its sets': a group for each with boxes, sorted by field name, then set (own first).
+    /// Returns the bytes the index grew by.
+    pub fn take_shown(&mut self, ordinal: u64, meta: &RecordMeta, shown: &mut [Shown]) -> u64 {
+        shown.sort_by(|a, b| (a.name, a.set).cmp(&(b.name, b.set)));
         let before = self.groups.len();
         let mut grown = 0;
-        for (index, (name, field)) in meta.fields.iter().enumerate() {
-            if !has_sigmf_pair(field) {
-                continue;
-            }
-            // A plan that cannot be made shows no boxes in the `.sigmf-meta` (it is logged
-            // when the record's tree is built): no line either.
-            let Ok(Some(plan)) = sigmf::box_plan(name, field, meta, &names) else {
-                continue;
+        for shown in shown.iter().filter(|s| s.plan.count > 0) {
+            let set = match usize::from(shown.set).checked_sub(1) {
+                None => None,
+                Some(k) => match self.sets.get(k) {
+                    Some(set) => Some(set.name.clone()),
+                    None => continue,
+                },
             };
-            if plan.count == 0 {
-                continue;
-            }
             let head = LineHead {
                 ordinal,
                 record_id: &meta.id,
                 scene_id: meta.scene_id.as_deref(),
-                field: name,
+                field: shown.name,
+                set: set.as_deref(),
             };
-            let width = line_width(&head, &plan);
-            let (Ok(field), Ok(width)) = (u32::try_from(index), u32::try_from(width)) else {
+            let Ok(width) = u32::try_from(line_width(&head, shown.plan)) else {
                 continue;
             };
+            let count = shown.plan.count;
             let end = self
                 .len()
-                .saturating_add(plan.count.saturating_mul(u64::from(width)));
+                .saturating_add(count.saturating_mul(u64::from(width)));
             self.groups.push(Group {
                 ordinal,
-                field,
-                count: plan.count,
+                count,
+                field: shown.field,
                 width,
+                set: shown.set,
             });
             self.ends.push(end);
-            self.add_to_batch(&head, plan.count);
-            grown += self.learn_names(&plan);
+            self.add_to_batch(&head, count);
+            grown += self.learn_names(shown.plan);
         }
         grown + (self.groups.len() - before) as u64 * GROUP_BYTES
     }
+}
+
+/// The [`own_plans`] as the index takes them in.
+pub fn own_shown<'a>(plans: &'a [(u32, &'a str, BoxPlan)]) -> Vec<Shown<'a>> {
+    plans
+        .iter()
+        .map(|(field, name, plan)| Shown {
+            name,
+            set: 0,
+            field: *field,
+            plan,
+        })
+        .collect()
+}
+
+/// The plans of the boxes `meta`'s own fields show, with each field's number and name. A
+/// plan that cannot be made shows no boxes in the `.sigmf-meta` (it is logged when the
+/// record's tree is built): no line either.
+pub fn own_plans(meta: &RecordMeta) -> Vec<(u32, &str, BoxPlan)> {
+    let names = NamesMemo::default();
+    let mut plans = Vec::new();
+    for (index, (name, field)) in meta.fields.iter().enumerate() {
+        if !has_sigmf_pair(field) {
+            continue;
+        }
+        let (Ok(Some(plan)), Ok(index)) = (
+            sigmf::box_plan(name, field, meta, &names),
+            u32::try_from(index),
+        ) else {
+            continue;
+        };
+        plans.push((index, name.as_str(), plan));
+    }
+    plans
 }
 
 /// Bytes of every line of `head`'s boxes under `plan`: the longest line any of them can take.
@@ -374,6 +456,7 @@ pub struct BatchColumns {
     record_id: Vec<Option<Arc<str>>>,
     scene_id: Vec<Option<Arc<str>>>,
     field: Vec<Option<Arc<str>>>,
+    set: Vec<Option<Arc<str>>>,
     start: Vec<Option<u64>>,
     count: Vec<Option<u64>>,
     lower: Vec<Option<f64>>,
@@ -387,11 +470,13 @@ impl BatchColumns {
         let id: Arc<str> = Arc::from(head.record_id);
         let scene: Option<Arc<str>> = head.scene_id.map(Arc::from);
         let field: Arc<str> = Arc::from(head.field);
+        let set: Option<Arc<str>> = head.set.map(Arc::from);
         for row in rows {
             self.ordinal.push(Some(head.ordinal));
             self.record_id.push(Some(id.clone()));
             self.scene_id.push(scene.clone());
             self.field.push(Some(field.clone()));
+            self.set.push(set.clone());
             self.start.push(row.numbers.map(|n| n.0));
             self.count.push(row.numbers.map(|n| n.1));
             self.lower.push(row.numbers.map(|n| n.2));
@@ -403,13 +488,12 @@ impl BatchColumns {
 
     /// The batch's message.
     pub fn encode(self) -> Vec<u8> {
-        let rows = self.ordinal.len();
         let values = [
             Values::U64(self.ordinal),
             Values::Text(self.record_id),
             Values::Text(self.scene_id),
             Values::Text(self.field),
-            Values::Text(vec![None; rows]),
+            Values::Text(self.set),
             Values::U64(self.start),
             Values::U64(self.count),
             Values::F64(self.lower),
@@ -503,6 +587,7 @@ mod tests {
         record_id: "r\"7",
         scene_id: None,
         field: "p/rx0/iq",
+        set: None,
     };
 
     fn parsed(bytes: &[u8], width: usize) -> Vec<crate::format::json::Object> {
@@ -607,9 +692,10 @@ mod tests {
         for (ordinal, count, width) in [(0, 2, 10), (3, 1, 20)] {
             index.groups.push(Group {
                 ordinal,
-                field: 0,
                 count,
+                field: 0,
                 width,
+                set: 0,
             });
             let end = index.len() + count * u64::from(width);
             index.ends.push(end);
