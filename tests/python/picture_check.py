@@ -29,9 +29,11 @@ from PIL import Image
 import sigmf_check
 
 SPECTROGRAM = {"size": (353, 292), "origin": (48, 14), "rows": 256}
-PREVIEW_W, PANEL_H, PANEL_ROWS, MAX_PANELS = 312, 160, 128, 8
+PREVIEW_W, PANEL_H, PANEL_ROWS, MAX_PANELS = 353, 160, 128, 8
 PANEL_LEFT = 48
 PLOT_COLUMNS = 256
+# The colour bar right of every plot: 8 pixels wide from x = 312, as high as the plot.
+BAR_LEFT, BAR_W = 312, 8
 LABEL_H = 8
 
 
@@ -105,6 +107,14 @@ def axes_of(field):
     return field.data.shape[0], rate, float(field.metadata.get("center_frequency_hz", 0.0))
 
 
+def check_bar(where, pixels, top, rows):
+    """The colour bar beside a plot whose top row is `top`: brightest at the top, darkest at the
+    bottom, luminance never rising downwards (the colour map's levels)."""
+    bar = pixels[top:top + rows, BAR_LEFT + BAR_W // 2]
+    if np.any(np.diff(bar) > 0.5) or bar[0] - bar[-1] < 150:
+        raise AssertionError(f"{where}: no colour bar at x={BAR_LEFT} (top {bar[0]:.0f}, bottom {bar[-1]:.0f})")
+
+
 def check_record(mount, padded, record, counts):
     names = sorted(n for n, f in record.fields.items() if sigmf_check.has_pair(f))
     for name in names:
@@ -116,6 +126,7 @@ def check_record(mount, padded, record, counts):
         plot = pixels[top:top + SPECTROGRAM["rows"], left:left + PLOT_COLUMNS]
         annotations, _ = sigmf_check.expected_annotations(record, name)
         counts["boxes"] += check_boxes(path, plot, annotations, *axes_of(record.fields[name]))
+        check_bar(path, pixels, top, SPECTROGRAM["rows"])
         counts["spectrograms"] += 1
     panels = sorted(n for n, f in record.fields.items()
                     if sigmf_check.has_pair(f) or is_pulsed(f))[:MAX_PANELS]
@@ -125,9 +136,10 @@ def check_record(mount, padded, record, counts):
     if pixels.shape[::-1] != want:
         raise AssertionError(f"{path}: {pixels.shape[::-1]}, want {want} for panels {panels}")
     for index, name in enumerate(panels):
+        top = 4 + PANEL_H * index + 10
+        check_bar(f"{path} panel {index}", pixels, top, PANEL_ROWS)
         if not sigmf_check.has_pair(record.fields[name]):
             continue
-        top = 4 + PANEL_H * index + 10
         plot = pixels[top:top + PANEL_ROWS, PANEL_LEFT:PANEL_LEFT + PLOT_COLUMNS]
         annotations, _ = sigmf_check.expected_annotations(record, name)
         counts["preview_boxes"] += check_boxes(

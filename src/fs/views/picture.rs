@@ -48,7 +48,8 @@ pub const MAX_WINDOWS: u64 = 8;
 /// Where a spectrogram's plot starts (left margin for time ticks, top for the title).
 pub const PLOT_LEFT: u32 = 48;
 pub const PLOT_TOP: u32 = 14;
-/// The colour bar right of a spectrogram's plot: its left edge, width, and its labels' room.
+/// The colour bar right of a plot (a spectrogram's, a preview panel's): its left edge, width,
+/// and its labels' room.
 const BAR_LEFT: u32 = PLOT_LEFT + FFT_LEN as u32 + 8;
 const BAR_W: u32 = 8;
 const BAR_LABEL_CHARS: u32 = 7;
@@ -62,7 +63,8 @@ pub const PANEL_ROWS: u32 = 128;
 const PANEL_H: u32 = 10 + PANEL_ROWS + 18 + 4;
 /// A panel's plot starts here, as a spectrogram's: room for the time ticks' labels.
 const PANEL_LEFT: u32 = PLOT_LEFT;
-pub const PREVIEW_W: u32 = PANEL_LEFT + FFT_LEN as u32 + 8;
+/// A preview is as wide as a spectrogram: each panel has a colour bar beside it.
+pub const PREVIEW_W: u32 = SPECTROGRAM_W;
 /// The scale: its bottom this far below the noise floor, its top the strongest cell but at
 /// least [`MIN_RANGE_DB`] and at most [`MAX_RANGE_DB`] above the bottom.
 const BELOW_FLOOR_DB: f32 = 6.0;
@@ -274,7 +276,7 @@ pub fn spectrogram_png(
     };
     draw_frequency_ticks(&mut canvas, plot, frequency_axis(axes));
     draw_time_ticks(&mut canvas, plot, time_axis(axes));
-    draw_colour_bar(&mut canvas, &scale);
+    draw_colour_bar(&mut canvas, &scale, i64::from(PLOT_TOP), PLOT_ROWS);
     Ok(canvas.to_palette_png(&palette()))
 }
 
@@ -289,7 +291,8 @@ pub fn preview_png(
 ) -> Result<Vec<u8>, FsError> {
     let shown = &panels[..panels.len().min(MAX_PANELS)];
     let mut canvas = Canvas::new(PREVIEW_W, preview_height(shown.len()), BACKGROUND);
-    let chars = ((PREVIEW_W - 4) / GLYPH_W - 1) as usize;
+    // Titles stop short of the colour bars' "DB", as a spectrogram's do.
+    let chars = ((BAR_LEFT - 4) / GLYPH_W) as usize;
     if shown.is_empty() {
         canvas.text((4, 6), "NO IQ OR PULSED FIELDS", chars, INK);
     }
@@ -328,6 +331,11 @@ pub fn preview_png(
             rows: PANEL_ROWS,
             canvas_w: i64::from(PREVIEW_W),
         };
+        let scale = match kind {
+            PanelKind::Spectrogram => &spectrum_scale,
+            PanelKind::Pulses => &pulse_scale,
+        };
+        draw_colour_bar(&mut canvas, scale, origin.1, PANEL_ROWS);
         let title = match kind {
             PanelKind::Spectrogram => {
                 let axes = IqAxes::of(field);
@@ -604,11 +612,12 @@ fn paint_grid(canvas: &mut Canvas, origin: (i64, i64), grid: &Grid, scale: &Scal
     }
 }
 
-/// The colour bar right of a spectrogram's plot: the scale from its top (the plot's top) to
-/// its bottom, ticks every 10 dB over the noise floor labelled in dB (`+20`, `0`), "DB" above.
-fn draw_colour_bar(canvas: &mut Canvas, scale: &Scale) {
-    let (left, top) = (i64::from(BAR_LEFT), i64::from(PLOT_TOP));
-    let rows = i64::from(PLOT_ROWS);
+/// The colour bar right of a plot whose top is at `top`, `rows` high: the scale from its top
+/// to its bottom, ticks every 10 dB over the noise floor labelled in dB (`+20`, `0`), "DB"
+/// above.
+fn draw_colour_bar(canvas: &mut Canvas, scale: &Scale, top: i64, rows: u32) {
+    let left = i64::from(BAR_LEFT);
+    let rows = i64::from(rows);
     for y in 0..rows {
         let level = 1.0 - y as f32 / (rows - 1) as f32;
         canvas.fill(
