@@ -197,6 +197,77 @@ fn the_label_table_is_sized_from_the_rows_and_read_decoding_each_record_once() {
     assert_eq!(text.lines().count(), 2 * (1 + 1 + 2 + 1) + 2 * 2);
 }
 
+/// A record of 40,000 boxes and records of 3 MiB of metadata: the Arrow files' batches stay
+/// bounded (16,384 rows, 8 MiB of text), a group's rows split across batches, and both files
+/// still equal their JSON lines (and those the library's reading).
+#[test]
+fn many_boxes_and_long_texts_split_the_arrow_batches() {
+    const BOXES: usize = 40_000;
+    let values: Vec<f64> = (0..BOXES)
+        .flat_map(|i| [(i % 900) as f64, 5.0, -1e3 - i as f64, 1e3])
+        .collect();
+    let rows: Vec<[i32; 2]> = (0..BOXES).map(|i| [(i % 3) as i32, 0]).collect();
+    let names: Object = [("0", "a"), ("1", "bb")]
+        .iter()
+        .map(|(k, v)| ((*k).into(), Value::from(*v)))
+        .collect();
+    let long = |i: usize| -> Object {
+        [
+            ("note".into(), Value::from("x".repeat(3 << 20))),
+            ("i".into(), Value::from(i as u64)),
+        ]
+        .into_iter()
+        .collect()
+    };
+    let records = (0..4)
+        .map(|i| {
+            let record = Record::new(format!("m{i}"))
+                .with_metadata(long(i))
+                .with_field("p/receivers/rx0/iq", iq());
+            let (n, boxes, ids) = if i == 1 {
+                (BOXES, &values[..], &rows[..])
+            } else {
+                (1, &values[..4], &rows[..1])
+            };
+            let frame = offset_frame("receiver_center_offset");
+            record
+                .with_field(
+                    "p/labels/boxes/extent",
+                    extent(vec![n as u64, 4], boxes, frame),
+                )
+                .with_field(
+                    "p/labels/boxes/identity",
+                    identity(ids, Some(names.clone())),
+                )
+        })
+        .collect();
+    let dir = publish_records(records);
+    // Read through the core in 4 KiB pieces, as `cat` would: record 1's 40,000 lines are
+    // made once (they are sorted whole), each record decoded once.
+    let (_, ns) = counting_namespace(dir.path());
+    let attr = lookup_path(&ns, "columns/labels.jsonl");
+    let mut read = 0u64;
+    while read < attr.size {
+        read += ns.read(attr.ino, read, 4096).unwrap().len() as u64;
+    }
+    let misses = ns
+        .record_cache()
+        .counters()
+        .misses
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(misses, 4, "each record decoded once");
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "256M"]);
+    let table = check_label_table(dir.path(), &mount);
+    assert_eq!(table["lines"], BOXES as u64 + 3);
+    let arrow = check_arrow_tables(&mount);
+    assert_eq!(arrow["label_rows"], BOXES as u64 + 3);
+    // 16,384 + 16,384 + the rest: record 1's rows split across three batches.
+    assert_eq!(arrow["label_batches"], 3);
+    // Two records of 3 MiB of text in a batch of at most 8 MiB.
+    assert_eq!((arrow["record_rows"], arrow["record_batches"]), (4, 2));
+    assert_eq!(arrow["allocated"], 0, "pyarrow copied the tables");
+}
+
 /// An IQ field of 1000 samples at 1 MHz centred at 1 GHz.
 fn iq() -> Field {
     let block: Object = [

@@ -139,6 +139,9 @@ pub struct ColumnIndex {
     pub labels: Arc<LabelIndex>,
     /// Where the batches of `records.arrow` are.
     pub records_arrow: arrow::Layout,
+    /// Where each batch of `records.arrow` ends: its last ordinal + 1 (a batch holds
+    /// [`arrow::BATCH_ROWS`] records at most, fewer when their texts are long).
+    record_batch_ends: Vec<u64>,
     pub readme: Vec<u8>,
     /// The tree of `columns/`: node 0 is `columns/` itself.
     pub nodes: Vec<Node<ColumnView>>,
@@ -273,10 +276,13 @@ impl ColumnIndex {
 
     /// The ordinals of `records.arrow`'s batch `index`.
     pub fn record_batch(&self, index: usize) -> std::ops::Range<u64> {
-        let start = (index as u64)
-            .saturating_mul(RECORD_BATCH_ROWS)
-            .min(self.records);
-        start..start.saturating_add(RECORD_BATCH_ROWS).min(self.records)
+        let end = self.record_batch_ends.get(index).copied().unwrap_or(0);
+        let start = index
+            .checked_sub(1)
+            .and_then(|previous| self.record_batch_ends.get(previous))
+            .copied()
+            .unwrap_or(0);
+        start..end.max(start)
     }
 
     /// The records whose lines of `records.jsonl` a read of `size` bytes at `offset` covers,
@@ -370,8 +376,6 @@ pub const RECORDS_ARROW_FILE: &str = "records.arrow";
 /// files are added first, in a fixed order, and checked when the index is built).
 pub const LABELS_NODE: u32 = 3;
 pub const LABELS_ARROW_NODE: u32 = 4;
-/// Records of a batch of `records.arrow`.
-const RECORD_BATCH_ROWS: u64 = 16_384;
 
 /// The columns of `records.arrow`: `records.jsonl`'s keys, the metadata as its JSON text.
 pub fn records_table() -> Table {
@@ -458,6 +462,8 @@ struct Scan {
     labels: LabelIndex,
     /// The shapes of `records.arrow`'s batches; the last one may still grow.
     record_batches: Vec<Shape>,
+    /// Where each of them ends (an ordinal).
+    record_batch_ends: Vec<u64>,
     meter: Meter,
 }
 
@@ -494,6 +500,7 @@ pub fn build(dataset: &Dataset, stop: &AtomicBool) -> Result<ColumnIndex, FsErro
         }),
         labels: LabelIndex::default(),
         record_batches: Vec::new(),
+        record_batch_ends: Vec::new(),
         meter: Meter::default(),
     };
     let end = dataset.for_each_stored_row(stop, |read| {
@@ -589,25 +596,30 @@ impl Scan {
     /// Takes a row into the shape of `records.arrow`'s last batch (a new one when it is
     /// full).
     fn add_record_batch_row(&mut self, row: &Row) {
-        let full = self
-            .record_batches
-            .last()
-            .is_none_or(|shape| shape.rows as u64 >= RECORD_BATCH_ROWS);
-        if full {
-            self.record_batches.push(Shape {
-                rows: 0,
-                text_bytes: vec![0; 4],
-            });
-        }
-        let Some(shape) = self.record_batches.last_mut() else {
-            return;
-        };
-        shape.rows += 1;
         let texts = [
             row.meta.id.len(),
             row.meta.scene_id.as_deref().map_or(0, str::len),
             row.metadata_len,
         ];
+        let row_text = texts.iter().fold(0usize, |a, &b| a.saturating_add(b));
+        let full = self
+            .record_batches
+            .last()
+            .is_none_or(|shape| shape.room(row_text) == 0);
+        if full {
+            self.record_batches
+                .push(Shape::empty(records_table().columns.len()));
+            self.record_batch_ends
+                .push(self.record_batch_ends.last().copied().unwrap_or(0));
+        }
+        let (Some(shape), Some(end)) = (
+            self.record_batches.last_mut(),
+            self.record_batch_ends.last_mut(),
+        ) else {
+            return;
+        };
+        shape.rows += 1;
+        *end += 1;
         for (column, len) in texts.into_iter().enumerate() {
             shape.text_bytes[column + 1] = shape.text_bytes[column + 1].saturating_add(len);
         }
@@ -745,6 +757,7 @@ fn unreadable(records: u64, ordinal: u64, error: &str, charges: Vec<Charge>) -> 
         lines_text: None,
         labels: Arc::default(),
         records_arrow: arrow::Layout::default(),
+        record_batch_ends: Vec::new(),
         readme: readme.into_bytes(),
         nodes,
         _charges: charges,
@@ -797,6 +810,7 @@ fn finish(records: u64, mut scan: Scan) -> Result<ColumnIndex, TreeError> {
         lines_text: scan.lines_text,
         labels: Arc::new(scan.labels),
         records_arrow: arrow::Layout::new(&records_table(), &scan.record_batches, &[]),
+        record_batch_ends: scan.record_batch_ends,
         nodes,
         _charges: scan.meter.charges,
     })

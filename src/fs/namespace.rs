@@ -35,7 +35,7 @@ use super::cache::{
 };
 use super::columns::arrow::{Layout, Part};
 use super::columns::labels::{
-    table_rows, write_lines, BatchColumns, Group, LabelIndex, OwnedHead, TableRow,
+    table_rows, write_lines, BatchColumns, Group, GroupRows, LabelIndex, OwnedHead, TableRow,
 };
 use super::columns::{self, ColumnIndex, ColumnView, RecordColumns};
 use super::computed::{self as computed, ComputedCache};
@@ -139,6 +139,8 @@ pub struct Namespace {
     /// The label tables' index while the catalog shows sets, with the catalog it was built
     /// for (see [`super::columns::label_sets`]); a new catalog replaces (and stops) it.
     set_labels: std::sync::Mutex<Option<SetLabels>>,
+    /// The rows of the label group last read: a reader's next reads are most likely in it.
+    kept_group: std::sync::Mutex<Option<KeptGroup>>,
     overlay: Overlay,
     /// Computed files rendered and kept while they are read, and the metas' hashes.
     computed: Arc<ComputedCache>,
@@ -203,6 +205,7 @@ impl Namespace {
             column_scan_turn: std::sync::Mutex::new(()),
             arrow_batch: std::sync::Mutex::new(None),
             set_labels: std::sync::Mutex::new(None),
+            kept_group: std::sync::Mutex::new(None),
             overlay: Overlay::new(config.metadata_ttl, dataset.memory()),
             computed: ComputedCache::new(dataset.memory().clone()),
             carrier_files: ComputedCache::new(dataset.memory().clone()),
@@ -1339,11 +1342,12 @@ impl Namespace {
             (ColumnView::LabelsArrow, _) => {
                 let labels = self.label_index(&index)?;
                 let encode = |batch| self.label_batch(&labels, batch);
-                self.read_arrow(view, &labels.arrow, offset, size, encode)
+                let file = (view, labels.serial);
+                self.read_arrow(file, &labels.arrow, offset, size, encode)
             }
             (ColumnView::RecordsArrow, _) => {
                 let encode = |batch| self.record_batch(&index, batch);
-                self.read_arrow(view, &index.records_arrow, offset, size, encode)
+                self.read_arrow((view, 0), &index.records_arrow, offset, size, encode)
             }
             (ColumnView::Raw, Some(column)) => {
                 self.read_column_values(&index, column, offset, size, scan)
@@ -1520,9 +1524,9 @@ impl Namespace {
             let to = end.min(bytes.end) - bytes.start;
             let width = u64::from(group.width.max(1));
             let lines = (from / width) as usize..to.div_ceil(width) as usize;
-            let (head, rows) = self.label_rows(index, group)?;
-            let shown = rows.get(lines.clone()).unwrap_or_default();
-            let text = write_lines(&head.head(), shown, width as usize);
+            let group_rows = self.label_rows(index, at)?;
+            let shown = group_rows.rows.get(lines.clone()).unwrap_or_default();
+            let text = write_lines(&group_rows.head.head(), shown, width as usize);
             let skip = from - lines.start as u64 * width;
             out.extend_from_slice(&slice_vec(&text, skip, clamp_u32(to - from)));
         }
@@ -1534,7 +1538,7 @@ impl Namespace {
     /// reads that follow).
     fn read_arrow(
         &self,
-        view: ColumnView,
+        file: ArrowFile,
         layout: &Layout,
         offset: u64,
         size: u32,
@@ -1549,7 +1553,7 @@ impl Namespace {
                 Part::Head(from) => slice_vec(layout.head(), from, want),
                 Part::Tail(from) => slice_vec(layout.tail(), from, want),
                 Part::Batch { index, offset } => {
-                    let bytes = self.arrow_batch(view, layout, index, &encode)?;
+                    let bytes = self.arrow_batch(file, layout, index, &encode)?;
                     slice_vec(&bytes, offset, want)
                 }
             };
@@ -1565,13 +1569,13 @@ impl Namespace {
     /// Batch `index` of an Arrow file, encoded (or the one kept from the last read).
     fn arrow_batch(
         &self,
-        view: ColumnView,
+        file: ArrowFile,
         layout: &Layout,
         index: usize,
         encode: impl Fn(usize) -> Result<Vec<u8>, FsError>,
     ) -> Result<Arc<Vec<u8>>, FsError> {
         if let Some(kept) = crate::sync::lock(&self.arrow_batch).as_ref() {
-            if (kept.view, kept.index) == (view, index) {
+            if (kept.file, kept.index) == (file, index) {
                 return Ok(kept.bytes.clone());
             }
         }
@@ -1588,7 +1592,7 @@ impl Namespace {
         *kept = None;
         if let Ok(charge) = self.dataset.memory().charge(bytes.len() as u64) {
             *kept = Some(KeptBatch {
-                view,
+                file,
                 index,
                 bytes: bytes.clone(),
                 _charge: charge,
@@ -1599,12 +1603,17 @@ impl Namespace {
 
     /// Batch `batch` of `labels.arrow`, from the records its groups cover.
     fn label_batch(&self, index: &LabelIndex, batch: usize) -> Result<Vec<u8>, FsError> {
+        let (groups, mut skip, mut left) = index.batch_rows(batch).ok_or(FsError::NotFound)?;
         let mut columns = BatchColumns::default();
-        for at in index.batch_groups(batch) {
+        for at in groups {
             interrupt::check()?;
-            let group = index.group(at).ok_or(FsError::NotFound)?;
-            let (head, rows) = self.label_rows(index, group)?;
-            columns.add(&head.head(), &rows, index);
+            let group_rows = self.label_rows(index, at)?;
+            let rows = &group_rows.rows;
+            let from = usize::try_from(skip).unwrap_or(usize::MAX).min(rows.len());
+            let taken = &rows[from..rows.len().min(from.saturating_add(left))];
+            columns.add(&group_rows.head.head(), taken, index);
+            left -= taken.len();
+            skip = 0;
         }
         Ok(columns.encode())
     }
@@ -1638,10 +1647,35 @@ impl Namespace {
         Ok(())
     }
 
+    /// Group `at`'s table rows, with what each of its lines starts with: those kept from the
+    /// last read when it was of the same group (a group of many boxes is read in many pieces,
+    /// and its rows are sorted whole), else made and kept, charged to the budget.
+    fn label_rows(&self, index: &LabelIndex, at: usize) -> Result<Arc<GroupRows>, FsError> {
+        if let Some(kept) = crate::sync::lock(&self.kept_group).as_ref() {
+            if (kept.table, kept.group) == (index.serial, at) {
+                return Ok(kept.rows.clone());
+            }
+        }
+        let group = index.group(at).ok_or(FsError::NotFound)?;
+        let (head, rows) = self.make_label_rows(index, group)?;
+        let rows = Arc::new(GroupRows { head, rows });
+        let mut kept = crate::sync::lock(&self.kept_group);
+        *kept = None;
+        if let Ok(charge) = self.dataset.memory().charge(rows.heap_bytes()) {
+            *kept = Some(KeptGroup {
+                table: index.serial,
+                group: at,
+                rows: rows.clone(),
+                _charge: charge,
+            });
+        }
+        Ok(rows)
+    }
+
     /// A group's table rows, with what each of its lines starts with. A record whose boxes
     /// cannot be read gets rows of nulls (and a log line): the tables keep their sizes and
     /// the other records' rows.
-    fn label_rows(
+    fn make_label_rows(
         &self,
         index: &LabelIndex,
         group: Group,
@@ -1959,10 +1993,24 @@ fn slice(bytes: &Bytes, offset: u64, size: u32) -> Bytes {
     bytes.slice(start..end)
 }
 
+/// The table rows of the label group last read, charged to the memory budget.
+#[derive(Debug)]
+struct KeptGroup {
+    /// The [`LabelIndex::serial`] of the index the group is of.
+    table: u64,
+    group: usize,
+    rows: Arc<GroupRows>,
+    _charge: crate::budget::Charge,
+}
+
+/// An Arrow file of `columns/`, as what is kept of it is keyed: its view and, for
+/// `labels.arrow`, the [`LabelIndex::serial`] of the index it is read from (0 otherwise).
+type ArrowFile = (ColumnView, u64);
+
 /// A batch of an Arrow file kept between reads, with its charge.
 #[derive(Debug)]
 struct KeptBatch {
-    view: ColumnView,
+    file: ArrowFile,
     index: usize,
     bytes: Arc<Vec<u8>>,
     _charge: crate::budget::Charge,

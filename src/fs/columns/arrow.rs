@@ -80,6 +80,39 @@ pub struct Shape {
     pub text_bytes: Vec<usize>,
 }
 
+/// A batch holds at most this many rows and this many bytes of text (the first row of a
+/// batch whatever its text): what a read encodes at once, about 2 to 10 MiB of message, stays
+/// bounded however long a dataset's texts or however many boxes a record has.
+pub const BATCH_ROWS: usize = 16_384;
+pub const BATCH_TEXT_BYTES: usize = 8 << 20;
+
+impl Shape {
+    /// An empty batch of a table of `columns` columns.
+    pub fn empty(columns: usize) -> Shape {
+        Shape {
+            rows: 0,
+            text_bytes: vec![0; columns],
+        }
+    }
+
+    /// How many more rows of `row_text` bytes of text each the batch takes (at least one
+    /// when it is empty).
+    pub fn room(&self, row_text: usize) -> usize {
+        let rows = BATCH_ROWS.saturating_sub(self.rows);
+        let text: usize = self.text_bytes.iter().fold(0, |a, &b| a.saturating_add(b));
+        let by_text = BATCH_TEXT_BYTES
+            .saturating_sub(text)
+            .checked_div(row_text)
+            .unwrap_or(usize::MAX);
+        let room = rows.min(by_text);
+        if self.rows == 0 {
+            room.max(1)
+        } else {
+            room
+        }
+    }
+}
+
 /// A table's columns: names and kinds.
 #[derive(Debug, Clone)]
 pub struct Table {

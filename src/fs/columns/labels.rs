@@ -31,10 +31,6 @@ use crate::fs::views::sigmf::{self, BoxPlan, NamesMemo};
 pub const LABELS_FILE: &str = "labels.jsonl";
 pub const LABELS_ARROW_FILE: &str = "labels.arrow";
 
-/// Rows of a batch of `labels.arrow` (a batch ends at the first group boundary at or past
-/// it): about 2 MiB of message, what a read encodes at once.
-const BATCH_ROWS: u64 = 16_384;
-
 /// The columns of both tables, in order (`labels.arrow`'s `label` a dictionary of the class
 /// names every labelled field of the dataset declares).
 pub fn table() -> Table {
@@ -89,15 +85,28 @@ pub struct LabelIndex {
     /// dictionary of `labels.arrow`'s `label` column.
     dictionary: Vec<Arc<str>>,
     dictionary_at: HashMap<Arc<str>, i32>,
-    /// Each batch's groups and shape; the last one may still grow.
-    batches: Vec<(Range<usize>, Shape)>,
+    /// The batches of `labels.arrow` ([`arrow::BATCH_ROWS`] rows at most, a group's rows
+    /// split across batches where they do not fit); the last one may still grow.
+    batches: Vec<Batch>,
     /// The file's layout, once every row is in.
     pub arrow: Layout,
+    /// Unique among the indexes of this process once finished: what is kept of a table
+    /// between reads is kept for the index it came from (a new catalog makes a new one).
+    pub serial: u64,
     /// The annotation sets whose boxes the table holds (none: the records' own only).
     pub sets: Vec<Arc<VisibleSet>>,
     /// The memory budget's charges for what the index holds, when it is not part of the
     /// columns' index (which holds their charges).
     charges: Vec<Charge>,
+}
+
+/// A batch of `labels.arrow`: the rows of `groups`, but the first `skip` rows of the first
+/// group (in earlier batches), `shape.rows` of them.
+#[derive(Debug)]
+struct Batch {
+    groups: Range<usize>,
+    skip: u64,
+    shape: Shape,
 }
 
 /// A field of a record whose boxes a `.sigmf-meta` shows, as the index takes it in: its
@@ -201,11 +210,11 @@ impl LabelIndex {
         Some(start..end)
     }
 
-    /// The groups of `labels.arrow`'s batch `index`.
-    pub fn batch_groups(&self, index: usize) -> Range<usize> {
-        self.batches
-            .get(index)
-            .map_or(0..0, |(groups, _)| groups.clone())
+    /// The rows of `labels.arrow`'s batch `index`: its groups, the rows of the first one that
+    /// belong to earlier batches, and its row count.
+    pub fn batch_rows(&self, index: usize) -> Option<(Range<usize>, u64, usize)> {
+        let batch = self.batches.get(index)?;
+        Some((batch.groups.clone(), batch.skip, batch.shape.rows))
     }
 
     /// Where `label` is in the dictionary of `labels.arrow`.
@@ -220,42 +229,45 @@ impl LabelIndex {
 
     /// Lays out `labels.arrow` once every row is in.
     pub fn finish(&mut self) {
-        let shapes: Vec<Shape> = self.batches.iter().map(|(_, s)| s.clone()).collect();
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        self.serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let shapes: Vec<Shape> = self.batches.iter().map(|b| b.shape.clone()).collect();
         self.arrow = Layout::new(&table(), &shapes, &self.dictionary);
     }
 
-    /// Takes in one group's rows: into the last batch, or a new one when it is full.
+    /// Takes in the last group's `count` rows: into the last batch as far as they fit, the
+    /// rest into new ones.
     fn add_to_batch(&mut self, head: &LineHead, count: u64) {
         let group = self.groups.len() - 1;
-        let full = self
-            .batches
-            .last()
-            .is_none_or(|(_, shape)| shape.rows as u64 >= BATCH_ROWS);
-        if full {
-            let text_bytes = vec![0; table().columns.len()];
-            self.batches.push((
-                group..group,
-                Shape {
-                    rows: 0,
-                    text_bytes,
-                },
-            ));
-        }
-        let Some((groups, shape)) = self.batches.last_mut() else {
-            return;
-        };
-        groups.end = group + 1;
-        let rows = usize::try_from(count).unwrap_or(usize::MAX);
-        shape.rows = shape.rows.saturating_add(rows);
         let texts = [
             (1, head.record_id.len()),
             (2, head.scene_id.map_or(0, str::len)),
             (3, head.field.len()),
             (4, head.set.map_or(0, str::len)),
         ];
-        for (column, len) in texts {
-            shape.text_bytes[column] =
-                shape.text_bytes[column].saturating_add(len.saturating_mul(rows));
+        let row_text = texts.iter().map(|(_, len)| len).sum();
+        let mut placed = 0;
+        while placed < count {
+            let room = self.batches.last().map_or(0, |b| b.shape.room(row_text));
+            if room == 0 {
+                self.batches.push(Batch {
+                    groups: group..group + 1,
+                    skip: placed,
+                    shape: Shape::empty(table().columns.len()),
+                });
+                continue;
+            }
+            let Some(batch) = self.batches.last_mut() else {
+                return;
+            };
+            let rows = usize::try_from(count - placed).map_or(room, |left| left.min(room));
+            batch.groups.end = group + 1;
+            batch.shape.rows += rows;
+            for (column, len) in texts {
+                let bytes = &mut batch.shape.text_bytes[column];
+                *bytes = bytes.saturating_add(len.saturating_mul(rows));
+            }
+            placed += rows as u64;
         }
     }
 
@@ -379,6 +391,23 @@ pub fn line_width(head: &LineHead, plan: &BoxPlan) -> usize {
         .sum();
     let label = ",\"label\":".len() + labels::max_label_json_len(&plan.names);
     head.text().len() + numbers + label + "}\n".len()
+}
+
+/// A group's rows as the tables show them, with what each of its lines starts with.
+#[derive(Debug)]
+pub struct GroupRows {
+    pub head: OwnedHead,
+    pub rows: Vec<TableRow>,
+}
+
+impl GroupRows {
+    /// Bytes it holds (its rows; the labels are the plan's, shared).
+    pub fn heap_bytes(&self) -> u64 {
+        let head = self.head.record_id.len()
+            + self.head.scene_id.as_ref().map_or(0, String::len)
+            + self.head.field.len();
+        (self.rows.len() * std::mem::size_of::<TableRow>() + head) as u64
+    }
 }
 
 /// One box of the tables: its numbers in the receiver's terms (`None`: the `.sigmf-meta`
