@@ -364,10 +364,21 @@ fn a_deleted_carrier_object_fails_its_files_and_leaves_its_directories_listable(
         }
         assert!(std::fs::read(mount.path(&format!("records/{o}/record.json"))).is_ok());
     }
+    // The label tables index the set's carriers: the ones that are gone have no line (as
+    // they show no file), the tables still read whole at the size stat gives.
+    for table in ["columns/labels.jsonl", "columns/labels.arrow"] {
+        let path = mount.path(table);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(std::fs::read(&path).unwrap().len() as u64, size, "{table}");
+    }
     let log = mount.log_text();
     assert!(
         log.contains(gone.as_str()),
         "the log names the object: {log}"
+    );
+    assert!(
+        log.contains("an annotation set's boxes of a record have no line"),
+        "{log}"
     );
     let status = Command::new(env!("CARGO_BIN_EXE_sdsfs"))
         .args(["status", "--json"])
