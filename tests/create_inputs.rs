@@ -269,6 +269,47 @@ fn raw_captures() {
     assert_eq!(views::sample_rate(&iq.meta), Some(2e6));
     let source = record.metadata["source"].as_object().unwrap();
     assert_eq!(source["datatype"], Value::from("ci8"));
+    assert!(!iq.meta.metadata.contains_key("center_frequency_hz"));
+    // Rates and centres with SI prefixes, as SDR tools write them.
+    let tuned = dir.path().join("tuned");
+    ok(&[
+        "create",
+        tuned.to_str().unwrap(),
+        "--from-raw",
+        file.to_str().unwrap(),
+        "--datatype",
+        "ci8",
+        "--sample-rate",
+        "2.048M",
+        "--center-frequency",
+        "433.92MHz",
+        "-q",
+    ]);
+    let record = open(&tuned).read_record(0).unwrap();
+    let iq = &record.fields["iq"];
+    assert_eq!(views::sample_rate(&iq.meta), Some(2.048e6));
+    assert_eq!(
+        iq.meta.metadata["center_frequency_hz"].as_f64(),
+        Some(433.92e6)
+    );
+    // A value that is no frequency is a usage error (exit 2), naming the rule.
+    for (rate, centre) in [("2m", "1G"), ("1M", "nan")] {
+        let refused = sds(&[
+            "create",
+            tuned.to_str().unwrap(),
+            "--from-raw",
+            file.to_str().unwrap(),
+            "--datatype",
+            "ci8",
+            "--sample-rate",
+            rate,
+            "--center-frequency",
+            centre,
+        ]);
+        assert_eq!(refused.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("invalid frequency"), "{stderr}");
+    }
     let missing = fails(&[
         "create",
         out.to_str().unwrap(),

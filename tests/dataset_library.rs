@@ -82,6 +82,17 @@ fn a_library_dataset_opens_in_work_id_order() {
         ids,
         ["rec-0004", "rec-0005", "rec-0000", "rec-0001", "rec-0002"]
     );
+    // `sds ls --json`: the library's metadata rows, line for line (library_tool.py ls).
+    let parse = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let ours = parse(&ok(&["ls", root, "--json"]));
+    let library = common::run_python("library_tool.py", &["ls", root], b"");
+    let library = parse(&String::from_utf8(library).unwrap());
+    assert_eq!(ours.len(), 5);
+    assert_eq!(ours, library);
     let verified = ok(&["verify", "--deep", root]);
     assert!(verified.starts_with("ok"), "{verified}");
 }

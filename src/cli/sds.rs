@@ -2,9 +2,10 @@
 //!
 //! - `sds info DATASET [--json]`: identity, counts and sizes, and the first record's fields,
 //!   read from control documents and one metadata row.
-//! - `sds ls DATASET [--start N] [--limit N]`: one line per record from its metadata row
-//!   (ordinal, id, scene, fields, tensor bytes), never touching a data shard; a row that cannot
-//!   be read is reported on stderr and the listing goes on (exit status 1 at the end).
+//! - `sds ls DATASET [--start N] [--limit N] [--json]`: one line per record from its metadata
+//!   row (ordinal, id, scene, fields, tensor bytes; with `--json` a JSON object per line),
+//!   never touching a data shard; a row that cannot be read is reported on stderr and the
+//!   listing goes on (exit status 1 at the end).
 //! - `sds annotate DATASET --name NAME --rows ROWS.jsonl` (and `annotate write-shard`,
 //!   `annotate publish`): publishes an annotation set (see [`annotate`]).
 //! - `sds demo OUT`: publishes the deterministic demo dataset (the one in `fixtures/demo/`).
@@ -40,6 +41,7 @@ use clap::{Parser, Subcommand};
 use super::location::{self, one_line, StoreArgs};
 use crate::cli::CliError;
 use crate::dataset::{Dataset, PublishOptions};
+use crate::format::json::{object_to_compact, Object, Value};
 use crate::format::printable::{escaped, json_printable};
 
 /// Explore and publish Signal Dataset (SDS) layout 0.1 datasets.
@@ -93,6 +95,10 @@ pub enum Command {
         /// Most records to list (0: all).
         #[arg(long, default_value_t = 0)]
         limit: u64,
+        /// One JSON object per line instead: ordinal, id, scene_id (null without one), fields
+        /// (their count) and tensor_bytes, keys sorted.
+        #[arg(long)]
+        json: bool,
     },
     /// Publish the demo dataset (8 RF records in 4 scenes, 3 shards, 2 manifest pages;
     /// deterministic: the same bytes on every run) into OUT: a directory (created if missing),
@@ -242,7 +248,8 @@ pub fn run(command: Command, store: &StoreArgs) -> Result<(), CliError> {
             dataset,
             start,
             limit,
-        } => run_ls(store, &dataset, start, limit),
+            json,
+        } => run_ls(store, &dataset, start, limit, json),
         Command::Demo { out } => run_demo(store, &out),
         Command::WriteShard {
             root,
@@ -352,7 +359,13 @@ fn run_info(store: &StoreArgs, dataset: &str, json: bool) -> Result<(), CliError
 /// Prints one line per record as it is read (memory does not grow with the record count). A
 /// row that cannot be read is reported on stderr, naming the record and the object, and the
 /// listing goes on; the command then fails with the number of such rows.
-fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<(), CliError> {
+fn run_ls(
+    store: &StoreArgs,
+    dataset: &str,
+    start: u64,
+    limit: u64,
+    json: bool,
+) -> Result<(), CliError> {
     let opened = store.open_dataset(dataset).map_err(CliError::from)?;
     let stop = if limit == 0 {
         opened.len()
@@ -363,7 +376,7 @@ fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<()
     let write_error = |e: std::io::Error| format!("writing to stdout: {e}");
     let mut unreadable = 0u64;
     for ordinal in start..stop {
-        match ls_line(&opened, ordinal) {
+        match ls_line(&opened, ordinal, json) {
             Ok(line) => stdout.write_all(line.as_bytes()).map_err(write_error)?,
             Err(message) => {
                 // Rows already printed come first, so stdout and stderr read in ordinal order.
@@ -383,7 +396,7 @@ fn run_ls(store: &StoreArgs, dataset: &str, start: u64, limit: u64) -> Result<()
     }
 }
 
-fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, CliError> {
+fn ls_line(dataset: &Dataset, ordinal: u64, json: bool) -> Result<String, CliError> {
     let row = dataset.record_meta(ordinal).map_err(|e| {
         format!(
             "cannot read record {ordinal}: {}",
@@ -395,6 +408,23 @@ fn ls_line(dataset: &Dataset, ordinal: u64) -> Result<String, CliError> {
         .values()
         .map(|f| f.byte_len().unwrap_or(u64::MAX))
         .fold(0, u64::saturating_add);
+    if json {
+        let object: Object = [
+            ("fields", Value::from(row.fields.len() as u64)),
+            ("id", Value::from(row.id.as_str())),
+            ("ordinal", Value::from(ordinal)),
+            (
+                "scene_id",
+                row.scene_id.as_deref().map_or(Value::Null, Value::from),
+            ),
+            ("tensor_bytes", Value::from(bytes)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v))
+        .collect();
+        // The dataset's strings stay JSON but drive no terminal (DEL and C1 escaped too).
+        return Ok(json_printable(&object_to_compact(&object)).into_owned() + "\n");
+    }
     let width = dataset.len().saturating_sub(1).to_string().len();
     Ok(format!(
         "{ordinal:0width$}  {}  {}  {} fields  {}\n",

@@ -97,6 +97,9 @@ pub struct Recording {
     pub sample_rate: Option<f64>,
     pub total_samples: u64,
     sigmf: Option<SigmfMeta>,
+    /// The centre frequency of a headerless capture (`--center-frequency`); a SigMF
+    /// recording's come from its captures.
+    center_hz: Option<f64>,
 }
 
 /// The records of SigMF recordings, each named by its `.sigmf-meta`, `.sigmf-data` or base path.
@@ -149,17 +152,28 @@ fn open(file: &Path) -> Result<Recording, ImportError> {
         sample_rate,
         total_samples,
         sigmf: Some(sigmf),
+        center_hz: None,
     })
 }
 
 impl Recording {
     /// A headerless recording (`--from-raw`).
-    pub fn raw(path: &Path, datatype: &str, rate: f64) -> Result<Recording, ImportError> {
+    pub fn raw(
+        path: &Path,
+        datatype: &str,
+        rate: f64,
+        center_hz: Option<f64>,
+    ) -> Result<Recording, ImportError> {
         let format = SampleFormat::parse(datatype)?;
         if !sane_rate(rate) {
             return Err(ImportError::Option(format!(
                 "--sample-rate {rate}: {RATE_RULE}"
             )));
+        }
+        if center_hz.is_some_and(|hz| !hz.is_finite()) {
+            return Err(ImportError::Option(
+                "--center-frequency must be a finite number of Hz".into(),
+            ));
         }
         Ok(Recording {
             name: stem_of(path)?,
@@ -169,6 +183,7 @@ impl Recording {
             sample_rate: Some(rate),
             total_samples: sample_count(path, &format)?,
             sigmf: None,
+            center_hz,
         })
     }
 }
@@ -506,9 +521,12 @@ impl Segment {
             .collect()
     }
 
-    /// `core:frequency` of the last capture starting at or before the segment.
+    /// `core:frequency` of the last capture starting at or before the segment (a headerless
+    /// capture's given centre).
     fn center_frequency(&self) -> Option<Value> {
-        let sigmf = self.recording.sigmf.as_ref()?;
+        let Some(sigmf) = self.recording.sigmf.as_ref() else {
+            return self.recording.center_hz.map(Value::Float);
+        };
         sigmf
             .captures
             .iter()

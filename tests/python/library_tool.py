@@ -977,6 +977,7 @@ def main() -> None:
     p = sub.add_parser("check-records"); p.add_argument("root"); p.add_argument("mount")
     p.add_argument("ordinals", type=int, nargs="+")
     p = sub.add_parser("check-columns"); p.add_argument("root"); p.add_argument("mount")
+    p = sub.add_parser("ls"); p.add_argument("root")
     args = parser.parse_args()
     if args.release is not None and release() != args.release:
         raise SystemExit(f"expected signal-dataset {args.release}, imported {release()} from {sds.__file__}")
@@ -1005,6 +1006,14 @@ def main() -> None:
         for key in args.path.split("."):
             value = value[int(key)] if isinstance(value, list) else value.get(key)
         print(value if isinstance(value, str) else canonical(value))
+    elif args.command == "ls":
+        # What `sds ls --json` should print, from the library's metadata rows: a line per record.
+        dataset = sds.open(str(Path(args.root).resolve()))
+        for ordinal, meta in enumerate(dataset.iter_record_metadata()):
+            tensor_bytes = sum(int(np.prod(f.shape, dtype=np.int64)) * np.dtype(f.dtype).itemsize
+                               for f in meta.fields.values())
+            print(json.dumps({"fields": len(meta.fields), "id": meta.id, "ordinal": ordinal,
+                              "scene_id": meta.scene_id, "tensor_bytes": tensor_bytes}))
     elif args.command == "npy-digest":
         # What `sds create --from-npy` was given: per file, each array's dtype, shape, digest.
         out = []

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::cli::size::parse_hz;
 use crate::import::{self, ImportError, Sources};
 
 /// Files to turn into records.
@@ -31,9 +32,13 @@ pub struct RecordInputs {
     /// SigMF datatype of --from-raw files (cf32_le, ci16_le, ci8, cu8, rf32_le, ...).
     #[arg(long)]
     pub datatype: Option<String>,
-    /// Sample rate of --from-raw files, in Hz.
-    #[arg(long, value_name = "HZ")]
+    /// Sample rate of --from-raw files, in Hz: 2000000, 2M, 2.048MHz, 250k.
+    #[arg(long, value_name = "HZ", value_parser = parse_hz)]
     pub sample_rate: Option<f64>,
+    /// Centre frequency of --from-raw files, in Hz (2.4G, 433.92MHz): the fields'
+    /// center_frequency_hz, which SigMF files and label boxes in absolute Hz need.
+    #[arg(long, value_name = "HZ", value_parser = parse_hz, alias = "centre-frequency")]
+    pub center_frequency: Option<f64>,
     /// Split SigMF and raw recordings into records of this many samples.
     #[arg(long, value_name = "N")]
     pub segment_samples: Option<u64>,
@@ -73,6 +78,7 @@ impl RecordInputs {
                 &self.from_raw,
                 datatype,
                 rate,
+                self.center_frequency,
                 self.segment_samples,
             )?);
         }
