@@ -116,6 +116,21 @@ fn bad_datasets_fail_before_mounting_with_one_line() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("bogus"));
+    // A cache below the 1 MiB the mount needs is refused, naming the minimum (it was raised
+    // silently), as an option and as a mount option.
+    for args in [["--cache-size", "10K"], ["-o", "cache_size=10K"]] {
+        let output = sdsfs()
+            .arg("mount")
+            .args(args)
+            .arg(empty.path())
+            .arg(mnt.path())
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("below the minimum, 1.0 MiB"), "{stderr}");
+        assert!(!is_mounted(mnt.path()));
+    }
 }
 
 #[test]

@@ -95,7 +95,7 @@ fn fault_then_check(warm: bool, fault: impl FnOnce(&Path)) -> usize {
     let library = published.open();
     let shards = data_shards(&published);
     let wants: Vec<Vec<u8>> = (0..9).map(|o| expected_iq(&library, o)).collect();
-    let mount = MountGuard::mount(published.root(), &["--cache-size", "64K"]);
+    let mount = MountGuard::mount(published.root(), &["--cache-size", "1M"]);
     // Warm: records read once through the mount (the daemon may keep them).
     for ordinal in 0..if warm { 9 } else { 5 } {
         assert_eq!(

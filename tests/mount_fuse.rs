@@ -352,7 +352,7 @@ fn concurrent_readers_with_a_tiny_cache_read_exact_bytes() {
     let records: Vec<Record> = (0..12).map(sample_record).collect();
     let dir = build_dataset(records, 4);
     let dataset = Arc::new(open(dir.path()));
-    let mount = MountGuard::mount(dir.path(), &["--cache-size", "1"]);
+    let mount = MountGuard::mount(dir.path(), &["--cache-size", "1M"]);
     let root = mount.path("records");
     std::thread::scope(|scope| {
         for t in 0..8u64 {

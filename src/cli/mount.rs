@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::size::parse_size;
+use super::size::{format_size, parse_size};
 use crate::cli::CliError;
 use crate::daemon::{self, MountSettings};
+use crate::fs::cache::MIN_CACHE_BYTES;
 use crate::fs::fuse::FileOpens;
 use crate::fs::stats::{MountStats, StoreCounter};
 
@@ -92,8 +93,9 @@ pub struct MountArgs {
     /// Group shown for every entry [default: the mounting user's group].
     #[arg(long)]
     pub gid: Option<u32>,
-    /// Memory for decoded records, e.g. 512M or 2G; larger records go to temporary files.
-    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_size)]
+    /// Memory for decoded records, e.g. 512M or 2G (at least 1M); larger records go to
+    /// temporary files.
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = parse_cache_size)]
     pub cache_size: u64,
     /// Disk for the temporary files of records decoded outside memory, e.g. 4G; a record
     /// larger than this is refused (EIO).
@@ -270,7 +272,7 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), CliError> {
             "allow_other" => args.allow_other = true,
             "uid" => args.uid = Some(parse_number(name, value.ok_or_else(missing)?)?),
             "gid" => args.gid = Some(parse_number(name, value.ok_or_else(missing)?)?),
-            "cache_size" => args.cache_size = parse_size(value.ok_or_else(missing)?)?,
+            "cache_size" => args.cache_size = parse_cache_size(value.ok_or_else(missing)?)?,
             "spill_size" => args.spill_size = parse_size(value.ok_or_else(missing)?)?,
             "metadata_ttl" => args.metadata_ttl = parse_number(name, value.ok_or_else(missing)?)?,
             "threads" => args.threads = parse_number(name, value.ok_or_else(missing)?)?,
@@ -300,6 +302,19 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A `--cache-size`: a size ([`parse_size`]) of at least [`MIN_CACHE_BYTES`], the least the
+/// mount's caches and indexes work in; a smaller one is refused, naming the minimum.
+fn parse_cache_size(text: &str) -> Result<u64, CliError> {
+    let bytes = parse_size(text)?;
+    if bytes < MIN_CACHE_BYTES {
+        return Err(CliError::from(format!(
+            "cache size {text:?} is below the minimum, {}",
+            format_size(MIN_CACHE_BYTES)
+        )));
+    }
+    Ok(bytes)
 }
 
 fn parse_number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, CliError> {

@@ -11,14 +11,18 @@
 
 use crate::format::dtype::DType;
 
+/// The datatypes that import, as the errors list them.
+const SUPPORTED: &str = "cf32_le, cf32_be, ci16_le, ci16_be, cu16_le, cu16_be, ci8, cu8, \
+    rf32_le, rf32_be, rf64_le, rf64_be, ri16_le, ri16_be, ru16_le, ru16_be, ri8, ru8";
+
 /// Why a SigMF datatype (named in the error) cannot be imported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DatatypeError {
     /// Not a SigMF datatype at all.
-    #[error("unknown SigMF datatype {0:?}")]
+    #[error("unknown SigMF datatype {0:?} (supported: {SUPPORTED})")]
     Unknown(String),
     /// A SigMF datatype that no layout dtype holds without loss.
-    #[error("SigMF datatype {0:?} cannot be stored without loss (supported: cf32, ci16, cu16, ci8, cu8, rf32, rf64, ri16, ru16, ri8, ru8; _le or _be)")]
+    #[error("SigMF datatype {0:?} cannot be stored without loss (supported: {SUPPORTED})")]
     Lossy(String),
     /// A byte-order suffix on an 8-bit type, or none on a wider one.
     #[error(
@@ -198,6 +202,12 @@ mod tests {
             "cf64_le", "ci32_le", "ri32_le", "cx16", "ci8_le", "cf32", "zz",
         ] {
             assert!(SampleFormat::parse(name).is_err(), "{name}");
+        }
+        // An unknown name is told what is known, and every name listed parses.
+        let message = SampleFormat::parse("complex64").unwrap_err().to_string();
+        assert!(message.contains("cf32_le, cf32_be, ci16_le"), "{message}");
+        for name in SUPPORTED.split(", ") {
+            assert!(SampleFormat::parse(name).is_ok(), "{name}");
         }
     }
 }
