@@ -75,6 +75,50 @@ fn daemon_mounts_then_unmount_clears_it() {
     assert!(text.contains("mounted"), "{text}");
 }
 
+/// mount(8) adds `rw` itself (`mount -t fuse.sdsfs`, fstab's `defaults`): it is accepted, and
+/// the mount is read-only all the same (`ro` in `/proc/self/mountinfo`, writes `EROFS`).
+#[test]
+fn mount_8s_rw_and_defaults_mount_read_only() {
+    let dataset = tiny_dataset();
+    let mnt = tempfile::tempdir().unwrap();
+    let _cleanup = Cleanup(mnt.path());
+    let output = sdsfs()
+        .args(["mount", "-o", "rw,defaults"])
+        .arg(dataset.path())
+        .arg(mnt.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let point = mnt.path().to_str().unwrap();
+    let line = mountinfo
+        .lines()
+        .find(|line| line.split(' ').nth(4) == Some(point))
+        .unwrap_or_else(|| panic!("{point} not in mountinfo:\n{mountinfo}"));
+    let options = line.split(' ').nth(5).unwrap();
+    assert!(options.split(',').any(|o| o == "ro"), "{line}");
+    let written = std::fs::write(mnt.path().join("records/0/new"), b"x");
+    assert_eq!(
+        written.unwrap_err().raw_os_error(),
+        Some(libc::EROFS),
+        "a write to the mount"
+    );
+    assert_eq!(
+        std::fs::read(mnt.path().join("records/0/fields/x.raw")).unwrap(),
+        [1, 2, 3]
+    );
+    assert!(sdsfs()
+        .arg("unmount")
+        .arg(mnt.path())
+        .status()
+        .unwrap()
+        .success());
+}
+
 #[test]
 fn bad_datasets_fail_before_mounting_with_one_line() {
     let mnt = tempfile::tempdir().unwrap();
@@ -101,14 +145,6 @@ fn bad_datasets_fail_before_mounting_with_one_line() {
             assert!(!is_mounted(mnt.path()));
         }
     }
-    let output = sdsfs()
-        .args(["mount", "-o", "rw"])
-        .arg(empty.path())
-        .arg(mnt.path())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("read-only"));
     let output = sdsfs()
         .args(["mount", "-o", "bogus"])
         .arg(empty.path())

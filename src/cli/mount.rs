@@ -127,7 +127,8 @@ pub struct MountArgs {
     /// endpoint_url=URL, region=REGION, allow_http, request_timeout=SECS, no_absolute_references,
     /// cross_store_references; generic options
     /// (defaults, _netdev, nofail, noauto, user, nodev, nosuid, noexec, noatime, x-systemd.*, ...)
-    /// are accepted and ignored; rw is refused.
+    /// are accepted and ignored; rw (which mount(8) adds itself) is accepted and the mount is
+    /// read-only all the same.
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
     #[command(flatten)]
@@ -267,8 +268,9 @@ pub fn apply_mount_options(args: &mut MountArgs) -> Result<(), CliError> {
         };
         let missing = || format!("mount option {name} needs a value");
         match name {
-            "ro" => {}
-            "rw" => return Err("mount option rw: sdsfs mounts are read-only".into()),
+            // mount(8) adds `rw` itself (`mount -t fuse.sdsfs`, fstab's `defaults`): the mount
+            // is read-only whatever it asks (every write is EROFS).
+            "ro" | "rw" => {}
             "allow_other" => args.allow_other = true,
             "uid" => args.uid = Some(parse_number(name, value.ok_or_else(missing)?)?),
             "gid" => args.gid = Some(parse_number(name, value.ok_or_else(missing)?)?),
