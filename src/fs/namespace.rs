@@ -1684,10 +1684,14 @@ impl Namespace {
             return self.own_label_rows(group);
         };
         let set = index.sets.get(set).ok_or(FsError::NotFound)?;
+        // The source record's tree first, for its ids only: nothing charged is held while
+        // the carrier may wait for room (see `TreeCache::row_fingerprint`).
+        let source = self.record_tree(group.ordinal)?;
+        let ids = (source.row.id.to_string(), source.row.scene_id.clone());
+        drop(source);
         let carrier = self
             .overlay
             .carrier(&self.dataset, set, group.ordinal, &self.trees)?;
-        let source = self.record_tree(group.ordinal)?;
         let field = group.field as usize;
         let (entry, plan) = shown_boxes(&carrier.tree, field, group.ordinal)?;
         let rows = carrier
@@ -1695,7 +1699,7 @@ impl Namespace {
             .ok_or_else(|| FsError::record(group.ordinal, "its carrier's box fields are gone"))
             .and_then(|tensors| read_box_rows(plan, &tensors, group.ordinal));
         let set = Some(Arc::from(set.name.as_str()));
-        Ok(group_table(&source, &entry.name, set, plan, rows, group))
+        Ok(group_table(ids, &entry.name, set, plan, rows, group))
     }
 
     /// [`Namespace::label_rows`] of a group of the record's own labels.
@@ -1705,7 +1709,8 @@ impl Namespace {
         let (entry, plan) = shown_boxes(&tree, field, group.ordinal)?;
         let rows = box_tensors(&tree, plan, record.as_deref())
             .and_then(|tensors| read_box_rows(plan, &tensors, group.ordinal));
-        Ok(group_table(&tree, &entry.name, None, plan, rows, group))
+        let ids = (tree.row.id.to_string(), tree.row.scene_id.clone());
+        Ok(group_table(ids, &entry.name, None, plan, rows, group))
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1782,9 +1787,9 @@ fn read_box_rows(
 }
 
 /// A group's table rows from its boxes `rows` (null when they cannot be read), with what each
-/// line starts with: record `source`'s ids, the IQ field's name and the set's.
+/// line starts with: the record's id and scene id (`ids`), the IQ field's name and the set's.
 fn group_table(
-    source: &RecordTree,
+    (record_id, scene_id): (String, Option<String>),
     field: &str,
     set: Option<Arc<str>>,
     plan: &BoxPlan,
@@ -1793,8 +1798,8 @@ fn group_table(
 ) -> (OwnedHead, Vec<TableRow>) {
     let head = OwnedHead {
         ordinal: group.ordinal,
-        record_id: source.row.id.to_string(),
-        scene_id: source.row.scene_id.as_deref().map(str::to_string),
+        record_id,
+        scene_id,
         field: field.to_string(),
         set,
     };
